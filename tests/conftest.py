@@ -1,0 +1,34 @@
+"""Shared fixtures: a tiny random Llama (fast) and the real default target (loaded once)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_target():
+    """A random-init 2-layer Llama with a 97-token vocabulary, fp32, no tokenizer."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from tevcore.models import Target
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    model = LlamaForCausalLM(config).eval()
+    model.config._attn_implementation = "sdpa"
+    model.requires_grad_(False)
+    return Target(model=model, tokenizer=None, name="tiny-random-llama")
+
+
+@pytest.fixture(scope="session")
+def default_target():
+    """The embedded SmolLM2-135M-Instruct in fp32 (converted once, then cached)."""
+    from tevcore.models import load_target
+
+    return load_target(dtype="float32", device="cpu")

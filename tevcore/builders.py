@@ -1,0 +1,136 @@
+"""Builders: per-depth draft log-probabilities (K x V) -> a `DraftTree`.
+
+A block drafter gives one distribution per depth, independent of the prefix,
+so a prefix's draft score is the sum of its per-depth log-probabilities. The
+best-first builder returns the top-B prefixes by that score (DDTree).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Callable
+
+import torch
+
+from .tree import DraftTree
+
+
+def _check_rows(depth_logq: torch.Tensor) -> torch.Tensor:
+    if depth_logq.dim() != 2 or depth_logq.shape[0] == 0:
+        raise ValueError(f"per-depth draft log-probs must be a non-empty K x V tensor, got shape {tuple(depth_logq.shape)}")
+    if torch.isnan(depth_logq).any():
+        raise ValueError("per-depth draft log-probs contain NaN")
+    return depth_logq.detach().float().cpu()
+
+
+def _check_budget(budget: int) -> int:
+    if isinstance(budget, bool) or int(budget) != budget or budget < 0:
+        raise ValueError(f"budget must be a non-negative integer, got {budget!r}")
+    return int(budget)
+
+
+def best_first(root_token: int, depth_logq: torch.Tensor, budget: int) -> DraftTree:
+    """Top-`budget` prefixes by draft score, grown with a heap (DDTree).
+
+    A popped prefix pushes its next sibling and its first child; both score no
+    higher than it, so pops come out in descending score order and the result
+    is prefix-closed. Ties break by push order, which makes the tree
+    deterministic.
+    """
+    logq = _check_rows(depth_logq)
+    budget = _check_budget(budget)
+    depth_count, vocab = logq.shape
+    width = min(budget, vocab)
+    top_logq, top_tokens = logq.topk(width, dim=-1) if width else (logq[:, :0], logq[:, :0].long())
+    top_logq, top_tokens = top_logq.tolist(), top_tokens.tolist()
+    tokens, parents, scores = [root_token], [-1], [0.0]
+    # heap entries: (-prefix score, push order, parent node, depth index, rank at that depth)
+    heap: list[tuple[float, int, int, int, int]] = []
+    pushes = 0
+    if width:
+        heap.append((-top_logq[0][0], pushes, 0, 0, 0))
+    while heap and len(tokens) - 1 < budget:
+        neg_score, _, parent, depth, rank = heapq.heappop(heap)
+        node = len(tokens)
+        tokens.append(top_tokens[depth][rank])
+        parents.append(parent)
+        scores.append(-neg_score)
+        parent_score = scores[parent]
+        if rank + 1 < width:
+            pushes += 1
+            heapq.heappush(heap, (-(parent_score + top_logq[depth][rank + 1]), pushes, parent, depth, rank + 1))
+        if depth + 1 < depth_count:
+            pushes += 1
+            heapq.heappush(heap, (-(-neg_score + top_logq[depth + 1][0]), pushes, node, depth + 1, 0))
+    return _tree(tokens, parents, scores, budget)
+
+
+def chain(root_token: int, depth_logq: torch.Tensor, budget: int | None = None) -> DraftTree:
+    """The top-1 path, as deep as the drafter's rows (or the budget) allow."""
+    logq = _check_rows(depth_logq)
+    depth = logq.shape[0] if budget is None else min(logq.shape[0], _check_budget(budget))
+    best_logq, best_tokens = logq[:depth].max(dim=-1)
+    tokens = [root_token] + best_tokens.tolist()
+    parents = list(range(-1, depth))
+    scores = [0.0] + torch.cumsum(best_logq, 0).tolist()
+    return _tree(tokens, parents, scores, budget)
+
+
+def fixed_width(root_token: int, depth_logq: torch.Tensor, widths: list[int], budget: int | None = None) -> DraftTree:
+    """Top-k per depth: every node at depth d-1 gets the top widths[d-1] tokens of depth d."""
+    logq = _check_rows(depth_logq)
+    if not widths or any(int(w) < 1 for w in widths):
+        raise ValueError(f"widths must be a non-empty list of positive integers, got {widths!r}")
+    if len(widths) > logq.shape[0]:
+        raise ValueError(f"{len(widths)} widths but the drafter only gives {logq.shape[0]} depths")
+    tokens, parents, scores = [root_token], [-1], [0.0]
+    frontier = [0]
+    for depth, width in enumerate(widths):
+        top_logq, top_tokens = logq[depth].topk(min(int(width), logq.shape[1]))
+        next_frontier = []
+        for parent in frontier:
+            for lq, tok in zip(top_logq.tolist(), top_tokens.tolist()):
+                next_frontier.append(len(tokens))
+                tokens.append(tok)
+                parents.append(parent)
+                scores.append(scores[parent] + lq)
+        frontier = next_frontier
+    if budget is not None and len(tokens) - 1 > _check_budget(budget):
+        raise ValueError(f"widths {widths} give {len(tokens) - 1} nodes, more than the budget {budget}")
+    return _tree(tokens, parents, scores, budget)
+
+
+def _tree(tokens: list[int], parents: list[int], prefix_scores: list[float], budget: int | None) -> DraftTree:
+    """Per-node draft log-prob = prefix score minus the parent's prefix score."""
+    node_logq = [0.0] + [prefix_scores[i] - prefix_scores[parents[i]] for i in range(1, len(tokens))]
+    return DraftTree(
+        tokens=torch.tensor(tokens, dtype=torch.long),
+        parents=torch.tensor(parents, dtype=torch.long),
+        draft_logp=torch.tensor(node_logq, dtype=torch.float32),
+        budget=budget,
+    )
+
+
+def _parse_widths(text: str) -> list[int]:
+    try:
+        return [int(w) for w in text.split(",") if w.strip()]
+    except ValueError:
+        raise ValueError(f"widths must look like '4,2,1', got {text!r}") from None
+
+
+BuilderFn = Callable[[int, torch.Tensor, int], DraftTree]
+
+
+def get_builder(name: str) -> BuilderFn:
+    """Builder by name: 'best_first', 'chain' or 'width:4,2,1' (fixed top-k per depth)."""
+    if name == "best_first":
+        return best_first
+    if name == "chain":
+        return chain
+    if name.startswith("width:"):
+        widths = _parse_widths(name.split(":", 1)[1])
+        return lambda root, logq, budget: fixed_width(root, logq, widths, budget)
+    raise ValueError(f"unknown builder {name!r}; choose best_first, chain or width:W1,W2,...")
+
+
+BUILDER_NAMES = ("best_first", "chain", "width:W1,W2,...")

@@ -1,0 +1,5 @@
+"""Drafters: given the committed context, propose K per-depth draft distributions."""
+
+from .base import Proposer, GreedyRolloutProposer
+
+__all__ = ["Proposer", "GreedyRolloutProposer"]

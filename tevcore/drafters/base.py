@@ -1,0 +1,59 @@
+"""The drafter interface and the oracle stand-in proposer.
+
+A proposer looks at a target session (its committed tokens, cached hidden
+states and root token) and returns a K x V tensor of per-depth draft
+log-probabilities over the target vocabulary; a builder turns it into a tree.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+from ..target import TargetSession
+from ..tree import DraftTree
+
+
+class Proposer(Protocol):
+    """Anything that can propose per-depth draft distributions for the next round."""
+
+    name: str
+    depth: int
+    hidden_layers: tuple[int, ...]  # target layers whose hidden states it reads from the session
+
+    def propose(self, session: TargetSession) -> torch.Tensor:
+        """(depth x V) draft log-probabilities for depths 1..depth after the session's root."""
+        ...
+
+
+class GreedyRolloutProposer:
+    """STAND-IN proposer: the target's own greedy rollout of K steps from the root.
+
+    It spends K extra target forwards, so it is never faster than plain
+    decoding; its per-depth rows are the target's distributions along its
+    greedy path. Useful as an oracle-style teaching proposer, not a drafter.
+    """
+
+    hidden_layers: tuple[int, ...] = ()
+
+    def __init__(self, depth: int = 4) -> None:
+        if depth < 1:
+            raise ValueError(f"rollout depth must be >= 1, got {depth}")
+        self.depth = int(depth)
+        self.name = f"stand-in: target greedy rollout (K={self.depth})"
+
+    def propose(self, session: TargetSession) -> torch.Tensor:
+        chain_tokens = [session.root_token]
+        rows = []
+        for _ in range(self.depth):
+            tree = DraftTree(
+                tokens=torch.tensor(chain_tokens),
+                parents=torch.arange(-1, len(chain_tokens) - 1),
+                draft_logp=torch.zeros(len(chain_tokens)),
+            )
+            last = session.score_tree(tree).logits[-1]
+            session.rollback()
+            rows.append(torch.log_softmax(last.float(), -1))
+            chain_tokens.append(int(last.argmax()))
+        return torch.stack(rows)

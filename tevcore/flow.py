@@ -1,0 +1,130 @@
+"""Target flow of a draft tree: where the target's probability mass goes.
+
+From the target's row p(.|v) at every node: edge probability a(v), path
+probability P(v), child mass m(v), exit mass X(v) = P(v)(1 - m(v)), coverage
+C = sum of P over non-root nodes, and the tokens the target wanted at v that
+the tree lacks. P is accumulated in log space level by level, and 1 - m is a
+log-sum-exp over the non-child tokens, so deep trees and near-one child mass
+stay exact. These functions are the only implementation of P and X.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .sampling import log_probs
+from .tree import DraftTree
+
+DEFAULT_MISSING_K = 5
+
+
+def edge_log_probs(tree: DraftTree, node_log_probs: torch.Tensor) -> torch.Tensor:
+    """log a(v) = log p(x_v | par(v)) for every node (0 at the root)."""
+    parents = tree.parents.to(node_log_probs.device)
+    tokens = tree.tokens.to(node_log_probs.device)
+    log_a = torch.zeros(tree.num_nodes, dtype=node_log_probs.dtype, device=node_log_probs.device)
+    if tree.size:
+        log_a[1:] = node_log_probs[parents[1:], tokens[1:]]
+    return log_a
+
+
+def path_log_probs(tree: DraftTree, log_a: torch.Tensor) -> torch.Tensor:
+    """log P(v): one gather from the parents per level (no per-node loop)."""
+    log_p = torch.zeros_like(log_a)
+    parents = tree.parents.to(log_a.device)
+    for level in tree.levels():
+        level = level.to(log_a.device)
+        log_p[level] = log_p[parents[level]] + log_a[level]
+    return log_p
+
+
+def log_missing_mass(tree: DraftTree, node_log_probs: torch.Tensor) -> torch.Tensor:
+    """log(1 - m(v)): log-sum-exp of p(.|v) over the tokens that are not children of v."""
+    banned = tree.child_token_mask(node_log_probs.shape[-1]).to(node_log_probs.device)
+    return torch.logsumexp(node_log_probs.masked_fill(banned, float("-inf")), dim=-1)
+
+
+@dataclass(frozen=True)
+class TargetFlow:
+    """Per-node target flow of one tree at one temperature (all tensors on CPU)."""
+
+    temperature: float
+    edge_prob: torch.Tensor  # a(v), (N+1,), 1 at the root
+    path_prob: torch.Tensor  # P(v)
+    log_path_prob: torch.Tensor  # log P(v)
+    child_mass: torch.Tensor  # m(v)
+    exit_mass: torch.Tensor  # X(v)
+    missing_tokens: torch.Tensor  # (N+1, k) top tokens of p(.|v) that are not children of v
+    missing_probs: torch.Tensor  # (N+1, k) their probabilities
+
+    @property
+    def coverage(self) -> float:
+        """C = sum of P(v) over non-root nodes."""
+        return float(self.path_prob[1:].sum())
+
+    @property
+    def expected_length(self) -> float:
+        """1 + C: the expected output block length of an optimal exact verifier."""
+        return 1.0 + self.coverage
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "edge_prob": self.edge_prob.tolist(),
+            "path_prob": self.path_prob.tolist(),
+            "log_path_prob": self.log_path_prob.tolist(),
+            "child_mass": self.child_mass.tolist(),
+            "exit_mass": self.exit_mass.tolist(),
+            "missing_tokens": self.missing_tokens.tolist(),
+            "missing_probs": self.missing_probs.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TargetFlow":
+        try:
+            return cls(
+                temperature=float(data["temperature"]),
+                edge_prob=torch.tensor(data["edge_prob"], dtype=torch.float64),
+                path_prob=torch.tensor(data["path_prob"], dtype=torch.float64),
+                log_path_prob=torch.tensor(data["log_path_prob"], dtype=torch.float64),
+                child_mass=torch.tensor(data["child_mass"], dtype=torch.float64),
+                exit_mass=torch.tensor(data["exit_mass"], dtype=torch.float64),
+                missing_tokens=torch.tensor(data["missing_tokens"], dtype=torch.long),
+                missing_probs=torch.tensor(data["missing_probs"], dtype=torch.float64),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"not a target flow record: {err}") from None
+
+
+def target_flow(
+    tree: DraftTree, node_logits: torch.Tensor, temperature: float, missing_k: int = DEFAULT_MISSING_K
+) -> TargetFlow:
+    """The target flow of `tree` from its (N+1) x V node logits at `temperature`."""
+    if node_logits.dim() != 2 or node_logits.shape[0] != tree.num_nodes:
+        raise ValueError(
+            f"node logits must be (N+1) x V with N+1 = {tree.num_nodes}, got shape {tuple(node_logits.shape)}"
+        )
+    if int(tree.tokens.max()) >= node_logits.shape[-1]:
+        raise ValueError(f"the tree holds token {int(tree.tokens.max())}, outside the target vocabulary {node_logits.shape[-1]}")
+    lp = log_probs(node_logits, temperature).double()
+    log_a = edge_log_probs(tree, lp)
+    log_p = path_log_probs(tree, log_a)
+    log_miss = log_missing_mass(tree, lp)
+    exit_mass = torch.exp(log_p + log_miss)
+    child_mass = (-torch.expm1(log_miss)).clamp(0.0, 1.0)
+    banned = tree.child_token_mask(lp.shape[-1]).to(lp.device)
+    k = min(int(missing_k), lp.shape[-1])
+    miss_lp, miss_tok = lp.masked_fill(banned, float("-inf")).topk(k, dim=-1)
+    return TargetFlow(
+        temperature=float(temperature),
+        edge_prob=log_a.exp().cpu(),
+        path_prob=log_p.exp().cpu(),
+        log_path_prob=log_p.cpu(),
+        child_mass=child_mass.cpu(),
+        exit_mass=exit_mass.cpu(),
+        missing_tokens=miss_tok.cpu(),
+        missing_probs=miss_lp.exp().cpu(),
+    )

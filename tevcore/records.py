@@ -1,0 +1,140 @@
+"""Records of speculative rounds and trace files (JSONL, optionally gzipped).
+
+A trace file is one header line `{"schema": ..., "version": ..., "meta": {...}}`
+followed by one `RoundRecord` per line. Each record carries the tree, its
+target flow and the decoded token strings, so the flow can be recomputed and
+any page can replay a run without a model.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .flow import TargetFlow
+from .tree import DraftTree
+
+SCHEMA = "tevcore.trace"
+SCHEMA_VERSION = 1
+STAGES = ("draft", "tree_build", "tree_forward", "verify_decision", "commit")
+
+
+@dataclass
+class StageTimings:
+    """Seconds spent in each stage of one round."""
+
+    draft: float = 0.0
+    tree_build: float = 0.0
+    tree_forward: float = 0.0
+    verify_decision: float = 0.0
+    commit: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(getattr(self, stage) for stage in STAGES)
+
+
+@dataclass
+class RoundRecord:
+    """Everything one speculative round did, in plain data."""
+
+    index: int
+    proposer: str
+    builder: str
+    budget: int
+    temperature: float
+    context_length: int  # committed tokens before the round (root included)
+    tree: DraftTree
+    flow: TargetFlow
+    token_texts: list[str]  # decoded text of every node's token
+    missing_texts: list[list[str]]  # decoded text of each node's top missing tokens
+    verifier: str | None = None
+    path: list[int] = field(default_factory=list)  # accepted nodes, root first
+    exit_node: int | None = None
+    bonus_token: int | None = None
+    bonus_text: str | None = None
+    emitted_tokens: list[int] = field(default_factory=list)  # accepted path tokens + bonus
+    emitted_text: str = ""
+    timings: StageTimings = field(default_factory=StageTimings)
+
+    @property
+    def block_length(self) -> int:
+        """Tokens this round emitted: accepted draft tokens plus the bonus."""
+        return len(self.emitted_tokens)
+
+    @property
+    def expected_length(self) -> float:
+        return self.flow.expected_length
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tree"] = self.tree.to_dict()
+        data["flow"] = self.flow.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RoundRecord":
+        data = dict(data)
+        data["tree"] = DraftTree.from_dict(data["tree"])
+        data["flow"] = TargetFlow.from_dict(data["flow"])
+        data["timings"] = StageTimings(**data.get("timings", {}))
+        record = cls(**data)
+        if record.flow.path_prob.numel() != record.tree.num_nodes:
+            raise ValueError("the flow and the tree disagree on the number of nodes")
+        return record
+
+
+def _open(path: Path, mode: str):
+    return gzip.open(path, mode + "t", encoding="utf-8") if path.suffix == ".gz" else open(path, mode, encoding="utf-8")
+
+
+def write_trace(path: str | Path, records: Iterable[RoundRecord], meta: dict[str, Any] | None = None) -> Path:
+    """Write a header and the records; `.gz` suffix means gzip. Written atomically."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".partial")
+    with _open(tmp, "w") as handle:
+        handle.write(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": meta or {}}) + "\n")
+        for record in records:
+            handle.write(json.dumps(record.to_dict()) + "\n")
+    tmp.replace(path)
+    return path
+
+
+@dataclass
+class Trace:
+    """A trace file's metadata and rounds."""
+
+    meta: dict[str, Any]
+    rounds: list[RoundRecord]
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read a trace; any corrupt, foreign or wrong-version file raises a clear ValueError."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"trace file not found: {path}")
+    try:
+        with _open(path, "r") as handle:
+            lines = [line for line in handle if line.strip()]
+    except (OSError, UnicodeDecodeError, EOFError) as err:
+        raise ValueError(f"{path} is not a readable trace file: {err}") from None
+    if not lines:
+        raise ValueError(f"{path} is empty: not a trace file")
+    try:
+        header = json.loads(lines[0])
+    except json.JSONDecodeError:
+        raise ValueError(f"{path} is not a trace file: the first line is not JSON") from None
+    if not isinstance(header, dict) or header.get("schema") != SCHEMA:
+        raise ValueError(f"{path} is not a tevcore trace file (no '{SCHEMA}' header)")
+    if header.get("version") != SCHEMA_VERSION:
+        raise ValueError(f"{path} has trace schema version {header.get('version')}; this tevcore reads version {SCHEMA_VERSION}")
+    rounds = []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            rounds.append(RoundRecord.from_dict(json.loads(line)))
+        except (json.JSONDecodeError, TypeError, KeyError, ValueError) as err:
+            raise ValueError(f"{path}, line {number}: corrupt round record ({err})") from None
+    return Trace(meta=header.get("meta", {}), rounds=rounds)

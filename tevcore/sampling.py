@@ -1,0 +1,81 @@
+"""The one place for temperature rules and seeded random draws.
+
+Every verifier, the decoding loop and the autoregressive baseline go through
+these functions, so T = 0 means argmax everywhere and a seed reproduces a run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def check_temperature(temperature: float) -> float:
+    """Return the temperature as a float, or raise a clear ValueError."""
+    try:
+        value = float(temperature)
+    except (TypeError, ValueError):
+        raise ValueError(f"temperature must be a number, got {temperature!r}") from None
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError(f"temperature must be finite, got {value}")
+    if value < 0:
+        raise ValueError(f"temperature must be >= 0, got {value}")
+    return value
+
+
+def is_greedy(temperature: float) -> bool:
+    """T = 0 means deterministic argmax decoding."""
+    return check_temperature(temperature) == 0.0
+
+
+def log_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Target log-probabilities of logits at a temperature, along the last axis.
+
+    At T = 0 the distribution is a point mass on the argmax (first index on
+    ties), written as 0 / -inf, so every law stays well defined.
+    """
+    logits = logits.float()
+    if is_greedy(temperature):
+        out = torch.full_like(logits, -math.inf)
+        return out.scatter_(-1, logits.argmax(-1, keepdim=True), 0.0)
+    return torch.log_softmax(logits / temperature, dim=-1)
+
+
+def probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Target probabilities of logits at a temperature (see `log_probs`)."""
+    return log_probs(logits, temperature).exp()
+
+
+def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """A seeded torch generator on the device where the draws happen."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(seed))
+    return generator
+
+
+def gumbel_argmax(
+    logits: torch.Tensor,
+    temperature: float,
+    generator: torch.Generator,
+    banned: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Sample from softmax(logits / T) by Gumbel-max, with optional banned tokens.
+
+    `logits` may be batched (..., V); `banned` is a boolean mask of the same
+    shape (True = excluded). At T = 0 the result is the argmax of what is
+    left. This is the single masked sampler every exact rule shares.
+    """
+    scores = logits.float()
+    if not is_greedy(temperature):
+        uniform = torch.rand(scores.shape, generator=generator, device=scores.device)
+        gumbel = -torch.log(-torch.log(uniform.clamp_min(1e-20)))
+        scores = scores / temperature + gumbel
+    if banned is not None:
+        scores = scores.masked_fill(banned, -math.inf)
+    return scores.argmax(-1)
+
+
+def sample_index(weights: torch.Tensor, generator: torch.Generator, n: int = 1) -> torch.Tensor:
+    """Draw n indices from unnormalised non-negative weights (a categorical law)."""
+    return torch.multinomial(weights.double(), n, replacement=True, generator=generator)

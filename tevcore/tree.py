@@ -1,0 +1,145 @@
+"""`DraftTree`: the token tree one speculative round proposes.
+
+Node 0 is the root (the last committed token); every other node carries a
+draft token, its parent, its depth and the drafter's log-probability of that
+token at that depth. Validation happens on construction so that an invalid
+tree never reaches the target or a verifier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class DraftTree:
+    """A prefix-closed token tree; index 0 is the root, parents precede children."""
+
+    tokens: torch.Tensor  # (N+1,) long; tokens[0] is the root token
+    parents: torch.Tensor  # (N+1,) long; parents[0] == -1
+    draft_logp: torch.Tensor  # (N+1,) float; draft log-prob of each node's token, 0 at root
+    budget: int | None = None  # the node budget the tree was built under, if any
+    depths: torch.Tensor = field(init=False)
+
+    def __post_init__(self) -> None:
+        tokens = torch.as_tensor(self.tokens, dtype=torch.long).flatten().cpu()
+        parents = torch.as_tensor(self.parents, dtype=torch.long).flatten().cpu()
+        draft_logp = torch.as_tensor(self.draft_logp, dtype=torch.float32).flatten().cpu()
+        object.__setattr__(self, "tokens", tokens)
+        object.__setattr__(self, "parents", parents)
+        object.__setattr__(self, "draft_logp", draft_logp)
+        object.__setattr__(self, "depths", _validated_depths(tokens, parents, draft_logp, self.budget))
+
+    @property
+    def size(self) -> int:
+        """Number of non-root nodes (what the budget counts)."""
+        return int(self.tokens.numel()) - 1
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes including the root."""
+        return int(self.tokens.numel())
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depths.max())
+
+    def children(self) -> list[list[int]]:
+        """Children of every node, in index order."""
+        kids: list[list[int]] = [[] for _ in range(self.num_nodes)]
+        for child, parent in enumerate(self.parents.tolist()[1:], start=1):
+            kids[parent].append(child)
+        return kids
+
+    def child_token_mask(self, vocab_size: int) -> torch.Tensor:
+        """(N+1) x V boolean mask: True where the token is a child of that node."""
+        mask = torch.zeros(self.num_nodes, vocab_size, dtype=torch.bool)
+        mask[self.parents[1:], self.tokens[1:]] = True
+        return mask
+
+    def ancestor_mask(self) -> torch.Tensor:
+        """(N+1) x (N+1) boolean mask: [i, j] is True when j is i or an ancestor of i."""
+        n = self.num_nodes
+        mask = torch.eye(n, dtype=torch.bool)
+        for node in range(1, n):  # parents precede children, so one pass suffices
+            mask[node] |= mask[int(self.parents[node])]
+        return mask
+
+    def path(self, node: int) -> list[int]:
+        """Node indices from the root to `node`, inclusive."""
+        out = [int(node)]
+        while out[-1] != 0:
+            out.append(int(self.parents[out[-1]]))
+        return out[::-1]
+
+    def levels(self) -> list[torch.Tensor]:
+        """Node indices grouped by depth (depth 1, 2, ...), for level-parallel passes."""
+        return [torch.nonzero(self.depths == d).flatten() for d in range(1, self.max_depth + 1)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens.tolist(),
+            "parents": self.parents.tolist(),
+            "draft_logp": [float(x) for x in self.draft_logp.tolist()],
+            "depths": self.depths.tolist(),
+            "budget": self.budget,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DraftTree":
+        try:
+            tree = cls(
+                tokens=torch.tensor(data["tokens"], dtype=torch.long),
+                parents=torch.tensor(data["parents"], dtype=torch.long),
+                draft_logp=torch.tensor(data["draft_logp"], dtype=torch.float32),
+                budget=data.get("budget"),
+            )
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"not a draft tree record: {err}") from None
+        if "depths" in data and list(data["depths"]) != tree.depths.tolist():
+            raise ValueError("stored depths disagree with the parents: depth must be parent depth + 1")
+        return tree
+
+    @classmethod
+    def root_only(cls, root_token: int) -> "DraftTree":
+        """The empty tree: what an autoregressive step scores."""
+        return cls(tokens=torch.tensor([root_token]), parents=torch.tensor([-1]), draft_logp=torch.zeros(1))
+
+
+def _validated_depths(
+    tokens: torch.Tensor, parents: torch.Tensor, draft_logp: torch.Tensor, budget: int | None
+) -> torch.Tensor:
+    """Check the tree's invariants and return each node's depth."""
+    n = tokens.numel()
+    if n == 0:
+        raise ValueError("a draft tree needs at least the root node")
+    if parents.numel() != n or draft_logp.numel() != n:
+        raise ValueError(
+            f"tokens, parents and draft_logp must have one entry per node; got {n}, {parents.numel()}, {draft_logp.numel()}"
+        )
+    if int(parents[0]) != -1:
+        raise ValueError("node 0 must be the root: parents[0] must be -1")
+    if (tokens < 0).any():
+        raise ValueError("token ids must be non-negative")
+    if budget is not None:
+        if int(budget) < 0:
+            raise ValueError(f"budget must be >= 0, got {budget}")
+        if n - 1 > int(budget):
+            raise ValueError(f"the tree has {n - 1} nodes, more than its budget {budget}")
+    if torch.isnan(draft_logp).any() or (draft_logp > 1e-5).any():
+        raise ValueError("draft log-probabilities must be <= 0 and not NaN")
+    index = torch.arange(n)
+    if n > 1 and ((parents[1:] < 0) | (parents[1:] >= index[1:])).any():
+        bad = int(index[1:][(parents[1:] < 0) | (parents[1:] >= index[1:])][0])
+        raise ValueError(f"node {bad} has parent {int(parents[bad])}: parents must precede their children")
+    depths = torch.zeros(n, dtype=torch.long)
+    for node in range(1, n):
+        depths[node] = depths[int(parents[node])] + 1
+    if n > 1:
+        pairs = parents[1:] * (int(tokens.max()) + 1) + tokens[1:]
+        if torch.unique(pairs).numel() != n - 1:
+            raise ValueError("siblings must carry distinct tokens")
+    return depths
