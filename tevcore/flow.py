@@ -57,7 +57,7 @@ class TargetFlow:
     log_path_prob: torch.Tensor  # log P(v)
     child_mass: torch.Tensor  # m(v)
     exit_mass: torch.Tensor  # X(v)
-    missing_tokens: torch.Tensor  # (N+1, k) top tokens of p(.|v) that are not children of v
+    missing_tokens: torch.Tensor  # (N+1, k) top tokens of p(.|v) that are not children of v (k <= missing_k)
     missing_probs: torch.Tensor  # (N+1, k) their probabilities
 
     @property
@@ -116,8 +116,13 @@ def target_flow(
     exit_mass = torch.exp(log_p + log_miss)
     child_mass = (-torch.expm1(log_miss)).clamp(0.0, 1.0)
     banned = tree.child_token_mask(lp.shape[-1]).to(lp.device)
-    k = min(int(missing_k), lp.shape[-1])
-    miss_lp, miss_tok = lp.masked_fill(banned, float("-inf")).topk(k, dim=-1)
+    # never list a child: k is capped by the fewest non-children any node has, and
+    # zero-probability non-children (all but the argmax at T = 0) still rank above children
+    most_children = int(torch.bincount(tree.parents[1:], minlength=tree.num_nodes).max())
+    k = min(int(missing_k), lp.shape[-1] - most_children)
+    key = lp.masked_fill(torch.isneginf(lp), torch.finfo(lp.dtype).min).masked_fill(banned, float("-inf"))
+    miss_tok = key.topk(k, dim=-1).indices
+    miss_lp = lp.gather(-1, miss_tok)
     return TargetFlow(
         temperature=float(temperature),
         edge_prob=log_a.exp().cpu(),

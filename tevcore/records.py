@@ -19,7 +19,7 @@ from .tree import DraftTree
 
 SCHEMA = "tevcore.trace"
 SCHEMA_VERSION = 1
-STAGES = ("draft", "tree_build", "tree_forward", "verify_decision", "commit")
+STAGES = ("draft", "tree_build", "tree_forward", "flow", "verify_decision", "commit")
 
 
 @dataclass
@@ -29,6 +29,7 @@ class StageTimings:
     draft: float = 0.0
     tree_build: float = 0.0
     tree_forward: float = 0.0
+    flow: float = 0.0  # computing the target flow recorded for the round
     verify_decision: float = 0.0
     commit: float = 0.0
 

@@ -1,0 +1,112 @@
+"""`--budget auto`: pick the node budget that maximises predicted tokens per second.
+
+Predicted throughput(B) = E(B) / (draft time + tree forward time(B) + other
+per-round time), where the forward-cost curve is measured on this machine
+(and cached) and E(B) = 1 + coverage of the drafter's best-first tree cut to
+B nodes. Best-first trees are nested (the B-node tree is the first B nodes of
+any larger one, in heap order) and P(v) depends only on v's path, so one tree
+forward at the largest budget gives E(B) for every smaller budget.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from statistics import median
+
+import torch
+
+from .builders import best_first
+from .drafters.base import Proposer
+from .models import Target, cache_dir
+from .target import TargetSession
+from .tree import DraftTree
+
+CURVE_SIZES = (0, 1, 2, 4, 8, 16, 32, 64)
+
+
+def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[int, ...] = CURVE_SIZES,
+                       repeats: int = 5, refresh: bool = False) -> dict[int, float]:
+    """Median seconds of one tree forward per tree size, measured here and cached per machine."""
+    threads = torch.get_num_threads()
+    key = f"forward-cost-{target.name}-{target.device.type}-{threads}t-{context_length}.json".replace(" ", "_")
+    path = cache_dir() / key.replace("/", "_")
+    if path.is_file() and not refresh:
+        stored = json.loads(path.read_text())
+        if all(str(s) in stored for s in sizes):
+            return {s: stored[str(s)] for s in sizes}
+    session = TargetSession(target)
+    session.prefill(torch.randint(0, target.vocab_size, (context_length,), generator=torch.Generator().manual_seed(0)).tolist())
+    curve = {}
+    for size in sizes:
+        tree = DraftTree(tokens=torch.full((size + 1,), session.root_token).index_put_(
+                             (torch.arange(1, size + 1),), torch.arange(1, size + 1)),
+                         parents=torch.tensor([-1] + [0] * size), draft_logp=torch.zeros(size + 1))
+        times = []
+        for _ in range(repeats + 1):
+            start = time.perf_counter()
+            session.score_tree(tree)
+            times.append(time.perf_counter() - start)
+            session.rollback()
+        curve[size] = median(times[1:])  # the first call warms up
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({str(k): v for k, v in curve.items()}))
+    return curve
+
+
+def expected_length_by_budget(target: Target, proposer: Proposer, prompts: list[list[int]],
+                              budgets: tuple[int, ...], temperature: float, rounds_per_prompt: int = 8) -> dict[int, float]:
+    """Mean 1 + C of the drafter's trees cut to each budget, over real decoding contexts."""
+    from .config import DecodeConfig
+    from .decode import rounds
+
+    largest = max(budgets)
+    sums = dict.fromkeys(budgets, 0.0)
+    count = 0
+    config = DecodeConfig(max_new_tokens=rounds_per_prompt * (proposer.depth + 1), temperature=temperature,
+                          budget=largest, seed=0)
+    for ids in prompts:
+        for record in rounds(target, proposer, ids, config):
+            if record.index >= rounds_per_prompt:
+                break
+            for budget in budgets:  # heap order: the first `budget` nodes form the budget-B tree
+                sums[budget] += 1.0 + float(record.flow.path_prob[1:budget + 1].sum())
+            count += 1
+    return {b: s / max(count, 1) for b, s in sums.items()}
+
+
+@dataclass
+class BudgetChoice:
+    """The chosen budget and the figures behind the choice."""
+
+    budget: int
+    predicted_tokens_per_s: dict[int, float]
+    expected_length: dict[int, float]
+    forward_seconds: dict[int, float]
+    draft_seconds: float
+
+    def explain(self) -> str:
+        rows = [f"  B={b:>3}: E={self.expected_length[b]:.2f}  forward {1000 * self.forward_seconds[b]:.1f} ms  "
+                f"-> {self.predicted_tokens_per_s[b]:.1f} tok/s" for b in sorted(self.predicted_tokens_per_s)]
+        return (f"auto budget = {self.budget} (draft {1000 * self.draft_seconds:.1f} ms per round)\n" + "\n".join(rows))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], temperature: float,
+                  budgets: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)) -> BudgetChoice:
+    """Budget with the highest predicted throughput on this machine for this drafter."""
+    curve = forward_cost_curve(target, sizes=tuple(sorted(set(budgets) | {0})))
+    session = TargetSession(target, hidden_layers=proposer.hidden_layers)
+    session.prefill(prompts[0])
+    start = time.perf_counter()
+    for _ in range(5):
+        best_first(session.root_token, proposer.propose(session), max(budgets))
+    draft = (time.perf_counter() - start) / 5
+    lengths = expected_length_by_budget(target, proposer, prompts, budgets, temperature)
+    predicted = {b: lengths[b] / (draft + curve[b]) for b in budgets}
+    predicted[0], lengths[0] = 1.0 / curve[0], 1.0  # budget 0 = plain autoregressive decoding, no draft
+    best = max(predicted, key=lambda b: (predicted[b], -b))
+    return BudgetChoice(best, predicted, lengths, {b: curve[b] for b in predicted}, draft)

@@ -1,0 +1,197 @@
+"""End-to-end benchmark: our speculative decoding vs our AR and the HF peers, interleaved.
+
+For every prompt, every method runs back to back (AR first, then each
+speculative configuration, then HF generate and HF prompt-lookup), so the
+speedup is the median of per-prompt ratios measured side by side. Results go
+to stdout as a table and to a JSON file with the run's metadata.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean, median
+
+import torch
+from tqdm import tqdm
+
+from .config import DecodeConfig
+from .datasets import load_prompts
+from .decode import generate, generate_ar, prompt_ids
+from .models import Target, load_target
+from .records import STAGES
+
+PROMPT_LOOKUP_TOKENS = 10
+
+
+@dataclass
+class MethodStats:
+    """Per-prompt measurements of one method on one (dataset, temperature)."""
+
+    method: str
+    budget: int | None = None
+    verifier: str | None = None
+    tokens_per_s: list[float] = field(default_factory=list)
+    ratio_to_ar: list[float] = field(default_factory=list)
+    block_lengths: list[float] = field(default_factory=list)  # per round, pooled
+    expected_lengths: list[float] = field(default_factory=list)  # 1 + C per round, pooled
+    stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
+    def row(self, dataset: str, temperature: float) -> dict:
+        total = sum(self.stage_seconds.values())
+        return {
+            "dataset": dataset, "temperature": temperature, "method": self.method, "budget": self.budget,
+            "verifier": self.verifier, "prompts": len(self.tokens_per_s),
+            "tokens_per_s": median(self.tokens_per_s) if self.tokens_per_s else None,
+            "speedup": median(self.ratio_to_ar) if self.ratio_to_ar else None,
+            "mean_block_length": mean(self.block_lengths) if self.block_lengths else None,
+            "mean_expected_length": mean(self.expected_lengths) if self.expected_lengths else None,
+            "stage_shares": {k: v / total for k, v in self.stage_seconds.items()} if total else None,
+        }
+
+
+def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperature: float, lookup: bool,
+                 seed: int) -> tuple[int, float]:
+    """Tokens produced and seconds by HF generate (optionally prompt-lookup decoding)."""
+    torch.manual_seed(seed)
+    kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens, "min_new_tokens": 1,
+              "pad_token_id": target.tokenizer.eos_token_id if target.tokenizer is not None else 0}
+    if temperature > 0:
+        kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
+    if lookup:
+        kwargs["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
+    inputs = torch.tensor([ids], device=target.device)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = target.model.generate(inputs, attention_mask=torch.ones_like(inputs), **kwargs)
+    return out.shape[1] - inputs.shape[1], time.perf_counter() - start
+
+
+def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
+              temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
+              peers: bool = True) -> list[dict]:
+    """Measure every method on every prompt, interleaved; return one row per configuration."""
+    rows = []
+    for dataset in datasets:
+        prompts = [prompt_ids(target, p.text) for p in load_prompts(dataset, "heldout", n)]
+        for temperature in temperatures:
+            stats = {("ar", None, None): MethodStats("ours AR")}
+            for budget in budgets:
+                for verifier in verifiers:
+                    stats[("spec", budget, verifier)] = MethodStats("ours speculative", budget, verifier)
+            if peers:
+                stats[("hf", None, None)] = MethodStats("HF generate")
+                stats[("hf-lookup", None, None)] = MethodStats(f"HF prompt lookup ({PROMPT_LOOKUP_TOKENS})")
+            for index, ids in enumerate(tqdm(prompts, desc=f"{dataset} T={temperature}", leave=False)):
+                base = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed + index)
+                ar = generate_ar(target, ids, base)
+                ar_speed = len(ar.tokens) / ar.seconds
+                stats[("ar", None, None)].tokens_per_s.append(ar_speed)
+                stats[("ar", None, None)].ratio_to_ar.append(1.0)
+                for (kind, budget, verifier), entry in stats.items():
+                    if kind == "spec":
+                        config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
+                                              budget=budget, verifier=verifier, seed=seed + index)
+                        result = generate(target, proposer, ids, config)
+                        speed = len(result.tokens) / result.seconds
+                        entry.block_lengths += [r.block_length for r in result.rounds]
+                        entry.expected_lengths += [r.expected_length for r in result.rounds]
+                        for record in result.rounds:
+                            for stage in STAGES:
+                                entry.stage_seconds[stage] += getattr(record.timings, stage)
+                    elif kind.startswith("hf"):
+                        produced, seconds = _hf_generate(target, ids, max_new_tokens, temperature,
+                                                         kind == "hf-lookup", seed + index)
+                        speed = produced / seconds
+                    else:
+                        continue
+                    entry.tokens_per_s.append(speed)
+                    entry.ratio_to_ar.append(speed / ar_speed)
+            rows += [entry.row(dataset, temperature) for entry in stats.values()]
+    return rows
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def format_table(rows: list[dict]) -> str:
+    header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'verifier':<9}{'tok/s':>7}{'speedup':>8}"
+              f"{'E[L]':>7}{'1+C':>7}  stage shares (draft/build/fwd/flow/verify/commit)")
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""
+        fmt = lambda v, spec: format(v, spec) if v is not None else "-"  # noqa: E731
+        lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{fmt(r['budget'], '>5')} "
+                     f"{r['verifier'] or '-':<9}{fmt(r['tokens_per_s'], '>7.1f')}{fmt(r['speedup'], '>7.2f')}x"
+                     f"{fmt(r['mean_block_length'], '>7.2f')}{fmt(r['mean_expected_length'], '>7.2f')}  {shares}")
+    return "\n".join(lines)
+
+
+def _csv(text: str, cast) -> list:
+    return [cast(x) for x in text.split(",") if x.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", default="humaneval,mt-bench,gsm8k,spec-bench",
+                        help="comma-separated prompt sets (held-out split) or .jsonl paths")
+    parser.add_argument("--n", type=int, default=20, help="prompts per set")
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--temperatures", default="0,1")
+    parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
+    parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
+    parser.add_argument("--verifiers", default="tev,residual")
+    parser.add_argument("--target", default="default")
+    parser.add_argument("--proposer", default="default")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--out", default="results/bench.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .autobudget import choose_budget
+    from .drafters import resolve_proposer
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    temperatures = _csv(args.temperatures, float)
+    for t in temperatures:
+        DecodeConfig(temperature=t)  # validate before loading anything
+    target = load_target(args.target, device=args.device)
+    proposer = resolve_proposer(args.proposer, target)
+    datasets = _csv(args.dataset, str)
+    auto = None
+    if args.budgets == "auto":
+        calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
+        auto = choose_budget(target, proposer, calibration, temperatures[0])
+        print(auto.explain())
+        budgets = [auto.budget] if auto.budget > 0 else []
+    else:
+        budgets = _csv(args.budgets, int)
+    verifiers = _csv(args.verifiers, str)
+    for b in budgets:
+        for v in verifiers:
+            DecodeConfig(budget=b, verifier=v)
+    rows = run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temperatures, budgets, verifiers,
+                     args.seed, peers=not args.no_peers)
+    print(format_table(rows))
+    meta = {"commit": _git_commit(), "model": target.name, "proposer": proposer.name, "datasets": datasets,
+            "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
+            "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
+            "auto_budget": auto.to_dict() if auto else None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,140 @@
+"""`tev` / `python -m tevcore`: subcommands over the engine (no math lives here)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from itertools import islice
+
+# subcommand -> module with add_arguments(parser) and run(args); imported only when used
+COMMANDS = {
+    "round": ("tevcore.cli", "one speculative round on the target; print the tree and its flow"),
+    "generate": ("tevcore.cli", "speculative generation of a prompt, streamed round by round"),
+    "bench": ("tevcore.bench", "end-to-end speed benchmark against our AR and HF peers"),
+    "bench-verifiers": ("tevcore.bench_verifiers", "verifier decision latency on real trees"),
+    "build-data": ("tevcore.train.data_cli", "build a distillation set for a target"),
+    "train": ("tevcore.train.train_cli", "train a drafter (distillation or ExitTrain)"),
+    "eval-drafter": ("tevcore.train.eval_cli", "E = 1 + C and block length per budget for a drafter"),
+}
+
+
+def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
+    from .config import DecodeConfig
+
+    helps = DecodeConfig.help()
+    parser.add_argument("--prompt", required=True, help="user prompt (chat template applied unless --no-chat)")
+    parser.add_argument("--target", default="default", help="'default', a .gguf file, a model folder or a hub id")
+    parser.add_argument("--proposer", default="default",
+                        help="'default' (the committed drafter), 'rollout' (stand-in: target greedy rollout) or a drafter folder")
+    parser.add_argument("--budget", type=int, default=8, help=helps["budget"])
+    parser.add_argument("--temperature", type=float, default=0.0, help=helps["temperature"])
+    parser.add_argument("--builder", default="best_first", help=helps["builder"])
+    parser.add_argument("--verifier", default="tev", help=helps["verifier"])
+    parser.add_argument("--seed", type=int, default=0, help=helps["seed"])
+    parser.add_argument("--max-new-tokens", type=int, default=128, help=helps["max_new_tokens"])
+    parser.add_argument("--no-chat", action="store_true", help="feed the prompt as raw text")
+    parser.add_argument("--out", help="write the rounds as a trace file (.jsonl or .jsonl.gz)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+
+
+def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
+    from .config import DecodeConfig
+    from .drafters import resolve_proposer
+    from .models import load_target
+
+    config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
+                          builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)
+    target = load_target(args.target, device=args.device)
+    return config, target, resolve_proposer(args.proposer, target)
+
+
+def _write(args: argparse.Namespace, records: list, target, config) -> None:
+    from dataclasses import asdict
+
+    from .records import write_trace
+
+    if args.out:
+        meta = {"target": target.name, "prompt": args.prompt, "config": asdict(config)}
+        print(f"wrote {write_trace(args.out, records, meta)}")
+
+
+def print_round(record) -> None:
+    """The tree as an indented table: token, draft log-prob, a, P, X, top missing tokens."""
+    tree, flow = record.tree, record.flow
+    print(f"proposer: {record.proposer}")
+    print(f"round {record.index}: {tree.size} nodes, depth {tree.max_depth}, T={record.temperature}, "
+          f"1 + C = {flow.expected_length:.3f}")
+    print(f"{'node':>4}  {'token':<28}{'log q':>8}{'a':>8}{'P':>8}{'X':>8}  top missing tokens (p)")
+    for node in _depth_first(tree):
+        label = "  " * int(tree.depths[node]) + repr(record.token_texts[node])
+        missing = ", ".join(f"{text!r} {p:.3f}" for text, p in
+                            zip(record.missing_texts[node][:3], flow.missing_probs[node][:3].tolist()))
+        print(f"{node:>4}  {label[:28]:<28}{float(tree.draft_logp[node]):>8.2f}{float(flow.edge_prob[node]):>8.3f}"
+              f"{float(flow.path_prob[node]):>8.3f}{float(flow.exit_mass[node]):>8.3f}  {missing}")
+    if record.verifier:
+        print(f"verifier {record.verifier}: accepted path {record.path}, exit node {record.exit_node}, "
+              f"bonus {record.bonus_text!r}, block length {record.block_length}")
+
+
+def _depth_first(tree) -> list[int]:
+    children, order, stack = tree.children(), [], [0]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(reversed(children[node]))
+    return order
+
+
+def _run_round(args: argparse.Namespace) -> int:
+    from .decode import rounds
+
+    config, target, proposer = _decode_setup(args, max_new_tokens=max(args.max_new_tokens, 1))
+    records = list(islice(rounds(target, proposer, args.prompt, config), 1))
+    print_round(records[0])
+    _write(args, records, target, config)
+    return 0
+
+
+def _run_generate(args: argparse.Namespace) -> int:
+    from .decode import rounds
+
+    config, target, proposer = _decode_setup(args, max_new_tokens=args.max_new_tokens)
+    records = []
+    for record in rounds(target, proposer, args.prompt, config):
+        records.append(record)
+        sys.stdout.write(record.emitted_text)
+        sys.stdout.flush()
+    seconds = sum(r.timings.total for r in records)
+    tokens = sum(r.block_length for r in records)
+    print(f"\n\n{tokens} tokens in {len(records)} rounds, {tokens / max(seconds, 1e-9):.1f} tokens/s, "
+          f"mean block length {tokens / len(records):.2f} vs mean 1 + C "
+          f"{sum(r.expected_length for r in records) / len(records):.2f}")
+    _write(args, records, target, config)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_decode_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    return _run_round(args) if args.command == "round" else _run_generate(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tev", description="Tree speculative decoding: see, measure, improve.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    argv = sys.argv[1:] if argv is None else argv
+    wanted = argv[0] if argv and not argv[0].startswith("-") else None
+    for name, (module_name, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text)
+        if name == wanted:  # import only the module of the chosen subcommand
+            importlib.import_module(module_name).add_arguments(command)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

