@@ -161,7 +161,7 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
         labels = [f"{lab} ({X[v]:.2f})" for v, lab in enumerate(labels)]
     fig.add_trace(go.Scatter(
         x=xs, y=ys, mode="markers+text", name="node (colour = P(v))", text=labels,
-        textposition="middle right", textfont={"size": 10}, hovertext=hover, hoverinfo="text",
+        textposition="top center", textfont={"size": 11}, hovertext=hover, hoverinfo="text",
         customdata=list(range(n)),
         marker={"size": 11, "color": P, "cmin": 0.0, "cmax": 1.0, "colorscale": "Viridis",
                 "colorbar": {"title": {"text": "P(v)"}, "thickness": 12},
@@ -188,9 +188,10 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
             marker={"symbol": "square-open", "size": 22, "color": "#1f77b4", "line": {"width": 3}}))
     leaves = sum(1 for kids in tree.children() if not kids)
     fig.update_layout(
-        title=title, height=int(min(1400, max(360, 26 * leaves + 120))), margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"title": "depth", "dtick": 1, "range": [-0.4, tree.max_depth + 1.6], "zeroline": False},
-        yaxis={"visible": False}, legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
+        title=title, height=int(min(1600, max(400, 30 * leaves + 160))), margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        xaxis={"dtick": 1, "tickprefix": "depth ", "range": [-0.3, tree.max_depth + 1.5],
+               "zeroline": False, "side": "top"},
+        yaxis={"visible": False}, legend={"orientation": "h", "y": -0.01, "yanchor": "top"},
         hovermode="closest", clickmode="event+select", dragmode="pan")
     return fig
 
@@ -426,19 +427,21 @@ def latency_figure(seconds: Mapping[str, float]) -> go.Figure:
 
 # ---------------------------------------------------------------- training
 
+LOSS_TERMS = ("loss", "distill", "tree")  # total, distillation term, ExitTrain tree term (metrics.jsonl)
+EXPECTED_COLUMNS = ("tree_E",)  # 1 + C of the trees the drafter builds during training
+
+
 def training_curves_figure(metrics: pd.DataFrame) -> go.Figure:
     """Loss terms and the training-tree expected block length against the step."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=("loss terms", "expected block length (training trees)"))
     if "step" in metrics and len(metrics):
-        loss_cols = [c for c in metrics.columns if "loss" in c.lower()]
+        loss_cols = [c for c in metrics.columns if c in LOSS_TERMS or "loss" in c.lower()]
         for col in loss_cols:
             part = metrics[["step", col]].dropna()
             fig.add_trace(go.Scatter(x=part["step"], y=part[col], mode="lines", name=col), row=1, col=1)
-        e_cols = [c for c in metrics.columns if c.lower() in ("expected_length", "expected_block_length", "e",
-                                                                "tree_expected_length", "train_expected_length")
-                  or "expected" in c.lower()]
+        e_cols = [c for c in metrics.columns if c in EXPECTED_COLUMNS or "expected" in c.lower()]
         for col in e_cols:
             part = metrics[["step", col]].dropna()
             fig.add_trace(go.Scatter(x=part["step"], y=part[col], mode="lines+markers", name=col), row=1, col=2)

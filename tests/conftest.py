@@ -32,3 +32,12 @@ def default_target():
     from tevcore.models import load_target
 
     return load_target(dtype="float32", device="cpu")
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models run fastest on one thread (a thread pool only adds sync cost)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -48,7 +48,7 @@ def small_vocab_target():
 
 @pytest.mark.parametrize("bad", [
     dict(budget=-1), dict(temperature=-0.5), dict(temperature=math.nan), dict(builder="bushy"),
-    dict(verifier="magic"), dict(max_new_tokens=0),
+    dict(verifier="magic"), dict(max_new_tokens=0), dict(builder="width:4,4", budget=8),
 ])
 def test_bad_config_is_refused_before_any_work(bad):
     with pytest.raises(ValueError):
@@ -65,11 +65,11 @@ def test_bad_prompts_are_refused(tiny_target):
 
 @pytest.mark.parametrize("verifier", EXACT)
 @pytest.mark.parametrize("builder", ["best_first", "chain", "width:2,2,1"])
-def test_greedy_speculative_equals_autoregressive_tiny(tiny_target, verifier, builder):
+def test_greedy_speculative_equals_autoregressive_tiny(tiny_target, verifier, builder, one_thread):
     proposer = FixedRowsProposer(tiny_target.vocab_size)
     for seed in range(3):
         prompt = torch.randint(0, tiny_target.vocab_size, (9,), generator=torch.Generator().manual_seed(seed)).tolist()
-        config = DecodeConfig(max_new_tokens=20, budget=6, builder=builder, verifier=verifier, seed=seed,
+        config = DecodeConfig(max_new_tokens=20, budget=10, builder=builder, verifier=verifier, seed=seed,
                               stop_tokens=())
         assert generate(tiny_target, proposer, prompt, config).tokens == generate_ar(tiny_target, prompt, config).tokens
 
@@ -88,9 +88,9 @@ def _exact_first_tokens_law(target, prompt: list[int], temperature: float, horiz
 
 
 @pytest.mark.parametrize("verifier", ["tev", "residual", "predraw", "chain"])
-def test_joint_law_of_three_tokens_matches_target_tiny(small_vocab_target, verifier):
+def test_joint_law_of_three_tokens_matches_target_tiny(small_vocab_target, verifier, one_thread):
     target = small_vocab_target
-    prompt, temperature, horizon, draws = [1, 3, 0, 2], 1.0, 3, 3000
+    prompt, temperature, horizon, draws = [1, 3, 0, 2], 1.0, 3, 2000
     law = _exact_first_tokens_law(target, prompt, temperature, horizon)
     assert abs(sum(law.values()) - 1) < 1e-9
     proposer = FixedRowsProposer(target.vocab_size, depth=3, seed=1)
@@ -107,4 +107,73 @@ def test_joint_law_of_three_tokens_matches_target_tiny(small_vocab_target, verif
         observed, expected = observed[:-1], expected[:-1]
     p_value = chisquare(observed, expected).pvalue
     print(f"{verifier}: joint law of 3 tokens, {len(observed)} cells, {draws} draws, chi2 p = {p_value:.3f}")
+    assert p_value > 1e-3
+
+
+@pytest.fixture(scope="module")
+def default_proposer(default_target):
+    from tevcore.drafters import resolve_proposer
+
+    return resolve_proposer("default", default_target)
+
+
+def _mixed_heldout_prompts(n_per_set: int) -> list[str]:
+    from tevcore.datasets import DATASETS, load_prompts
+
+    return [p.text for name in DATASETS for p in load_prompts(name, "heldout", n_per_set)]
+
+
+def test_greedy_speculative_equals_autoregressive_default_model(default_target, default_proposer):
+    """20 held-out prompts: every exact verifier (best-first) and every builder (tev) vs AR greedy."""
+    prompts = _mixed_heldout_prompts(5)
+    assert len(prompts) == 20
+    combos = [(v, "best_first") for v in EXACT] + [("tev", "chain"), ("tev", "width:3,2,1")]
+    mismatches = []
+    for index, prompt in enumerate(prompts):
+        reference = generate_ar(default_target, prompt, DecodeConfig(max_new_tokens=16)).tokens
+        for verifier, builder in combos:
+            config = DecodeConfig(max_new_tokens=16, budget=12, verifier=verifier, builder=builder, seed=index)
+            if generate(default_target, default_proposer, prompt, config).tokens != reference:
+                mismatches.append((index, verifier, builder))
+    assert not mismatches, f"speculative output differs from AR greedy for {mismatches}"
+
+
+def _pooled_three_token_law(target, prompt: list[int], temperature: float) -> dict:
+    """Exact probabilities of a-priori cells (top-4 x top-3 x top-2 strings), the rest pooled."""
+    def rows(prefixes):
+        with torch.inference_mode():
+            out = target.model(input_ids=torch.tensor([prompt + list(p) for p in prefixes])).logits[:, -1]
+        return torch.log_softmax(out.double() / temperature, -1)
+
+    law = {}
+    first = rows([()])[0]
+    for t1 in first.topk(4).indices.tolist():
+        second = rows([(t1,)])[0]
+        seconds = second.topk(3).indices.tolist()
+        thirds = rows([(t1, t2) for t2 in seconds])
+        for t2, third in zip(seconds, thirds):
+            for t3 in third.topk(2).indices.tolist():
+                law[(t1, t2, t3)] = math.exp(float(first[t1] + second[t2] + third[t3]))
+    return law
+
+
+def test_joint_law_of_three_tokens_default_model(default_target, default_proposer):
+    prompt = default_target.tokenizer("The capital of France is")["input_ids"]
+    temperature, draws = 1.0, 500
+    law = _pooled_three_token_law(default_target, prompt, temperature)
+    counts = dict.fromkeys(law, 0)
+    other = 0
+    for seed in range(draws):
+        config = DecodeConfig(max_new_tokens=3, temperature=temperature, budget=8, seed=seed, stop_tokens=(),
+                              chat=False)
+        string = tuple(generate(default_target, default_proposer, prompt, config).tokens)
+        if string in counts:
+            counts[string] += 1
+        else:
+            other += 1
+    big = [c for c in law if law[c] * draws >= 5]
+    observed = [counts[c] for c in big] + [draws - sum(counts[c] for c in big)]
+    expected = [law[c] * draws for c in big] + [draws * (1 - sum(law[c] for c in big))]
+    p_value = chisquare(observed, expected).pvalue
+    print(f"default model: 3-token law, {len(observed)} pooled cells, {draws} draws, chi2 p = {p_value:.3f}")
     assert p_value > 1e-3

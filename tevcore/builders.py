@@ -95,9 +95,17 @@ def fixed_width(root_token: int, depth_logq: torch.Tensor, widths: list[int], bu
                 parents.append(parent)
                 scores.append(scores[parent] + lq)
         frontier = next_frontier
-    if budget is not None and len(tokens) - 1 > _check_budget(budget):
-        raise ValueError(f"widths {widths} give {len(tokens) - 1} nodes, more than the budget {budget}")
+    _check_width_budget(widths, budget)
     return _tree(tokens, parents, scores, budget)
+
+
+def _check_width_budget(widths: list[int], budget: int | None) -> None:
+    size, level = 0, 1
+    for width in widths:
+        level *= int(width)
+        size += level
+    if budget is not None and size > _check_budget(budget):
+        raise ValueError(f"widths {widths} give {size} nodes, more than the budget {budget}")
 
 
 def _tree(tokens: list[int], parents: list[int], prefix_scores: list[float], budget: int | None) -> DraftTree:
@@ -121,14 +129,20 @@ def _parse_widths(text: str) -> list[int]:
 BuilderFn = Callable[[int, torch.Tensor, int], DraftTree]
 
 
-def get_builder(name: str) -> BuilderFn:
-    """Builder by name: 'best_first', 'chain' or 'width:4,2,1' (fixed top-k per depth)."""
+def get_builder(name: str, budget: int | None = None) -> BuilderFn:
+    """Builder by name: 'best_first', 'chain' or 'width:4,2,1' (fixed top-k per depth).
+
+    With a budget, a fixed-width shape that cannot fit is refused here, before any work.
+    """
     if name == "best_first":
         return best_first
     if name == "chain":
         return chain
     if name.startswith("width:"):
         widths = _parse_widths(name.split(":", 1)[1])
+        if not widths or any(w < 1 for w in widths):
+            raise ValueError(f"widths must be a non-empty list of positive integers, got {name!r}")
+        _check_width_budget(widths, budget)
         return lambda root, logq, budget: fixed_width(root, logq, widths, budget)
     raise ValueError(f"unknown builder {name!r}; choose best_first, chain or width:W1,W2,...")
 

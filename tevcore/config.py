@@ -30,7 +30,7 @@ class DecodeConfig:
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
         if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0:
             raise ValueError(f"budget must be a non-negative integer, got {self.budget!r}")
-        get_builder(self.builder)
+        get_builder(self.builder, self.budget if self.budget > 0 else None)
         from .verifiers import get_verifier  # late import: verifiers import sampling, not config
 
         get_verifier(self.verifier)

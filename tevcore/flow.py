@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .sampling import log_probs
+from .sampling import log_probs, token_log_probs
 from .tree import DraftTree
 
 DEFAULT_MISSING_K = 5
@@ -31,6 +31,18 @@ def edge_log_probs(tree: DraftTree, node_log_probs: torch.Tensor) -> torch.Tenso
     return log_a
 
 
+def parent_edge_log_probs(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log a(v) from raw logits, normalising only the rows that have children (float64).
+
+    Equal to `edge_log_probs(tree, log_probs(node_logits, T))`, without touching
+    the leaf rows: a verifier's hot path needs no softmax of a row it never reads.
+    """
+    log_a = torch.zeros(tree.num_nodes, dtype=torch.float64, device=node_logits.device)
+    if tree.size:
+        log_a[1:] = token_log_probs(node_logits, tree.parents[1:], tree.tokens[1:], temperature).double()
+    return log_a
+
+
 def path_log_probs(tree: DraftTree, log_a: torch.Tensor) -> torch.Tensor:
     """log P(v): one gather from the parents per level (no per-node loop)."""
     log_p = torch.zeros_like(log_a)
@@ -39,6 +51,20 @@ def path_log_probs(tree: DraftTree, log_a: torch.Tensor) -> torch.Tensor:
         level = level.to(log_a.device)
         log_p[level] = log_p[parents[level]] + log_a[level]
     return log_p
+
+
+def exit_mass_from_edges(tree: DraftTree, log_a: torch.Tensor) -> torch.Tensor:
+    """X(v) = P(v)(1 - m(v)) with m a scatter-add of a onto the parents (float64).
+
+    The fast form a level-parallel verifier draws from: no pass over the
+    vocabulary. Where m is within ~1e-7 of 1 it is less precise than
+    `target_flow`'s log-sum-exp over the non-child tokens, which is what
+    measurements and the analytic law use.
+    """
+    log_a = log_a.double()
+    edge = log_a.exp()
+    child_mass = torch.zeros_like(edge).index_add_(0, tree.parents[1:].to(edge.device), edge[1:])
+    return (path_log_probs(tree, log_a).exp() * (1.0 - child_mass)).clamp_min(0.0)
 
 
 def log_missing_mass(tree: DraftTree, node_log_probs: torch.Tensor) -> torch.Tensor:
@@ -109,7 +135,9 @@ def target_flow(
         )
     if int(tree.tokens.max()) >= node_logits.shape[-1]:
         raise ValueError(f"the tree holds token {int(tree.tokens.max())}, outside the target vocabulary {node_logits.shape[-1]}")
-    lp = log_probs(node_logits, temperature).double()
+    # float64 rows: fp32 rows sum to 1 only within ~1e-5 at a real vocabulary, which would
+    # break sum X = 1 and sum over a subtree of X = P at that level
+    lp = log_probs(node_logits.double(), temperature)
     log_a = edge_log_probs(tree, lp)
     log_p = path_log_probs(tree, log_a)
     log_miss = log_missing_mass(tree, lp)

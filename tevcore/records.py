@@ -88,15 +88,16 @@ class RoundRecord:
         return record
 
 
-def _open(path: Path, mode: str):
-    return gzip.open(path, mode + "t", encoding="utf-8") if path.suffix == ".gz" else open(path, mode, encoding="utf-8")
+def _open(path: Path, mode: str, gz: bool | None = None):
+    gz = path.suffix == ".gz" if gz is None else gz
+    return gzip.open(path, mode + "t", encoding="utf-8") if gz else open(path, mode, encoding="utf-8")
 
 
 def write_trace(path: str | Path, records: Iterable[RoundRecord], meta: dict[str, Any] | None = None) -> Path:
     """Write a header and the records; `.gz` suffix means gzip. Written atomically."""
     path = Path(path)
     tmp = path.with_name(path.name + ".partial")
-    with _open(tmp, "w") as handle:
+    with _open(tmp, "w", gz=path.suffix == ".gz") as handle:  # tmp ends in .partial: decide by the target
         handle.write(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": meta or {}}) + "\n")
         for record in records:
             handle.write(json.dumps(record.to_dict()) + "\n")

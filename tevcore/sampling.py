@@ -33,9 +33,10 @@ def log_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """Target log-probabilities of logits at a temperature, along the last axis.
 
     At T = 0 the distribution is a point mass on the argmax (first index on
-    ties), written as 0 / -inf, so every law stays well defined.
+    ties), written as 0 / -inf, so every law stays well defined. float64
+    logits stay float64 (exact laws in tests); anything else becomes float32.
     """
-    logits = logits.float()
+    logits = logits if logits.dtype == torch.float64 else logits.float()
     if is_greedy(temperature):
         out = torch.full_like(logits, -math.inf)
         return out.scatter_(-1, logits.argmax(-1, keepdim=True), 0.0)
@@ -45,6 +46,38 @@ def log_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 def probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """Target probabilities of logits at a temperature (see `log_probs`)."""
     return log_probs(logits, temperature).exp()
+
+
+def token_log_probs(logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor,
+                    temperature: float) -> torch.Tensor:
+    """log p(tokens[i] | row rows[i]) at a temperature, normalising only the rows asked for.
+
+    The same values as `log_probs(logits, T)[rows, tokens]`, but it copies
+    only the rows it needs and writes no V-wide output: the hot path of a
+    verifier that reads a few entries of many rows.
+    """
+    used, slot = torch.unique(rows, return_inverse=True)
+    picked = logits.index_select(0, used.to(logits.device))
+    picked = picked if picked.dtype == torch.float64 else picked.float()
+    slot, tokens = slot.to(logits.device), tokens.to(logits.device)
+    if is_greedy(temperature):
+        return torch.where(picked.argmax(-1)[slot] == tokens, 0.0, -math.inf).to(picked.dtype)
+    if temperature != 1.0:
+        picked.div_(temperature)
+    chosen = picked[slot, tokens]
+    top = picked.amax(-1, keepdim=True)
+    log_norm = picked.sub_(top).exp_().sum(-1).log_() + top.squeeze(-1)  # in place on the copy
+    return chosen - log_norm[slot]
+
+
+def masked_probs(logits: torch.Tensor, temperature: float, banned: torch.Tensor) -> torch.Tensor:
+    """The law `gumbel_argmax` samples with `banned`: p at T over the allowed tokens, renormalised.
+
+    At T = 0 it is the point mass on the argmax of the allowed tokens.
+    """
+    if bool(banned.all(-1).any()):
+        raise ValueError("every token of a row is banned: there is nothing left to draw")
+    return probs(logits.masked_fill(banned, -math.inf), temperature)
 
 
 def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:

@@ -21,6 +21,7 @@ class Proposer(Protocol):
     name: str
     depth: int
     hidden_layers: tuple[int, ...]  # target layers whose hidden states it reads from the session
+    stand_in: bool  # True for a teaching stand-in that is not a real drafter
 
     def propose(self, session: TargetSession) -> torch.Tensor:
         """(depth x V) draft log-probabilities for depths 1..depth after the session's root."""
@@ -36,6 +37,7 @@ class GreedyRolloutProposer:
     """
 
     hidden_layers: tuple[int, ...] = ()
+    stand_in = True  # shown as such wherever a proposer is named
 
     def __init__(self, depth: int = 4) -> None:
         if depth < 1:

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from transformers import DynamicCache
 
 from ..models import Target
-from .prompts import PromptItem, training_prompts
+from .prompts import all_training_prompts
 
 MANIFEST = "manifest.json"
 
@@ -72,16 +72,6 @@ def _chat_ids(target: Target, user: str, assistant: str | None = None) -> list[i
     return [int(t) for t in ids]
 
 
-def _unique_training_items() -> list[PromptItem]:
-    seen, items = set(), []
-    for name in ("humaneval", "mt_bench", "gsm8k", "spec_bench"):
-        for item in training_prompts(name):
-            if item.prompt.strip() not in seen:
-                seen.add(item.prompt.strip())
-                items.append(item)
-    return items
-
-
 def _python_texts(count: int, seed: int) -> list[str]:
     files = sorted(Path(os.__file__).parent.glob("*.py"))
     random.Random(seed).shuffle(files)
@@ -91,12 +81,12 @@ def _python_texts(count: int, seed: int) -> list[str]:
 def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     """The deterministic list of shards (each a list of jobs) for a target and config."""
     rng = random.Random(config.seed)
-    items = _unique_training_items()
+    items = all_training_prompts()
     shards: list[list[Job]] = []
     if config.generate:
         gen = []
         for i, item in enumerate(items):
-            ids = _chat_ids(target, item.prompt)
+            ids = _chat_ids(target, item.text)
             if len(ids) <= config.max_prompt_tokens:
                 gen.append(Job("gen", tuple(ids), len(ids) - 1, temperature=float(i % 2)))
         rng.shuffle(gen)
@@ -107,9 +97,9 @@ def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     text = []
     if config.text_pairs:
         for item in items:
-            if item.reference:
-                prompt = _chat_ids(target, item.prompt)
-                full = _chat_ids(target, item.prompt, item.reference)
+            if isinstance(item.reference, str) and item.reference.strip():  # some sets give lists
+                prompt = _chat_ids(target, item.text)
+                full = _chat_ids(target, item.text, item.reference)
                 if len(full) <= config.max_prompt_tokens + config.max_new_tokens:
                     text.append(Job("text", tuple(full), len(prompt) - 1))
     for source in _python_texts(config.python_files, config.seed):
@@ -151,7 +141,8 @@ def _run_text(target: Target, jobs: list[Job], config: DataConfig) -> list[dict[
         end = len(job.ids)
         top_ids, top_logp = _top_k(model, last[b, first:end], config.top_k)
         out.append({"tokens": ids[b, first:end], "hidden": hidden[b, first:end], "top_ids": top_ids,
-                    "top_logp": top_logp, "start": torch.tensor(job.start - first)})
+                    "top_logp": top_logp, "start": torch.tensor(job.start - first),
+                    "prefix": ids[b, :first]})
     return out
 
 
@@ -204,13 +195,18 @@ def _run_gen(target: Target, jobs: list[Job], config: DataConfig, generator: tor
         first = config.context - context
         end = config.context + 1 + int(lengths[b])
         out.append({"tokens": tok[b, first:end], "hidden": hid[b, first:end], "top_ids": top[b, first:end],
-                    "top_logp": tlp[b, first:end], "start": torch.tensor(context)})
+                    "top_logp": tlp[b, first:end], "start": torch.tensor(context),
+                    "prefix": torch.tensor(job.ids[:len(job.ids) - 1 - context], dtype=torch.long)})
     return out
 
 
 def _pack(seqs: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Concatenate sequences; `prefix` holds the tokens before each stored part (for target re-runs)."""
     lengths = torch.tensor([len(s["tokens"]) for s in seqs])
+    prefix_lengths = torch.tensor([len(s["prefix"]) for s in seqs])
     return {
+        "prefix": torch.cat([s["prefix"] for s in seqs]).int(),
+        "prefix_offsets": torch.cat([torch.zeros(1, dtype=torch.long), prefix_lengths.cumsum(0)]),
         "tokens": torch.cat([s["tokens"] for s in seqs]).int(),
         "hidden": torch.cat([s["hidden"] for s in seqs]).half().contiguous(),
         "top_ids": torch.cat([s["top_ids"] for s in seqs]).int(),
@@ -225,23 +221,22 @@ def shard_path(folder: Path, index: int) -> Path:
 
 
 def _check_manifest(folder: Path, target: Target, config: DataConfig, shards: int) -> None:
-    manifest = {"config": asdict(config), "target_name": target.name, "vocab_size": target.vocab_size,
-                "hidden_size": int(target.model.config.hidden_size), "shards": shards}
+    """Write the manifest, or refuse to resume a folder built with other settings."""
+    config_dict = {**asdict(config), "hidden_layers": list(config.hidden_layers)}
     path = folder / MANIFEST
-    if path.is_file():
-        old = json.loads(path.read_text())
-        old["config"]["hidden_layers"] = tuple(old["config"]["hidden_layers"])
-        if old != {**manifest, "config": {**manifest["config"]}} and old["config"] != manifest["config"]:
-            raise ValueError(f"{folder} was built with another config; use a new folder or the same settings")
+    if path.is_file() and json.loads(path.read_text()).get("config") != config_dict:
+        raise ValueError(f"{folder} was built with another config; use a new folder or the same settings")
     folder.mkdir(parents=True, exist_ok=True)
-    manifest["config"]["hidden_layers"] = list(config.hidden_layers)
+    manifest = {"config": config_dict, "target_name": target.name, "vocab_size": target.vocab_size,
+                "hidden_size": int(target.model.config.hidden_size), "shards": shards}
     path.write_text(json.dumps(manifest, indent=2))
 
 
-def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: int | None = None) -> int:
-    """Write the missing shards of the plan into `folder`; return how many shards exist."""
+def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: int | None = None,
+                  plan: list[list[Job]] | None = None) -> int:
+    """Write the missing shards of the plan (default: `plan_jobs`) into `folder`; return how many exist."""
     folder = Path(folder)
-    plan = plan_jobs(target, config)
+    plan = plan_jobs(target, config) if plan is None else plan
     if max_shards is not None:
         plan = plan[:max_shards]
     _check_manifest(folder, target, config, len(plan))

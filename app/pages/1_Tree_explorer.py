@@ -1,0 +1,293 @@
+"""Tree explorer: run the target live (or one round at a time) and look inside every round."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import shared_ui  # noqa: E402
+import streamlit as st  # noqa: E402
+
+import appdata  # noqa: E402
+import figures  # noqa: E402
+
+shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
+                      "flows (colour = P(v), red ring = exit mass X(v)), the accepted path (orange), the exit node "
+                      "(red star) and the bonus token (green diamond).")
+
+ss = st.session_state
+ss.setdefault("ex_records", [])
+ss.setdefault("ex_gen", None)
+ss.setdefault("ex_done", False)
+ss.setdefault("ex_source", None)
+ss.setdefault("ex_seen", 0)
+
+BUILDERS = ["best_first", "chain", "width:4,2,2,1"]
+try:
+    from tevcore.verifiers import VERIFIERS, verifier_label
+    VERIFIER_NAMES = list(VERIFIERS)
+except Exception:  # the verifiers module is someone else's work in progress
+    VERIFIER_NAMES, verifier_label = ["tev"], str
+
+# ------------------------------------------------------------------ settings (sidebar)
+with st.sidebar:
+    st.header("Prompt")
+    source = st.selectbox("prompt source", list(shared_ui.PROMPT_SETS), key="ex_set")
+    if source == "examples":
+        options = list(shared_ui.EXAMPLE_PROMPTS.items())
+    else:
+        try:
+            options = shared_ui.prompt_items(shared_ui.PROMPT_SETS[source])
+        except Exception as err:  # dataset file or wheel missing
+            st.error(f"could not load {source}: {err}")
+            options = list(shared_ui.EXAMPLE_PROMPTS.items())
+    labels = [label for label, _ in options]
+    picked = st.selectbox("item", labels, key=f"ex_item_{source}")
+    default_text = dict(options)[picked]
+    prompt = st.text_area("prompt (free text; edit freely)", value=default_text, height=120,
+                          key=f"ex_prompt_{source}_{labels.index(picked)}")
+    chat = st.checkbox("apply the chat template", value=True, key="ex_chat")
+    st.header("Decoding")
+    temperature = st.number_input("temperature", min_value=0.0, max_value=5.0, value=0.7, step=0.1, key="ex_temp")
+    budget = st.number_input("budget (tree nodes)", min_value=0, max_value=512, value=32, step=1, key="ex_budget")
+    builder = st.selectbox("builder", BUILDERS, key="ex_builder",
+                           help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths")
+    verifier = st.selectbox("verifier", VERIFIER_NAMES, format_func=verifier_label, key="ex_verifier")
+    seed = st.number_input("seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="ex_seed")
+    max_new = st.number_input("max new tokens", min_value=1, max_value=1024, value=48, step=8, key="ex_max_new")
+    proposer_options = ["default", "rollout"]
+    if ss.get("active_drafter"):
+        proposer_options.insert(0, ss["active_drafter"])
+    env_choice = shared_ui.default_proposer_spec()
+    if env_choice not in proposer_options:
+        proposer_options.append(env_choice)
+    proposer_spec = st.selectbox("drafter", proposer_options, index=proposer_options.index(
+        ss["active_drafter"] if ss.get("active_drafter") else env_choice), key="ex_proposer",
+        help="default = the committed drafter; rollout = stand-in (the target's own greedy rollout); "
+             "a folder = a checkpoint made active on the ExitTrain page")
+
+settings = dict(prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget), builder=builder,
+                verifier=verifier, seed=int(seed), max_new_tokens=int(max_new), proposer=proposer_spec)
+
+
+def make_config():
+    from tevcore.config import DecodeConfig
+
+    return DecodeConfig(max_new_tokens=settings["max_new_tokens"], temperature=settings["temperature"],
+                        budget=settings["budget"], builder=settings["builder"], verifier=settings["verifier"],
+                        seed=settings["seed"], chat=settings["chat"])
+
+
+def start_generation() -> bool:
+    """A fresh generator for the current settings; False (with an error shown) if the inputs are invalid."""
+    if not prompt.strip():
+        st.error("The prompt is empty: pick an item or type a prompt.")
+        return False
+    try:
+        config = make_config()
+    except ValueError as err:
+        st.error(f"Invalid settings: {err}")
+        return False
+    ok, why = shared_ui.engine_available("tevcore.decode")
+    if not ok:
+        st.error(f"The engine's decoding loop does not import yet ({why}).")
+        return False
+    from tevcore.decode import prompt_ids, rounds
+
+    spec = shared_ui.target_spec()
+    try:
+        target = shared_ui.get_target(spec)
+        proposer, note = shared_ui.proposer_with_fallback(proposer_spec, spec) if config.budget > 0 else (None, None)
+        ids = prompt_ids(target, prompt, chat=chat)
+    except Exception as err:  # a missing model file, a bad drafter folder, a prompt too long ...
+        st.error(f"Could not start ({type(err).__name__}): {err}")
+        return False
+    if note:
+        st.warning(note)
+    ss.update(ex_gen=rounds(target, proposer, ids, config), ex_records=[], ex_done=False, ex_seen=0,
+              ex_settings=dict(settings), ex_prompt_ids=ids, ex_target_spec=spec, ex_source="live",
+              ex_meta={"target": target.name, "prompt": prompt, "proposer": getattr(proposer, "name", None),
+                       "config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}},
+              ex_proposer_note=note, ex_wall_start=time.perf_counter())
+    return True
+
+
+def advance(limit: int | None, live_slot=None) -> None:
+    """Pull up to `limit` rounds (None = to the end) from the generator, streaming them into `live_slot`."""
+    gen = ss.ex_gen
+    pulled = 0
+    live_area = live_slot.container() if live_slot is not None else None
+    progress = live_area.progress(0.0, text="decoding…") if live_area is not None else None
+    text_box = live_area.empty() if live_area is not None else None
+    while limit is None or pulled < limit:
+        try:
+            record = next(gen)
+        except StopIteration:
+            ss.ex_done = True
+            break
+        except Exception as err:  # shown, never a traceback: the generation ends here
+            st.error(f"The round failed ({type(err).__name__}): {err}")
+            ss.ex_done = True
+            break
+        ss.ex_records.append(record)
+        pulled += 1
+        if progress is not None:
+            made = sum(r.block_length for r in ss.ex_records)
+            progress.progress(min(1.0, made / settings["max_new_tokens"]),
+                              text=f"round {record.index}: {made} tokens, block length {record.block_length}")
+            text_box.markdown(figures.text_by_round_html(ss.ex_records), unsafe_allow_html=True)
+    if live_slot is not None:
+        live_slot.empty()
+
+
+# ------------------------------------------------------------------ controls
+c1, c2, c3, c4 = st.columns([1, 1, 1, 3])
+run_clicked = c1.button("▶ Run live", type="primary", key="ex_run", help="stream rounds to the end")
+step_clicked = c2.button("⏭ Step one round", key="ex_step")
+new_clicked = c3.button("⟲ New generation", key="ex_new", help="forget the rounds and start over")
+live_slot = st.empty()
+
+if new_clicked:
+    ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0)
+if run_clicked or step_clicked:
+    fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
+    if not fresh or start_generation():
+        advance(None if run_clicked else 1, live_slot if run_clicked else None)
+elif ss.ex_gen is not None and not ss.ex_done and ss.get("ex_settings") != settings:
+    c4.info("Settings changed: the next Run or Step starts a new generation.")
+
+# ------------------------------------------------------------------ replay: open a trace
+with st.expander("Open a trace (replay without a model)", expanded=False):
+    upload = st.file_uploader("trace file (.jsonl or .jsonl.gz)", type=["jsonl", "gz"], key="ex_upload")
+    if upload is not None and ss.get("ex_upload_id") != upload.file_id:
+        ss.ex_upload_id = upload.file_id
+        try:
+            trace = appdata.trace_from_bytes(upload.getvalue(), upload.name)
+            if not trace.rounds:
+                raise ValueError("the trace holds no rounds")
+        except (ValueError, OSError, EOFError) as err:
+            st.error(f"Could not open {upload.name}: {err}")
+        else:
+            ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {upload.name}",
+                      ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None)
+    folder = Path(st.text_input("or open a saved trace from a folder", value="traces", key="ex_open_folder"))
+    saved = sorted(folder.glob("*.jsonl*")) if folder.is_dir() else []
+    if saved:
+        chosen = st.selectbox("saved traces", [p.name for p in saved], key="ex_open_pick")
+        if st.button("Open", key="ex_open_btn"):
+            from tevcore.records import read_trace
+
+            try:
+                trace = read_trace(folder / chosen)
+                if not trace.rounds:
+                    raise ValueError("the trace holds no rounds")
+            except (ValueError, OSError, EOFError) as err:
+                st.error(f"Could not open {chosen}: {err}")
+            else:
+                ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {chosen}",
+                          ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None)
+
+records = ss.ex_records
+if not records:
+    st.info("Press **Run live** to stream a generation, **Step one round** to go one round at a time, "
+            "or open a trace. The first run loads the target model (a few seconds).")
+    st.stop()
+
+if ss.get("ex_proposer_note"):
+    st.caption(ss.ex_proposer_note)
+st.caption(f"source: {ss.ex_source} · drafter: {records[-1].proposer} · {len(records)} rounds · "
+           f"{'finished' if ss.ex_done else 'in progress (Step or Run for more)'}")
+
+# ------------------------------------------------------------------ the selected round
+if ss.ex_seen != len(records):  # new rounds arrived: follow the latest
+    ss.ex_round = len(records) - 1
+    ss.ex_seen = len(records)
+    ss.pop("ex_node", None)
+if len(records) > 1:
+    st.slider("round", 0, len(records) - 1, key="ex_round")
+index = int(ss.get("ex_round", len(records) - 1))
+index = min(max(index, 0), len(records) - 1)
+record = records[index]
+ss.ex_selected_round = index  # read by the verifier comparison page
+
+# a click on a tree node selects it (applied before the selectbox is drawn)
+chart_state = ss.get("ex_tree_chart")
+points = []
+try:
+    points = list(chart_state["selection"]["points"]) if chart_state else []
+except (KeyError, TypeError):
+    points = []
+clicked = None
+for point in points:
+    data = point.get("customdata")
+    if isinstance(data, (list, tuple)):
+        data = data[0] if data else None
+    if data is not None:
+        clicked = int(data)
+        break
+if clicked is not None and clicked != ss.get("ex_last_click") and clicked < record.tree.num_nodes:
+    ss.ex_node = clicked
+ss.ex_last_click = clicked
+if "ex_node" not in ss or ss.ex_node >= record.tree.num_nodes:
+    ss.ex_node = record.exit_node if record.exit_node is not None else 0
+
+left, right = st.columns([3, 2])
+with left:
+    fig = figures.record_tree_figure(record, selected=int(ss.ex_node))
+    st.plotly_chart(fig, key="ex_tree_chart", on_select="rerun", selection_mode="points",
+                    config={"scrollZoom": True})
+with right:
+    m1, m2, m3 = st.columns(3)
+    m1.metric("1 + C (expected)", f"{record.expected_length:.2f}")
+    m2.metric("block length", record.block_length,
+              delta=f"{record.block_length - record.expected_length:+.2f}", delta_color="off")
+    m3.metric("tree", f"{record.tree.size} nodes", delta=f"depth {record.tree.max_depth}", delta_color="off")
+    st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
+                f"`{record.bonus_text!r}` · **emitted** `{record.emitted_text!r}`")
+    texts = record.token_texts
+    st.selectbox("node", list(range(record.tree.num_nodes)), key="ex_node",
+                 format_func=lambda v: f"{v}: {texts[v]!r} (depth {int(record.tree.depths[v])})",
+                 help="or click a node in the tree")
+    node = int(ss.ex_node)
+    rows = figures.node_distribution(record, node)
+    st.plotly_chart(figures.next_token_figure(rows, f"p(.|node {node} {texts[node]!r}): tree children, "
+                                                    "missing tokens, rest"), key="ex_node_chart")
+    st.plotly_chart(figures.timings_figure(record), key="ex_timings")
+
+with st.expander("nodes of this round (table)", expanded=False):
+    st.dataframe(figures.node_table(record), hide_index=True, key="ex_table")
+
+# ------------------------------------------------------------------ across rounds
+st.subheader("Across rounds")
+st.markdown(figures.text_by_round_html(records), unsafe_allow_html=True)
+a1, a2, a3 = st.columns(3)
+a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
+a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
+a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
+
+# ------------------------------------------------------------------ save
+st.subheader("Save these rounds")
+meta = dict(ss.get("ex_meta") or {})
+s1, s2 = st.columns(2)
+with s1:
+    # serialised only when clicked (a callable), so a render after each round stays cheap
+    st.download_button("⬇ Download trace (.jsonl)", data=lambda: appdata.trace_bytes(records, meta),
+                       file_name=f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", mime="application/json",
+                       key="ex_download")
+with s2:
+    out_folder = st.text_input("save to folder", value="traces", key="ex_save_folder")
+    if st.button("💾 Save trace", key="ex_save"):
+        from tevcore.records import write_trace
+
+        try:
+            folder = Path(out_folder)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = write_trace(folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl.gz", records, meta)
+        except OSError as err:
+            st.error(f"Could not save: {err}")
+        else:
+            st.success(f"saved {path}")

@@ -1,0 +1,298 @@
+"""Verifier comparison: every verifier on one recorded tree, many draws each, against the exit law."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import shared_ui  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import streamlit as st  # noqa: E402
+import torch  # noqa: E402
+
+import appdata  # noqa: E402
+import figures  # noqa: E402
+
+shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, many independent draws each: the "
+                      "exact ones must follow the exit law X and the bonus law; the naive ratio rule is the foil "
+                      "the tests must catch.")
+ss = st.session_state
+
+ok, why = shared_ui.engine_available("tevcore.simulate")
+if not ok:
+    st.error(f"The engine's simulation module does not import yet ({why}).")
+    st.stop()
+
+from scipy import stats  # noqa: E402
+
+from tevcore.flow import target_flow  # noqa: E402
+from tevcore.simulate import exit_law, simulate  # noqa: E402
+from tevcore.verifiers import EXACT_VERIFIERS, VERIFIERS, chain_subtree, get_verifier, verifier_label  # noqa: E402
+from tevcore.sampling import make_generator  # noqa: E402
+
+
+# ------------------------------------------------------------------ which tree
+def rescore_live_round(index: int) -> torch.Tensor:
+    """Node logits of a live explorer round: re-score its tree after the same committed context."""
+    from tevcore.target import TargetSession
+
+    records = ss.ex_records
+    record = records[index]
+    context = list(ss.ex_prompt_ids) + [t for r in records[:index] for t in r.emitted_tokens]
+    if len(context) != record.context_length:
+        raise ValueError(f"the rebuilt context has {len(context)} tokens, the round recorded "
+                         f"{record.context_length}: cannot re-score it")
+    target = shared_ui.get_target(ss.ex_target_spec)
+    session = TargetSession(target)
+    session.prefill(context, reserve=record.tree.max_depth + 1)
+    return session.score_tree(record.tree).logits.cpu()
+
+
+sources = ["example tree (toy target, exact rows)"]
+if ss.get("ex_records"):
+    sources.insert(0, "a round from the tree explorer")
+sources.append("a round from a trace file")
+source = st.radio("tree", sources, horizontal=True, key="vc_source")
+
+compact = None
+record = None
+if source == "a round from the tree explorer":
+    records = ss.ex_records
+    index = st.number_input("round", 0, len(records) - 1, value=int(ss.get("ex_selected_round", 0)), key="vc_round")
+    record = records[int(index)]
+    if ss.get("ex_prompt_ids"):
+        key = (ss.get("ex_wall_start"), int(index))
+        cached = ss.get("vc_logits")
+        if cached is None or cached[0] != key:
+            try:
+                with st.spinner("re-scoring the round's tree on the target (one forward)…"):
+                    logits = rescore_live_round(int(index))
+            except Exception as err:  # no model, a context mismatch: fall back to the stored rows
+                st.error(f"Could not re-score the round ({type(err).__name__}: {err}). Using approximate rows instead.")
+                logits = None
+            ss.vc_logits = (key, logits)
+        logits = ss.vc_logits[1]
+        if logits is not None:
+            target = shared_ui.get_target(ss.ex_target_spec)
+            compact = appdata.exact_round(record, logits, lambda t: shared_ui.decode_text(target, t))
+            check = target_flow(record.tree, logits, record.temperature)
+            drift = float((check.exit_mass - record.flow.exit_mass).abs().max())
+            st.caption(f"exact target rows (re-scored); they reproduce the recorded X to {drift:.1e}")
+    if compact is None:
+        compact = appdata.approximate_round(record)
+elif source == "a round from a trace file":
+    upload = st.file_uploader("trace file (.jsonl or .jsonl.gz)", type=["jsonl", "gz"], key="vc_upload")
+    if upload is None:
+        st.info("Upload a trace saved by the tree explorer or `python -m tevcore generate --out`.")
+        st.stop()
+    try:
+        trace = appdata.trace_from_bytes(upload.getvalue(), upload.name)
+        if not trace.rounds:
+            raise ValueError("the trace holds no rounds")
+    except (ValueError, OSError, EOFError) as err:
+        st.error(f"Could not open {upload.name}: {err}")
+        st.stop()
+    index = st.number_input("round", 0, len(trace.rounds) - 1, value=0, key="vc_trace_round")
+    record = trace.rounds[int(index)]
+    compact = appdata.approximate_round(record)
+else:
+    c1, c2 = st.columns(2)
+    ex_budget = c1.number_input("example tree budget", 2, 128, 24, key="vc_ex_budget")
+    ex_seed = c2.number_input("example seed", 0, 10_000, 0, key="vc_ex_seed")
+    record, logits = appdata.synthetic_record(budget=int(ex_budget), seed=int(ex_seed))
+    texts = [f"t{i}" for i in range(logits.shape[-1])]
+    compact = appdata.CompactRound(record.tree, logits, texts, approximate=False)
+
+if compact.approximate:
+    st.warning("APPROXIMATE rows: traces store no node logits, so each p(.|v) is rebuilt from the children's "
+               "probabilities, the recorded top missing tokens and one '(other)' bucket, at T = 1 on the already "
+               "tempered probabilities. Exit law and 1 + C are unchanged; bonus laws are pooled.")
+    temperature = 1.0
+else:
+    default_t = float(record.temperature) if record is not None else 1.0
+    temperature = st.number_input("temperature", 0.0, 5.0, value=default_t, step=0.1, key="vc_temp",
+                                  help="the target rows are exact, so any temperature can be studied")
+
+tree, node_logits = compact.tree, compact.node_logits
+c1, c2, c3 = st.columns(3)
+n_draws = int(c1.number_input("draws per verifier", 1000, 2_000_000, 100_000, step=10_000, key="vc_n"))
+seed = int(c2.number_input("seed", 0, 2**31 - 1, 0, key="vc_seed"))
+chosen = c3.multiselect("verifiers", list(VERIFIERS), default=list(VERIFIERS), format_func=verifier_label,
+                        key="vc_names")
+try:
+    law = exit_law(tree, node_logits, temperature)
+except ValueError as err:
+    st.error(f"The tree and its rows do not fit: {err}")
+    st.stop()
+st.markdown(f"Tree of **{tree.size} nodes**, depth {tree.max_depth}; at T = {temperature:g}: "
+            f"**1 + C = {law.flow.expected_length:.4f}** (optimal exact verifiers reach it; chain-only reaches "
+            f"1 + the chain's P).")
+
+NAIVE = figures.NAIVE_NAME
+signature = (source, id(record), float(temperature), n_draws, seed, tuple(chosen))
+
+
+def expected_exit(name: str) -> np.ndarray | None:
+    """The exit law `name` should follow if exact (None where X is not its law)."""
+    if name in ("tev", "predraw", "residual", NAIVE):
+        return law.exit_mass.double().numpy()
+    if name == "chain":
+        chain, ids = chain_subtree(tree)
+        chain_x = exit_law(chain, node_logits.index_select(0, ids), temperature).exit_mass.double()
+        return torch.zeros(tree.num_nodes, dtype=torch.float64).index_add_(0, ids, chain_x).numpy()
+    if name == "greedy":
+        return exit_law(tree, node_logits, 0.0).exit_mass.double().numpy()
+    return None
+
+
+def chi2_pvalue(counts: np.ndarray, probs: np.ndarray, min_expected: float = 5.0) -> float:
+    """Pearson χ² p-value of counts against probs, pooling cells expected below `min_expected`."""
+    n = counts.sum()
+    expected = n * probs
+    if np.any((probs <= 0) & (counts > 0)):
+        return 0.0  # an impossible outcome happened
+    big = expected >= min_expected
+    obs = list(counts[big]) + ([counts[~big].sum()] if (~big).any() and expected[~big].sum() > 0 else [])
+    exp = list(expected[big]) + ([expected[~big].sum()] if (~big).any() and expected[~big].sum() > 0 else [])
+    if len(obs) < 2:
+        return 1.0
+    return float(stats.chisquare(np.asarray(obs, float), np.asarray(exp, float) * (sum(obs) / sum(exp))).pvalue)
+
+
+def latency(name: str, repeats: int = 30) -> float:
+    """Mean seconds of one real verifier call (one decision) on this tree."""
+    verify = get_verifier(name)
+    generator = make_generator(seed)
+    verify(tree, node_logits, temperature, generator)  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        verify(tree, node_logits, temperature, generator)
+    return (time.perf_counter() - start) / repeats
+
+
+if st.button("▶ Run every verifier", type="primary", key="vc_run"):
+    results, latencies = {}, {}
+    with st.status(f"simulating {n_draws:,} verifications per verifier…", expanded=True) as status:
+        bar = st.progress(0.0)
+        for i, name in enumerate(chosen):
+            try:
+                results[name] = simulate(name, tree, node_logits, temperature, n_draws, seed)
+                latencies[name] = latency(name)
+            except Exception as err:  # one verifier failing must not hide the others
+                st.error(f"{verifier_label(name)} failed ({type(err).__name__}): {err}")
+            bar.progress((i + 1) / max(len(chosen), 1), text=f"{verifier_label(name)} done")
+        status.update(label="simulation finished", state="complete", expanded=False)
+    ss.vc_results = (signature, results, latencies)
+
+stored = ss.get("vc_results")
+if not stored or stored[0] != signature:
+    st.info("Press **Run every verifier** to draw.")
+else:
+    _, results, latencies = stored
+    labels = [f"{v} {figures.short(str(compact.vocab_texts[int(t)]), 8)}" if v else "0 root"
+              for v, t in enumerate(tree.tokens.tolist())]
+    freq = {name: (r.exit_counts.double() / r.n).numpy() for name, r in results.items()}
+    rows = []
+    for name, r in results.items():
+        expected = expected_exit(name)
+        p = chi2_pvalue(r.exit_counts.numpy(), expected) if expected is not None else float("nan")
+        rows.append({"verifier": verifier_label(name), "exact": name in EXACT_VERIFIERS,
+                     "mean L": r.mean_block_length, "± s.e.": r.block_length_stderr,
+                     "1 + C": law.flow.expected_length, "exit χ² p (vs its law)": p,
+                     "decision latency (µs)": 1e6 * latencies.get(name, float("nan")),
+                     f"simulated {r.n:,} draws (s)": r.seconds})
+    table = pd.DataFrame(rows)
+    st.subheader("Summary")
+    st.dataframe(table, hide_index=True, key="vc_summary")
+    st.caption("exit χ² compares each verifier's exit counts with the law it must follow if exact: X on the whole "
+               "tree (tev, predraw, residual and the foil), X on the top-1 chain (chain), the T = 0 exit (greedy). "
+               "A tiny p-value for an exact verifier would be a bug; for the foil it is the test's power.")
+    same_law = [n for n in results if n in ("tev", "predraw", "residual")]
+    own_law = [n for n in results if n in ("chain", "greedy")]
+    left, middle, right = st.columns(3)
+    with left:
+        st.markdown("**Exact verifiers whose exit law is X**")
+        st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {n: freq[n] for n in same_law}),
+                        key="vc_exit_exact")
+    with middle:
+        st.markdown("**Exact rules with their own exit law on this tree** (chain: X of the top-1 chain; "
+                    "greedy: the T = 0 exit)")
+        for n in own_law:
+            st.plotly_chart(figures.exit_law_figure(labels, expected_exit(n), {n: freq[n]}, top=12),
+                            key=f"vc_exit_{n}")
+    with right:
+        st.markdown("**:red[Naive ratio rule — NOT exact (teaching foil)]**")
+        if NAIVE in results:
+            st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {NAIVE: freq[NAIVE]}),
+                            key="vc_exit_naive")
+        else:
+            st.caption("not selected")
+    lengths = {n: (r.length_counts.double() / r.n).numpy() for n, r in results.items()}
+    st.plotly_chart(figures.length_histogram_figure(lengths, law.flow.expected_length,
+                                                    {n: r.mean_block_length for n, r in results.items()}),
+                    key="vc_lengths")
+    # bonus law at one exit node
+    order = np.argsort(-law.exit_mass.numpy(), kind="stable")
+    exit_pick = st.selectbox("bonus distribution at exit node", [int(v) for v in order[:30]],
+                             format_func=lambda v: f"{labels[v]} (X = {float(law.exit_mass[v]):.4f})",
+                             key="vc_bonus_node")
+    bonus = law.bonus_probs(exit_pick).numpy()
+    top = np.argsort(-bonus, kind="stable")[:12]
+    token_labels = [figures.short(str(compact.vocab_texts[int(t)]), 10) + f" #{int(t)}" for t in top] + ["(rest)"]
+    law_row = list(bonus[top]) + [max(0.0, 1.0 - float(bonus[top].sum()))]
+    empirical, bonus_rows = {}, []
+    for name, r in results.items():
+        if exit_pick not in r.bonus_counts:
+            continue
+        tokens, counts = r.bonus_counts[exit_pick]
+        full = np.zeros(bonus.shape[0])
+        full[tokens.numpy()] = counts.numpy()
+        total = full.sum()
+        empirical[name] = list(full[top] / total) + [max(0.0, 1.0 - float(full[top].sum() / total))]
+        own_law = exit_law(tree, node_logits, 0.0).bonus_probs(exit_pick).numpy() if name == "greedy" else bonus
+        bonus_rows.append({"verifier": verifier_label(name), "exits here": int(total),
+                           "bonus χ² p (vs its law)": chi2_pvalue(full, own_law)})
+    st.plotly_chart(figures.bonus_figure(token_labels, law_row, empirical, labels[exit_pick]), key="vc_bonus")
+    if bonus_rows:
+        st.dataframe(pd.DataFrame(bonus_rows), hide_index=True, key="vc_bonus_table")
+    st.plotly_chart(figures.latency_figure(latencies), key="vc_latency")
+
+# ------------------------------------------------------------------ end to end
+st.divider()
+st.subheader("End to end: benchmark results")
+st.caption("Result JSON files from `python -m tevcore bench` (an object with 'rows'), or a plain list of rows with "
+           "verifier, budget, speedup, mean_block_length.")
+uploads = st.file_uploader("result files", type=["json"], accept_multiple_files=True, key="vc_bench_upload")
+folder = Path(st.text_input("or read every .json in a folder", value="results", key="vc_bench_folder"))
+frames = []
+for up in uploads or []:
+    try:
+        frames.append(appdata.bench_rows(up.getvalue()).assign(file=up.name))
+    except ValueError as err:
+        st.error(f"{up.name}: {err}")
+if folder.is_dir():
+    for path in sorted(folder.glob("*.json")):
+        try:
+            frames.append(appdata.bench_rows(path.read_text()).assign(file=path.name))
+        except (ValueError, OSError) as err:
+            st.warning(f"{path}: {err}")
+if frames:
+    bench = pd.concat(frames, ignore_index=True)
+    if "method" in bench:
+        bench["verifier"] = bench["verifier"].fillna(bench["method"])
+    bench = bench[bench["budget"].notna()]
+    for facet in ("dataset", "temperature"):
+        if facet in bench and bench[facet].nunique() > 1:
+            value = st.selectbox(facet, sorted(bench[facet].dropna().unique().tolist()), key=f"vc_bench_{facet}")
+            bench = bench[bench[facet] == value]
+    f1, f2 = figures.bench_figures(bench)
+    b1, b2 = st.columns(2)
+    b1.plotly_chart(f1, key="vc_bench_speedup")
+    b2.plotly_chart(f2, key="vc_bench_blocks")
+    st.dataframe(bench, hide_index=True, key="vc_bench_table")
+else:
+    st.info("No result files yet.")

@@ -1,0 +1,147 @@
+"""Exit-law workshop: edit a small tree and its target probabilities by hand; no model needed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import shared_ui  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import streamlit as st  # noqa: E402
+
+import appdata  # noqa: E402
+import figures  # noqa: E402
+from tevcore.flow import target_flow  # noqa: E402
+
+shared_ui.page_header("Exit-law workshop", "A hand-made tree and the target's probabilities after each node. "
+                      "Everything below is recomputed by the engine (tevcore.flow.target_flow) as you edit.")
+ss = st.session_state
+
+st.markdown(
+    "**The law in plain words.** The target's probability mass enters the tree at the root and flows down: "
+    "node *v* receives *P(v)*, the chance that a sample from the target starts with the path to *v*. Of that, the "
+    "share that continues into one of *v*'s children stays in the tree, and the rest, *X(v) = P(v)(1 − m(v))*, "
+    "leaves the tree at *v*. An exact verifier that is optimal stops at *v* with probability exactly *X(v)*, "
+    "whatever its mechanics, and then draws the bonus token from the target's choices at *v* that are not "
+    "children of *v*. Because every token it emits is a genuine target sample, no exact verifier can accept *v* "
+    "more often than *P(v)*, so the mean block length is at most *1 + C*, the sum of *P* over the tree plus the "
+    "bonus, and the optimal ones reach it.")
+
+presets = appdata.workshop_presets()
+preset = st.selectbox("preset", list(presets), key="ws_preset")
+st.caption("One row per token the target wants after a parent node: **in tree** rows are tree nodes (their "
+           "**node** id can be another row's **parent**; 0 is the root), the other rows are tokens the tree is "
+           "missing. **p** = p(token | parent). What a parent's rows leave of 1 goes to '(other)'.")
+table = st.data_editor(
+    presets[preset], num_rows="dynamic", hide_index=True, key=f"ws_table_{preset}",
+    column_config={
+        "node": st.column_config.NumberColumn("node", min_value=1, step=1, help="id of a tree node"),
+        "parent": st.column_config.NumberColumn("parent", min_value=0, step=1, required=True),
+        "token": st.column_config.TextColumn("token", required=True),
+        "p": st.column_config.NumberColumn("p", min_value=0.0, max_value=1.0, step=0.01, format="%.3f"),
+        "in tree": st.column_config.CheckboxColumn("in tree", default=True),
+    })
+
+try:
+    ws = appdata.workshop_tree(pd.DataFrame(table))
+    flow = target_flow(ws.tree, ws.node_logits, 1.0)
+except ValueError as err:
+    st.error(f"This table does not describe a valid tree: {err}")
+    st.stop()
+
+texts = appdata.workshop_texts(ws)
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("tree nodes", ws.tree.size)
+m2.metric("coverage C", f"{flow.coverage:.4f}")
+m3.metric("1 + C", f"{flow.expected_length:.4f}")
+m4.metric("sum of X", f"{float(flow.exit_mass.sum()):.6f}")
+
+left, right = st.columns([3, 2])
+with left:
+    st.plotly_chart(figures.tree_figure(ws.tree, flow, texts, title="the tree: colour = P(v), ring = X(v)",
+                                        show_x_values=True), key="ws_tree")
+with right:
+    frame = pd.DataFrame({"node": ws.node_labels, "a": flow.edge_prob.numpy(), "P": flow.path_prob.numpy(),
+                          "m": flow.child_mass.numpy(), "X": flow.exit_mass.numpy()})
+    st.dataframe(frame, hide_index=True, key="ws_flow_table")
+    st.plotly_chart(figures.flow_bars_figure(ws.node_labels, flow), key="ws_flow_bars")
+
+ok, why = shared_ui.engine_available("tevcore.simulate")
+law_col, bonus_col = st.columns(2)
+with law_col:
+    st.plotly_chart(figures.exit_law_figure(ws.node_labels, flow.exit_mass.numpy(), {}, top=len(ws.node_labels)),
+                    key="ws_exit_law")
+with bonus_col:
+    node = st.selectbox("bonus law at exit node", list(range(ws.tree.num_nodes)),
+                        format_func=lambda v: ws.node_labels[v], key="ws_bonus_node")
+    if ok:
+        from tevcore.simulate import exit_law
+
+        bonus = exit_law(ws.tree, ws.node_logits, 1.0).bonus_probs(node).numpy()
+        keep = np.nonzero(bonus > 0)[0]
+        st.plotly_chart(figures.bonus_figure([ws.vocab[i] for i in keep], bonus[keep], {}, ws.node_labels[node]),
+                        key="ws_bonus_law")
+    else:
+        st.info(f"The engine's bonus law is not available yet ({why}).")
+
+# ------------------------------------------------------------------ two verifiers, step by step
+st.subheader("Step by step: predraw-and-follow vs one-draw TEV")
+ok_v, why_v = shared_ui.engine_available("tevcore.verifiers")
+if not ok_v:
+    st.info(f"The engine's verifiers are not available yet ({why_v}).")
+    st.stop()
+from tevcore.sampling import make_generator  # noqa: E402
+from tevcore.verifiers import get_verifier  # noqa: E402
+
+c1, c2 = st.columns([1, 3])
+seed = int(c1.number_input("seed of the draws", 0, 1_000_000, 0, key="ws_seed"))
+try:
+    walk = get_verifier("predraw")(ws.tree, ws.node_logits, 1.0, make_generator(seed))
+    tev = get_verifier("tev")(ws.tree, ws.node_logits, 1.0, make_generator(seed))
+except (ValueError, RuntimeError) as err:
+    st.error(f"A verifier refused this tree: {err}")
+    st.stop()
+steps = len(walk.path) + 1  # start, one draw per node on the path (the last is the bonus)
+step = c2.slider("step", 0, max(steps - 1, 2), 0, key=f"ws_step_{preset}_{steps}",
+                 help="predraw needs one draw per accepted token plus the bonus; TEV always needs two")
+
+left, right = st.columns(2)
+with left:
+    k = min(step, steps - 1)
+    if k == 0:
+        caption = "start at the root; nothing drawn yet"
+        fig = figures.tree_figure(ws.tree, flow, texts, path=[0], title="predraw-and-follow: start")
+    elif k < len(walk.path):
+        v, child = walk.path[k - 1], walk.path[k]
+        caption = (f"draw {k}: at node {ws.node_labels[v]} the target draws {texts[child]!r}, a child "
+                   f"→ follow it to node {ws.node_labels[child]}")
+        fig = figures.tree_figure(ws.tree, flow, texts, path=walk.path[: k + 1], selected=child,
+                                  title=f"predraw-and-follow: draw {k}")
+    else:
+        caption = (f"draw {k}: at node {ws.node_labels[walk.exit_node]} the target draws "
+                   f"{ws.vocab[walk.bonus_token]!r}, not a child → exit here; it is the bonus. "
+                   f"Block length {len(walk.path)}.")
+        fig = figures.tree_figure(ws.tree, flow, texts, path=walk.path, exit_node=walk.exit_node,
+                                  bonus_text=ws.vocab[walk.bonus_token], title=f"predraw-and-follow: draw {k} (done)")
+    st.plotly_chart(fig, key="ws_walk_predraw")
+    st.caption(caption)
+with right:
+    if step == 0:
+        caption = "compute X(v) = P(v)(1 − m(v)) for every node at once (the rings)"
+        fig = figures.tree_figure(ws.tree, flow, texts, path=[0], show_x_values=True, title="TEV: the exit law")
+    elif step == 1:
+        caption = f"one draw over X: exit at node {ws.node_labels[tev.exit_node]}; its path is accepted"
+        fig = figures.tree_figure(ws.tree, flow, texts, path=tev.path, exit_node=tev.exit_node,
+                                  title="TEV: draw 1, the exit node")
+    else:
+        caption = (f"one masked draw at the exit: bonus {ws.vocab[tev.bonus_token]!r}. "
+                   f"Done in two draws; block length {len(tev.path)}.")
+        fig = figures.tree_figure(ws.tree, flow, texts, path=tev.path, exit_node=tev.exit_node,
+                                  bonus_text=ws.vocab[tev.bonus_token], title="TEV: draw 2, the bonus (done)")
+    st.plotly_chart(fig, key="ws_walk_tev")
+    st.caption(caption)
+st.caption("Both rules exit at v with probability X(v); they differ in how many sequential decisions they take. "
+           "Change the seed to see other draws.")

@@ -1,0 +1,115 @@
+"""Streamlit plumbing shared by the pages: path setup, cached model loading, prompt sets.
+
+Target and drafter load once per process (`st.cache_resource`). Environment:
+TEV_APP_TARGET (default 'default'), TEV_APP_PROPOSER (default 'default',
+'rollout' = the stand-in), TEV_APP_DEVICE (default: the engine's choice), TEV_APP_THREADS (torch CPU
+threads; default half the cores, at most 4: on a shared machine oversubscribed torch threads made a
+round ~10x slower than one thread).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+APP_DIR = Path(__file__).resolve().parent
+REPO_DIR = APP_DIR.parent
+for _p in (str(APP_DIR), str(REPO_DIR)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import streamlit as st  # noqa: E402
+
+EXAMPLE_PROMPTS = {
+    "Explain speculative decoding": "Explain speculative decoding to a curious high-school student in three sentences.",
+    "Haiku": "Write a haiku about autumn leaves falling on a quiet river.",
+    "Python: fizzbuzz": "Write a Python function that prints FizzBuzz for the numbers 1 to 15.",
+    "Arithmetic": "A shop sells pencils at 3 for $1. How much do 12 pencils cost? Answer with a short explanation.",
+    "Capital cities": "List the capital cities of France, Germany, Italy and Spain.",
+}
+PROMPT_SETS = {"examples": None, "MT-Bench": "mt-bench", "HumanEval": "humaneval", "GSM8K": "gsm8k"}
+
+
+def page_header(title: str, caption: str | None = None) -> None:
+    st.set_page_config(page_title=f"TEV · {title}", layout="wide")
+    st.title(title)
+    if caption:
+        st.caption(caption)
+
+
+def target_spec() -> str:
+    return os.environ.get("TEV_APP_TARGET", "default")
+
+
+def default_proposer_spec() -> str:
+    return os.environ.get("TEV_APP_PROPOSER", "default")
+
+
+def cpu_threads() -> int:
+    try:
+        return max(1, int(os.environ["TEV_APP_THREADS"]))
+    except (KeyError, ValueError):
+        return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+@st.cache_resource(show_spinner="Loading the target model (once per process)…")
+def get_target(spec: str):
+    import torch
+
+    from tevcore.models import load_target
+
+    torch.set_num_threads(cpu_threads())
+
+    return load_target(spec, device=os.environ.get("TEV_APP_DEVICE") or None)
+
+
+@st.cache_resource(show_spinner="Loading the drafter…")
+def get_proposer(spec: str, target_spec_name: str):
+    """A proposer for a spec ('default', 'rollout' or a drafter folder), loaded once per process."""
+    from tevcore import drafters
+
+    return drafters.resolve_proposer(spec, get_target(target_spec_name))
+
+
+def proposer_with_fallback(spec: str, target_spec_name: str):
+    """(proposer, note): the requested drafter, or the stand-in with a note saying why."""
+    try:
+        proposer = get_proposer(spec, target_spec_name)
+        if spec != "rollout" and proposer.stand_in:
+            return proposer, (f"drafter {spec!r} is not available here (no committed drafter for this target); "
+                              f"the engine uses the stand-in proposer: {proposer.name}")
+        return proposer, None
+    except Exception as err:  # the drafter may be missing or still being written: fall back, say so
+        if spec == "rollout":
+            raise
+        return get_proposer("rollout", target_spec_name), (
+            f"drafter {spec!r} is not available ({err}); using the stand-in proposer (target greedy rollout)")
+
+
+@st.cache_data(show_spinner=False)
+def prompt_items(set_name: str, n: int = 40) -> list[tuple[str, str]]:
+    """(label, text) pairs of a benchmark prompt set (held-out split)."""
+    from tevcore.datasets import load_prompts
+
+    items = load_prompts(set_name, split="heldout", n=n)
+    return [(f"{p.item_id}: {p.text[:70].strip()}", p.text) for p in items]
+
+
+def engine_available(module: str) -> tuple[bool, str]:
+    """Whether an engine module imports, and the error if not (it may still be being written)."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+        return True, ""
+    except Exception as err:  # ImportError, or a half-written module
+        return False, f"{type(err).__name__}: {err}"
+
+
+def decode_text(target, token: int) -> str:
+    if target.tokenizer is None:
+        return str(int(token))
+    return target.tokenizer.decode([int(token)])

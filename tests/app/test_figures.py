@@ -1,0 +1,209 @@
+"""Figures from records: every builder returns a plotly figure with the data it claims to draw."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+import torch
+
+import appdata
+import figures
+from tevcore.flow import target_flow
+from tevcore.records import RoundRecord
+
+
+@pytest.fixture(scope="module")
+def records():
+    return appdata.synthetic_records(rounds=4, budget=24, seed=3)
+
+
+def _trace(fig, name_prefix):
+    return [t for t in fig.data if (t.name or "").startswith(name_prefix)]
+
+
+def test_layout_puts_nodes_at_their_depth_and_parents_between_children(records):
+    tree = records[0].tree
+    pos = figures.tree_layout(tree)
+    assert set(pos) == set(range(tree.num_nodes))
+    for v in range(tree.num_nodes):
+        assert pos[v][0] == int(tree.depths[v])
+    for v, kids in enumerate(tree.children()):
+        if kids:
+            ys = [pos[k][1] for k in kids]
+            assert min(ys) - 1e-9 <= pos[v][1] <= max(ys) + 1e-9
+    leaves = [v for v, kids in enumerate(tree.children()) if not kids]
+    assert len({pos[v][1] for v in leaves}) == len(leaves)  # leaves never overlap
+
+
+def test_sibling_ranks_follow_draft_scores(records):
+    tree = records[0].tree
+    ranks = figures.sibling_ranks(tree)
+    for kids in tree.children():
+        best = max(kids, key=lambda k: float(tree.draft_logp[k]), default=None)
+        if best is not None:
+            assert ranks[best] == 1
+        assert sorted(ranks[k] for k in kids) == list(range(1, len(kids) + 1))
+
+
+def test_tree_figure_colours_by_P_rings_X_and_marks_path_exit_bonus(records):
+    record = records[1]
+    fig = figures.record_tree_figure(record, selected=2)
+    assert isinstance(fig, go.Figure)
+    nodes = _trace(fig, "node")[0]
+    assert list(nodes.marker.color) == pytest.approx(record.flow.path_prob.tolist())
+    assert list(nodes.customdata) == list(range(record.tree.num_nodes))
+    ring = _trace(fig, "exit mass")[0]
+    sizes = np.asarray(ring.marker.size)
+    assert len(sizes) == record.tree.num_nodes and sizes.min() >= 14  # a ring at every node
+    order = np.argsort(record.flow.exit_mass.numpy())
+    assert np.all(np.diff(sizes[order]) >= -1e-9)  # bigger X, bigger ring
+    assert _trace(fig, "accepted path")
+    assert _trace(fig, f"exit node {record.exit_node}")
+    assert _trace(fig, "bonus token")
+    assert _trace(fig, "selected node 2")
+    hover = nodes.hovertext[record.exit_node]
+    for word in ("draft log q", "rank", "a =", "P =", "X ="):
+        assert word in hover
+    assert "top missing" in nodes.hovertext[0]
+
+
+def test_node_table_has_one_row_per_node_and_sums_to_one(records):
+    record = records[0]
+    table = figures.node_table(record)
+    assert len(table) == record.tree.num_nodes
+    assert table["X"].sum() == pytest.approx(1.0, abs=1e-6)
+    assert table.loc[table["exit"], "node"].tolist() == [record.exit_node]
+    assert table.loc[table["accepted"], "node"].tolist() == record.path
+    assert {"token", "log q", "rank", "a", "P", "m", "top missing"} <= set(table.columns)
+
+
+def test_node_distribution_marks_children_and_missing_and_sums_to_one(records):
+    record = records[0]
+    rows = figures.node_distribution(record, 0)
+    kids = record.tree.children()[0]
+    assert (rows["kind"] == "tree child").sum() == len(kids)
+    assert (rows["kind"] == "missing").sum() >= 1
+    assert rows["prob"].sum() == pytest.approx(1.0, abs=1e-6)
+    fig = figures.next_token_figure(rows)
+    assert {t.name for t in fig.data} >= {"tree child", "missing"}
+
+
+def test_round_and_across_round_figures(records):
+    assert len(figures.timings_figure(records[0]).data[0].x) == 6
+    blocks = figures.block_length_figure(records)
+    assert list(blocks.data[0].y) == [r.block_length for r in records]
+    assert list(blocks.data[1].y) == pytest.approx([r.expected_length for r in records])
+    depth = figures.exit_mass_by_depth(records)
+    assert depth["mean X"].sum() == pytest.approx(1.0, abs=1e-6)
+    assert depth["realised exit frequency"].sum() == pytest.approx(1.0)
+    assert len(figures.exit_depth_figure(records).data) == 2
+    speed = figures.speed_table(records)
+    assert speed["tokens"].iloc[-1] == sum(r.block_length for r in records)
+    assert isinstance(figures.speed_figure(records), go.Figure)
+    html = figures.text_by_round_html(records)
+    assert html.count("<span") == len(records)
+
+
+def test_text_is_escaped():
+    record, _ = appdata.synthetic_record(budget=4)
+    record.emitted_text = "<script>alert(1)</script>"
+    assert "<script>" not in figures.text_by_round_html([record])
+
+
+def test_empty_round_list_does_not_break_figures():
+    assert isinstance(figures.block_length_figure([]), go.Figure)
+    assert isinstance(figures.speed_figure([]), go.Figure)
+    assert isinstance(figures.exit_depth_figure([]), go.Figure)
+
+
+def test_root_only_tree_draws():
+    from tevcore.tree import DraftTree
+
+    tree = DraftTree.root_only(3)
+    flow = target_flow(tree, torch.randn(1, 10), 1.0)
+    fig = figures.tree_figure(tree, flow, ["r"], exit_node=0, bonus_text="x")
+    assert _trace(fig, "exit node 0")
+
+
+def test_trace_round_trip_and_approximate_rows_keep_the_exit_law(records, tmp_path):
+    data = appdata.trace_bytes(records, {"prompt": "p"})
+    trace = appdata.trace_from_bytes(data)
+    assert len(trace.rounds) == len(records) and trace.meta == {"prompt": "p"}
+    with pytest.raises(ValueError):
+        appdata.trace_from_bytes(b"not a trace\n")
+    compact = appdata.approximate_round(trace.rounds[0])
+    assert compact.approximate and compact.vocab_texts[-1] == appdata.OTHER
+    flow = target_flow(compact.tree, compact.node_logits, 1.0)
+    assert flow.exit_mass.numpy() == pytest.approx(records[0].flow.exit_mass.numpy(), abs=1e-6)
+    assert flow.expected_length == pytest.approx(records[0].expected_length, abs=1e-6)
+
+
+def test_verifier_comparison_figures():
+    labels = ["0 root", "1 a", "2 b"]
+    law = [0.5, 0.3, 0.2]
+    fig = figures.exit_law_figure(labels, law, {"tev": [0.49, 0.31, 0.2], "naive_ratio": [0.2, 0.5, 0.3]})
+    assert any("NOT exact" in (t.name or "") for t in fig.data)
+    hist = figures.length_histogram_figure({"tev": [0, 0.5, 0.5]}, 1.5, {"tev": 1.5})
+    assert hist.data[0].name.startswith("tev")
+    assert isinstance(figures.bonus_figure(["x", "y"], [0.6, 0.4], {"tev": [0.58, 0.42]}, "1 a"), go.Figure)
+    assert isinstance(figures.latency_figure({"tev": 1e-4, "predraw": 2e-4}), go.Figure)
+    rows = pd.DataFrame({"verifier": ["tev", "tev", "chain"], "budget": [8, 64, 8],
+                         "speedup": [1.2, 1.5, 1.1], "mean_block_length": [2.0, 3.0, 1.8]})
+    speed, blocks = figures.bench_figures(rows)
+    assert len(speed.data) == 2 and len(blocks.data) == 2
+
+
+def test_bench_rows_accepts_both_formats():
+    plain = b'[{"verifier": "tev", "budget": 8, "speedup": 1.3, "mean_block_length": 2.1}]'
+    assert len(appdata.bench_rows(plain)) == 1
+    wrapped = b'{"meta": {}, "rows": [{"method": "spec", "verifier": "tev", "budget": 8, "speedup": 1.3}]}'
+    assert appdata.bench_rows(wrapped)["speedup"].tolist() == [1.3]
+    for bad in (b"{", b"[]", b'[{"budget": 1}]'):
+        with pytest.raises(ValueError):
+            appdata.bench_rows(bad)
+
+
+def test_training_figures():
+    metrics = pd.DataFrame({"step": [1, 2, 3], "loss": [3.0, 2.5, 2.0], "distill": [2.9, 2.4, 1.9],
+                            "tree": [1.0, 0.9, 0.8], "tree_E": [1.5, 1.6, 1.7], "lr": [1e-4, 2e-4, 3e-4]})
+    fig = figures.training_curves_figure(metrics)
+    assert {t.name for t in fig.data} == {"loss", "distill", "tree", "tree_E"}
+    ev = pd.DataFrame({"checkpoint": ["a", "a", "b"], "budget": [8, 16, 8], "E": [2.0, 2.4, 2.2]})
+    assert len(figures.eval_figure(ev).data) == 2
+
+
+def test_workshop_presets_build_trees_whose_exit_mass_sums_to_one():
+    for name, table in appdata.workshop_presets().items():
+        ws = appdata.workshop_tree(table)
+        flow = target_flow(ws.tree, ws.node_logits, 1.0)
+        assert float(flow.exit_mass.sum()) == pytest.approx(1.0, abs=1e-9), name
+        fig = figures.flow_bars_figure(ws.node_labels, flow)
+        assert [t.name for t in fig.data] == ["P(v)", "m(v)", "X(v)"]
+    chain = appdata.workshop_tree(appdata.workshop_presets()["chain"])
+    flow = target_flow(chain.tree, chain.node_logits, 1.0)
+    assert flow.expected_length == pytest.approx(1 + 0.8 + 0.8 * 0.7 + 0.8 * 0.7 * 0.6 + 0.8 * 0.7 * 0.6 * 0.5)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.assign(p=t["p"].where(t["token"] != "A", 0.5)), "add up to"),
+    (lambda t: t.assign(parent=t["parent"].where(t.index != 0, 99)), "is not a tree node"),
+    (lambda t: pd.concat([t, t.iloc[[0]]], ignore_index=True), "unique"),
+    (lambda t: t.assign(p=t["p"].where(t.index != 1, 1.5)), "[0, 1]"),
+])
+def test_workshop_rejects_bad_tables_with_plain_messages(edit, message):
+    table = appdata.workshop_presets()["chain"]
+    with pytest.raises(ValueError) as err:
+        appdata.workshop_tree(edit(table))
+    assert message in str(err.value)
+
+
+def test_record_round_trip_through_dict_keeps_figures_identical(records):
+    again = RoundRecord.from_dict(records[0].to_dict())
+    a = figures.record_tree_figure(records[0])
+    b = figures.record_tree_figure(again)
+    assert list(a.data[-1].y) == list(b.data[-1].y)
+    assert not math.isnan(float(again.flow.exit_mass.sum()))

@@ -1,0 +1,115 @@
+"""Block drafter: proposer contract, save/load round trip, clear errors for wrong targets and bad files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from tevcore.drafters import GreedyRolloutProposer, load_default_proposer
+from tevcore.drafters.block import (BlockDrafter, BlockDrafterConfig, BlockProposer, load_drafter, save_drafter)
+from tevcore.models import Target
+from tevcore.target import TargetSession
+
+
+def tiny_drafter(target, seed: int = 0) -> BlockDrafter:
+    config = BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40,
+                                hidden_layers=(1, 2), context=4, depth=3, layers=1, heads=4, ffn=64)
+    torch.manual_seed(seed)
+    drafter = BlockDrafter(config, torch.arange(3, 43)).attach(target)
+    with torch.no_grad():
+        drafter.bias.normal_()
+    return drafter
+
+
+def _session(target, n: int = 10) -> TargetSession:
+    session = TargetSession(target, hidden_layers=(1, 2))
+    session.prefill(list(range(5, 5 + n)))
+    return session
+
+
+def test_proposal_is_depth_by_vocab_log_probs_with_minus_inf_outside_the_draft_vocab(tiny_target):
+    proposer = BlockProposer(tiny_drafter(tiny_target))
+    rows = proposer.propose(_session(tiny_target))
+    assert rows.shape == (3, 97)
+    assert torch.isinf(rows[:, :3]).all() and torch.isinf(rows[:, 43:]).all()
+    assert torch.allclose(torch.logsumexp(rows, -1), torch.zeros(3), atol=1e-5)
+
+
+def test_short_context_is_left_padded(tiny_target):
+    rows = BlockProposer(tiny_drafter(tiny_target)).propose(_session(tiny_target, n=2))
+    assert torch.isfinite(rows[:, 3:43]).all()
+
+
+def test_save_load_round_trip_keeps_outputs_and_stores_no_target_rows(tiny_target, tmp_path):
+    drafter = tiny_drafter(tiny_target)
+    save_drafter(drafter, tmp_path)
+    loaded = load_drafter(tmp_path, tiny_target)
+    session = _session(tiny_target)
+    assert torch.equal(BlockProposer(drafter).propose(session), BlockProposer(loaded).propose(session))
+    from safetensors.torch import load_file
+
+    stored = load_file(str(tmp_path / "model.safetensors"))
+    assert "embed" not in stored and "head" not in stored and "draft_ids" in stored
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "tevcore-block-drafter"
+
+
+def test_fp16_export_loads_close(tiny_target, tmp_path):
+    drafter = tiny_drafter(tiny_target)
+    save_drafter(drafter, tmp_path, dtype=torch.float16)
+    session = _session(tiny_target)
+    a = BlockProposer(drafter).propose(session)[:, 3:43]
+    b = BlockProposer(load_drafter(tmp_path, tiny_target)).propose(session)[:, 3:43]
+    assert torch.allclose(a, b, atol=2e-2)
+
+
+def _other_target(vocab: int, hidden: int) -> Target:
+    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2)
+    return Target(model=LlamaForCausalLM(config).eval(), tokenizer=None, name="other")
+
+
+@pytest.mark.parametrize("vocab, hidden, words", [(101, 64, "vocabulary"), (97, 32, "hidden size")])
+def test_loading_against_another_target_shape_fails_clearly(tiny_target, tmp_path, vocab, hidden, words):
+    save_drafter(tiny_drafter(tiny_target), tmp_path)
+    with pytest.raises(ValueError, match=words):
+        load_drafter(tmp_path, _other_target(vocab, hidden))
+
+
+def test_corrupt_weights_give_a_clear_error(tiny_target, tmp_path):
+    save_drafter(tiny_drafter(tiny_target), tmp_path)
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(ValueError, match="not a readable safetensors file"):
+        load_drafter(tmp_path, tiny_target)
+
+
+def test_corrupt_or_unknown_config_gives_a_clear_error(tiny_target, tmp_path):
+    save_drafter(tiny_drafter(tiny_target), tmp_path)
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a valid block drafter config"):
+        load_drafter(tmp_path, tiny_target)
+    (tmp_path / "config.json").write_text(json.dumps({"target_vocab_size": 97, "surprise": 1}))
+    with pytest.raises(ValueError, match="unknown block drafter config keys"):
+        load_drafter(tmp_path, tiny_target)
+
+
+def test_weights_that_do_not_match_the_config_fail_clearly(tiny_target, tmp_path):
+    save_drafter(tiny_drafter(tiny_target), tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "ffn": 32}))
+    with pytest.raises(ValueError, match="does not match"):
+        load_drafter(tmp_path, tiny_target)
+
+
+def test_default_proposer_falls_back_to_the_stand_in_for_another_target(tiny_target):
+    assert isinstance(load_default_proposer(tiny_target), GreedyRolloutProposer)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="heads"):
+        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40, heads=5)
+    with pytest.raises(ValueError, match="draft vocabulary"):
+        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=98, heads=4)

@@ -1,0 +1,182 @@
+"""Verifier registry, calling convention, invariants, T = 0 reduction, and simulate's speed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tevcore.builders import best_first, fixed_width
+from tevcore.flow import edge_log_probs, exit_mass_from_edges, parent_edge_log_probs, target_flow
+from tevcore.sampling import log_probs, make_generator, masked_probs
+from tevcore.simulate import exit_law, simulate
+from tevcore.tree import DraftTree
+from tevcore.verifiers import (EXACT_VERIFIERS, NOT_EXACT, VERIFIERS, Verdict, chain_subtree, child_token_row,
+                               get_verifier, verifier_label)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Many small tensor ops: one thread avoids thrashing on a shared 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def random_case(seed: int, vocab: int = 30, budget: int = 16) -> tuple[DraftTree, torch.Tensor]:
+    """A best-first tree and target logits that often agree with it."""
+    generator = torch.Generator().manual_seed(seed)
+    tree = best_first(2, torch.log_softmax(2.0 * torch.randn(5, vocab, generator=generator), -1), budget)
+    logits = torch.randn(tree.num_nodes, vocab, generator=generator)
+    logits[tree.parents[1:], tree.tokens[1:]] += 2.5
+    return tree, logits
+
+
+def test_registry_names_and_labels():
+    assert set(VERIFIERS) == {"tev", "predraw", "residual", "greedy", "chain", "naive_ratio"}
+    assert set(EXACT_VERIFIERS) | NOT_EXACT == set(VERIFIERS) and not set(EXACT_VERIFIERS) & NOT_EXACT
+    assert get_verifier("tev") is VERIFIERS["tev"]
+    assert verifier_label("tev") == "tev"
+    assert verifier_label("naive_ratio") == "naive_ratio (NOT exact: teaching foil)"
+    with pytest.raises(ValueError, match="tev, predraw, residual, greedy, chain, naive_ratio"):
+        get_verifier("specinfer")
+
+
+@pytest.mark.parametrize("name", list(VERIFIERS))
+def test_bad_inputs_are_refused(name):
+    tree, logits = random_case(0)
+    verify, generator = get_verifier(name), make_generator(0)
+    with pytest.raises(ValueError, match="N\\+1"):
+        verify(tree, logits[:-1], 1.0, generator)
+    with pytest.raises(ValueError, match="vocabulary"):
+        verify(tree, logits[:, :2], 1.0, generator)
+    with pytest.raises(ValueError, match="temperature"):
+        verify(tree, logits, -0.5, generator)
+
+
+@pytest.mark.parametrize("name", list(VERIFIERS))
+def test_root_only_tree(name):
+    tree = DraftTree.root_only(4)
+    logits = torch.randn(1, 9, generator=torch.Generator().manual_seed(1))
+    verdict = get_verifier(name)(tree, logits, 1.0, make_generator(0))
+    assert verdict.path == [0] and verdict.exit_node == 0 and verdict.block_length == 1
+    assert simulate(name, tree, logits, 1.0, 50, seed=0).exit_counts.tolist() == [50]
+
+
+@pytest.mark.parametrize("name", list(VERIFIERS))
+def test_every_draw_is_a_root_path_with_a_legal_bonus(name):
+    verify, generator = get_verifier(name), make_generator(3)
+    for seed in range(20):
+        tree, logits = random_case(seed)
+        verified = chain_subtree(tree)[0] if name == "chain" else tree
+        for temperature in (0.0, 0.7, 1.3):
+            verdict = verify(tree, logits, temperature, generator)
+            assert isinstance(verdict, Verdict)
+            assert verdict.path[0] == 0 and verdict.path[-1] == verdict.exit_node
+            assert verdict.path == tree.path(verdict.exit_node)
+            assert verdict.block_length == int(tree.depths[verdict.exit_node]) + 1
+            local = verdict.path.index(verdict.exit_node) if name == "chain" else verdict.exit_node
+            assert not child_token_row(verified, local, logits.shape[1], logits.device)[verdict.bonus_token]
+
+
+def test_exact_verifiers_reduce_to_greedy_at_zero_temperature():
+    for seed in range(30):
+        tree, logits = random_case(seed, budget=24)
+        greedy = get_verifier("greedy")(tree, logits, 0.0, make_generator(0))
+        for name in ("tev", "predraw", "residual"):
+            assert get_verifier(name)(tree, logits, 0.0, make_generator(seed)) == greedy, (name, seed)
+
+
+def test_greedy_always_follows_the_argmax():
+    tree, logits = random_case(5)
+    verify = get_verifier("greedy")
+    assert verify(tree, logits, 1.5, make_generator(0)) == verify(tree, logits, 0.0, make_generator(1))
+
+
+def test_chain_subtree_takes_the_most_likely_draft_child():
+    logq = torch.log_softmax(torch.randn(3, 12, generator=torch.Generator().manual_seed(2)), -1)
+    tree = fixed_width(0, logq, [3, 2, 2])
+    sub, ids = chain_subtree(tree)
+    children = tree.children()
+    for parent, child in zip(ids[:-1].tolist(), ids[1:].tolist()):
+        assert tree.draft_logp[child] == max(tree.draft_logp[k] for k in children[parent])
+    assert sub.size == tree.max_depth and sub.tokens.tolist() == tree.tokens[ids].tolist()
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.6, 1.0])
+def test_tev_flow_helpers_agree_with_target_flow(temperature):
+    tree, logits = random_case(7, budget=24)
+    log_a = parent_edge_log_probs(tree, logits, temperature)
+    reference = edge_log_probs(tree, log_probs(logits, temperature).double())
+    assert torch.allclose(log_a.exp(), reference.exp(), atol=1e-6)
+    exit_mass = exit_mass_from_edges(tree, log_a)
+    assert torch.allclose(exit_mass, target_flow(tree, logits, temperature).exit_mass, atol=1e-6)
+    assert abs(float(exit_mass.sum()) - 1.0) < 1e-6 and (exit_mass >= 0).all()
+
+
+def test_masked_probs_is_the_law_of_the_masked_draw():
+    logits = torch.tensor([[2.0, 1.0, 0.5, -1.0]])
+    banned = torch.tensor([[True, False, False, False]])
+    law = masked_probs(logits, 1.0, banned)
+    assert law[0, 0] == 0 and torch.allclose(law.sum(-1), torch.ones(1))
+    assert torch.allclose(law[0, 1:], torch.softmax(logits[0, 1:], -1))
+    assert masked_probs(logits, 0.0, banned).tolist() == [[0.0, 1.0, 0.0, 0.0]]
+    with pytest.raises(ValueError, match="banned"):
+        masked_probs(logits, 1.0, torch.ones_like(banned))
+
+
+def test_exit_law_rows():
+    tree, logits = random_case(9)
+    law = exit_law(tree, logits, 0.8)
+    assert abs(float(law.exit_mass.sum()) - 1.0) < 1e-9
+    for node in range(tree.num_nodes):
+        row = law.bonus_probs(node)
+        assert abs(float(row.sum()) - 1.0) < 1e-9
+        assert (row[child_token_row(tree, node, logits.shape[1], logits.device)] == 0).all()
+
+
+def test_simulate_counts_and_seeds():
+    tree, logits = random_case(11)
+    first = simulate("residual", tree, logits, 1.0, 5000, seed=4)
+    again = simulate("residual", tree, logits, 1.0, 5000, seed=4)
+    assert torch.equal(first.exit_counts, again.exit_counts)
+    assert int(first.exit_counts.sum()) == 5000 == int(first.length_counts.sum())
+    assert sum(int(c.sum()) for _, c in first.bonus_counts.values()) == 5000
+    greedy = simulate("greedy", tree, logits, 1.0, 300, seed=0)
+    assert int(greedy.exit_counts.max()) == 300 and greedy.block_length_stderr == 0.0
+    with pytest.raises(ValueError, match="unknown verifier"):
+        simulate("nope", tree, logits, 1.0, 10, seed=0)
+    with pytest.raises(ValueError, match="n must be"):
+        simulate("tev", tree, logits, 1.0, 0, seed=0)
+
+
+def test_simulate_is_fast_at_budget_64_and_a_real_vocabulary():
+    """1e5 TEV verifications of a 64-node tree over 49152 tokens well under a second."""
+    vocab = 49152
+    generator = torch.Generator().manual_seed(0)
+    tree = best_first(7, torch.log_softmax(8.0 * torch.randn(8, vocab, generator=generator), -1), 64)
+    logits = 3.0 * torch.randn(tree.num_nodes, vocab, generator=generator)
+    logits[tree.parents[1:], tree.tokens[1:]] += 9.0
+    seconds = {}
+    for name in VERIFIERS:
+        seconds[name] = simulate(name, tree, logits, 1.0, 100_000, seed=0).seconds
+    print(f"simulate 1e5 draws, {tree.size} nodes, depth {tree.max_depth}, V={vocab}: "
+          + ", ".join(f"{name} {s:.3f} s" for name, s in seconds.items()))
+    assert seconds["tev"] < 1.0
+    assert max(seconds.values()) < 10.0
+
+
+def test_bench_summary_on_synthetic_trees():
+    """The latency report's plumbing, without a model: timings, table and goals."""
+    from tevcore.bench_verifiers import ScoredTree, format_table, goals, summarise, time_decisions
+
+    trees = [ScoredTree(16, *random_case(seed), forward_s=0.05) for seed in range(2)]
+    names = list(VERIFIERS)
+    timings = time_decisions(trees, names, rounds=4, temperature=1.0, seed=0)
+    assert all(len(t["seconds"]) == 4 and min(t["fraction"]) > 0 for t in timings.values())
+    rows = summarise(trees, timings, 1.0)
+    assert [r["verifier"] for r in rows] == names and rows[0]["vs_tev"] == 1.0
+    table = format_table(rows)
+    assert "naive_ratio (NOT exact: teaching foil)" in table
+    assert set(goals(rows)) == {"budget", "tev_fraction_of_forward", "tev_fraction_goal_met",
+                                "tev_over_residual", "tev_over_residual_goal_met"}

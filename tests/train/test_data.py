@@ -1,0 +1,51 @@
+"""Distillation shards: layout, teacher rows equal to the target's, resumable, deterministic; held-out split."""
+
+from __future__ import annotations
+
+import torch
+
+from tevcore.datasets import DATASETS, load_prompts
+from tevcore.train.anchors import AnchorSet
+from tevcore.train.data import build_dataset, load_shards
+from tevcore.train.prompts import all_training_prompts, heldout_prompts
+
+
+def test_shards_hold_the_targets_top_k_rows(tiny_target, tiny_data):
+    anchors = AnchorSet(tiny_data, context=4, depth=3)
+    for shard, seq in [(0, 1), (1, 2)]:
+        ids = anchors.sequence(shard, seq)
+        with torch.inference_mode():
+            out = tiny_target.model(torch.tensor([ids]), output_hidden_states=True)
+        s = anchors.shards[shard]
+        o0, o1 = int(s["offsets"][seq]), int(s["offsets"][seq + 1])
+        first = len(ids) - (o1 - o0)
+        logp = torch.log_softmax(out.logits[0, first:], -1)
+        assert torch.equal(s["top_ids"][o0 + int(s["starts"][seq]):o1, 0].long(),
+                           logp.argmax(-1)[int(s["starts"][seq]):])
+        assert torch.allclose(s["hidden"][o0:o1, 1].float(), out.hidden_states[2][0, first:], atol=1e-2)
+
+
+def test_generated_sequences_have_a_context_window_and_new_tokens(tiny_data):
+    shard = load_shards(tiny_data)[1]
+    assert int(shard["starts"].min()) >= 1 and len(shard["offsets"]) == 4
+    lengths = shard["offsets"].diff()
+    assert (lengths > shard["starts"] + 1).all()
+
+
+def test_build_is_resumable_and_deterministic(tiny_target, tiny_data_setup, tmp_path):
+    config, plan = tiny_data_setup
+    build_dataset(tiny_target, config, tmp_path, plan=plan)
+    first = [dict(s) for s in load_shards(tmp_path)]
+    (tmp_path / "shard_00001.safetensors").unlink()
+    mtime = (tmp_path / "shard_00000.safetensors").stat().st_mtime_ns
+    assert build_dataset(tiny_target, config, tmp_path, plan=plan) == 3
+    assert (tmp_path / "shard_00000.safetensors").stat().st_mtime_ns == mtime  # finished shards are skipped
+    for a, b in zip(first, load_shards(tmp_path)):
+        assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_training_prompts_never_include_held_out_text():
+    heldout = {p.text.strip() for name in DATASETS for p in heldout_prompts(name)}
+    train = all_training_prompts()
+    assert train and not heldout & {p.text.strip() for p in train}
+    assert heldout_prompts("humaneval") == load_prompts("humaneval", "heldout")

@@ -1,0 +1,83 @@
+"""Training runs: resume after an interruption equals an uninterrupted run; run folder, status and lock."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tevcore.train.config import TrainConfig
+from tevcore.train.loop import train
+
+
+def tiny_config(data, **changes) -> TrainConfig:
+    values = dict(data=str(data), target="tiny", depth=3, context=4, layers=1, heads=4, ffn=64, draft_vocab=40,
+                  steps=6, batch_size=8, warmup=2, lr=3e-3, tree_lambda=0.1, tree_anchors=2, tree_pool=3,
+                  checkpoint_every=2)
+    values.update(changes)
+    return TrainConfig(**values)
+
+
+def _weights(folder):
+    return load_file(str(folder / "model.safetensors"))
+
+
+def _metrics(run):
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_resume_after_interruption_equals_an_uninterrupted_run(tiny_target, tiny_data, tmp_path):
+    config = tiny_config(tiny_data, dropout=0.1)
+    whole = train(config, tmp_path / "whole", tiny_target)
+
+    def interrupt(metrics):
+        if metrics["step"] == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "cut", tiny_target, on_step=interrupt)
+    assert json.loads((tmp_path / "cut" / "status.json").read_text())["state"] == "interrupted"
+    resumed = train(config, tmp_path / "cut", tiny_target)
+    a, b = _weights(whole), _weights(resumed)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert _metrics(tmp_path / "whole") == _metrics(tmp_path / "cut")
+
+
+def test_run_folder_records_status_metrics_and_checkpoints(tiny_target, tiny_data, tmp_path):
+    run = tmp_path / "run"
+    train(tiny_config(tiny_data, steps=3, checkpoint_every=10), run, tiny_target)
+    status = json.loads((run / "status.json").read_text())
+    assert status["state"] == "finished" and status["step"] == status["total_steps"] == 3
+    rows = _metrics(run)
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert {"loss", "distill", "tree", "mean_P", "root_exit", "tree_E", "lr"} <= rows[0].keys()
+    assert all(1.0 <= r["tree_E"] <= 1.0 + 8 for r in rows)
+    assert json.loads((run / "latest.json").read_text())["step"] == 3
+    assert not (run / ".lock").exists()
+
+
+def test_distillation_only_run_has_no_tree_terms(tiny_target, tiny_data, tmp_path):
+    train(tiny_config(tiny_data, steps=2, tree_lambda=0.0, tree_anchors=0), tmp_path, tiny_target)
+    assert "tree" not in _metrics(tmp_path)[0]
+
+
+def test_a_second_run_on_a_locked_folder_is_refused(tiny_target, tiny_data, tmp_path):
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / ".lock").write_text(str(owner.pid))
+        with pytest.raises(RuntimeError, match=f"in use by training process {owner.pid}"):
+            train(tiny_config(tiny_data, steps=1), tmp_path, tiny_target)
+    finally:
+        owner.kill()
+        owner.wait()
+    train(tiny_config(tiny_data, steps=1), tmp_path, tiny_target)  # a dead owner's lock is taken over
+
+
+def test_resuming_with_another_config_is_refused(tiny_target, tiny_data, tmp_path):
+    train(tiny_config(tiny_data, steps=1), tmp_path, tiny_target)
+    with pytest.raises(ValueError, match="differs in \\['lr'\\]"):
+        train(tiny_config(tiny_data, steps=1, lr=1e-2), tmp_path, tiny_target)

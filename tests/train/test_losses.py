@@ -1,0 +1,80 @@
+"""Loss terms on tiny inputs, against hand computation from the definitions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from tevcore.builders import best_first
+from tevcore.flow import target_flow
+from tevcore.train.losses import distill_loss, tree_loss, tree_weights
+from tevcore.tree import DraftTree
+
+
+def test_distill_loss_is_soft_cross_entropy_summed_over_depths_and_averaged_over_anchors():
+    logq = torch.log_softmax(torch.randn(2, 3, 10), -1)
+    ids = torch.randint(0, 10, (2, 3, 4))
+    probs = torch.rand(2, 3, 4)
+    probs[1, 2] = 0.0  # past the end of its sequence: no teacher
+    expected = sum(-(probs[b, k] * logq[b, k, ids[b, k]]).sum() for b in range(2) for k in range(3)) / 2
+    assert torch.allclose(distill_loss(logq, ids, probs), expected)
+
+
+def _tree() -> DraftTree:
+    # root -> 1 (token 4) -> 3 (token 6); root -> 2 (token 5)
+    return DraftTree(tokens=torch.tensor([0, 4, 5, 6]), parents=torch.tensor([-1, 0, 0, 1]),
+                     draft_logp=torch.tensor([0.0, -0.1, -0.2, -0.3]))
+
+
+def _logits() -> torch.Tensor:
+    torch.manual_seed(3)
+    logits = torch.randn(4, 8)
+    logits[0, 5] = -30.0  # edge root -> token 5 far below the floor
+    return logits
+
+
+def test_path_weights_are_products_of_floored_edge_probabilities():
+    tree, logits = _tree(), _logits()
+    p = torch.softmax(logits.double(), -1)
+    alpha = 1e-4
+    a = {1: p[0, 4], 2: p[0, 5], 3: p[1, 6]}
+    expected = torch.tensor([0.0, max(a[1], alpha), max(a[2], alpha), max(a[1], alpha) * max(a[3], alpha)])
+    weights = tree_weights(tree, logits, 1.0, "path", alpha)
+    assert float(a[2]) < alpha
+    assert torch.allclose(weights.double(), expected, rtol=1e-5)
+
+
+def test_exit_weights_are_exit_mass_times_depth():
+    tree, logits = _tree(), _logits()
+    flow = target_flow(tree, logits, 1.0)
+    weights = tree_weights(tree, logits, 1.0, "exit", 1e-4)
+    assert torch.allclose(weights[1:].double(), (flow.exit_mass * tree.depths)[1:], rtol=1e-5)
+    assert weights[0] == 0
+
+
+def test_weights_reject_an_unknown_kind():
+    with pytest.raises(ValueError, match="tree weight kind"):
+        tree_weights(_tree(), _logits(), 1.0, "both", 1e-4)
+
+
+def test_tree_loss_sums_weighted_draft_log_probs_at_each_nodes_depth():
+    logq = torch.log_softmax(torch.randn(2, 5, requires_grad=True), -1)
+    draft_index = torch.full((8,), -1)
+    draft_index[3:8] = torch.arange(5)  # draft vocab = target tokens 3..7
+    weights = torch.tensor([0.0, 0.5, 0.25, 0.125])
+    loss = tree_loss(logq, _tree(), weights, draft_index)
+    expected = -(0.5 * logq[0, 1] + 0.25 * logq[0, 2] + 0.125 * logq[1, 3])
+    assert torch.allclose(loss, expected)
+    loss.backward()  # gradients flow into q only; the weights are plain numbers
+
+
+def test_tree_loss_on_a_best_first_tree_matches_the_definition():
+    logq = torch.log_softmax(torch.randn(3, 8), -1)
+    tree = best_first(0, logq, 6)
+    logits = torch.randn(tree.num_nodes, 8)
+    weights = tree_weights(tree, logits, 1.0, "path", 1e-4)
+    loss = tree_loss(logq, tree, weights, torch.arange(8))
+    manual = -sum(float(weights[v]) * float(logq[tree.depths[v] - 1, tree.tokens[v]]) for v in range(1, tree.num_nodes))
+    assert math.isclose(float(loss), manual, rel_tol=1e-5)

@@ -1,0 +1,262 @@
+"""The block drafter: one forward gives K per-depth draft distributions (DFlash-style).
+
+Inputs are the target's own hidden states (a few layers, last C context
+positions, layer-normed and projected), the frozen target embedding of the
+root token and K mask slots with learned depth embeddings. A small
+bidirectional encoder mixes them; each slot is read out through the frozen
+target lm_head restricted to a draft vocabulary plus a trainable bias. Only
+the trainable part is saved: the frozen target rows come from the target at
+load, which keeps the file small and ties a drafter to its target's shape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from ..models import Target
+from ..target import TargetSession
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+MODEL_TYPE = "tevcore-block-drafter"
+
+
+@dataclass(frozen=True)
+class BlockDrafterConfig:
+    """Shape of a block drafter and the target shape it was trained against."""
+
+    target_vocab_size: int
+    target_hidden_size: int
+    draft_vocab_size: int
+    hidden_layers: tuple[int, ...] = (8, 16, 24, 30)
+    context: int = 8
+    depth: int = 6
+    layers: int = 2
+    heads: int = 9
+    ffn: int = 1536
+    dropout: float = 0.0  # training only; eval mode turns it off
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden_layers", tuple(int(x) for x in self.hidden_layers))
+        for name in ("target_vocab_size", "target_hidden_size", "draft_vocab_size", "context", "depth", "layers",
+                     "heads", "ffn"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.hidden_layers:
+            raise ValueError("hidden_layers must name at least one target layer")
+        if self.target_hidden_size % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide the hidden size {self.target_hidden_size}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if self.draft_vocab_size > self.target_vocab_size:
+            raise ValueError("the draft vocabulary cannot exceed the target vocabulary")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "BlockDrafterConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known - {"model_type"}
+        if unknown:
+            raise ValueError(f"unknown block drafter config keys: {sorted(unknown)}")
+        if data.get("model_type", MODEL_TYPE) != MODEL_TYPE:
+            raise ValueError(f"model_type {data.get('model_type')!r} is not {MODEL_TYPE!r}")
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_dict(self) -> dict:
+        return {"model_type": MODEL_TYPE, **asdict(self), "hidden_layers": list(self.hidden_layers)}
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class BlockDrafter(nn.Module):
+    """Trainable block drafter; frozen target rows are non-persistent buffers set by `attach`."""
+
+    def __init__(self, config: BlockDrafterConfig, draft_ids: torch.Tensor) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        h = c.target_hidden_size
+        self.register_buffer("draft_ids", torch.as_tensor(draft_ids, dtype=torch.long).clone())
+        if self.draft_ids.shape != (c.draft_vocab_size,):
+            raise ValueError(f"draft_ids must have {c.draft_vocab_size} entries, got {tuple(self.draft_ids.shape)}")
+        self.feature_norms = nn.ModuleList(nn.LayerNorm(h) for _ in c.hidden_layers)
+        self.project = nn.Linear(h * len(c.hidden_layers), h)
+        self.context_pos = nn.Parameter(torch.randn(c.context, h) * 0.02)
+        self.root_pos = nn.Parameter(torch.zeros(h))
+        self.slots = nn.Parameter(torch.randn(c.depth, h) * 0.02)
+        layer = nn.TransformerEncoderLayer(h, c.heads, c.ffn, dropout=c.dropout, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, c.layers, enable_nested_tensor=False)
+        self.norm = RMSNorm(h)
+        self.bias = nn.Parameter(torch.zeros(c.draft_vocab_size))
+        self.register_buffer("embed", torch.zeros(0, h), persistent=False)
+        self.register_buffer("head", torch.zeros(0, h), persistent=False)
+
+    @property
+    def depth(self) -> int:
+        return self.config.depth
+
+    def attach(self, target: Target) -> "BlockDrafter":
+        """Take the frozen embedding and lm_head rows from `target` (checks its shape)."""
+        check_target(self.config, target)
+        embed = target.model.get_input_embeddings().weight.detach().float()
+        head = target.model.get_output_embeddings().weight.detach().float()
+        self.embed = embed.to(self.bias.device)
+        self.head = head.index_select(0, self.draft_ids.to(head.device)).to(self.bias.device)
+        return self
+
+    def forward(self, features: torch.Tensor, context_mask: torch.Tensor, roots: torch.Tensor) -> torch.Tensor:
+        """Draft log-probs over the draft vocabulary, (B, K, Vd).
+
+        features: (B, C, layers, H) target hidden states, oldest first;
+        context_mask: (B, C) True where a position exists (left padding is False);
+        roots: (B,) root token ids.
+        """
+        if self.head.numel() == 0:
+            raise RuntimeError("attach(target) before running the drafter")
+        c = self.config
+        normed = torch.cat([norm(features[:, :, i].float()) for i, norm in enumerate(self.feature_norms)], -1)
+        ctx = self.project(normed) + self.context_pos
+        root = (self.embed[roots] + self.root_pos)[:, None]
+        slots = self.slots.expand(features.shape[0], -1, -1)
+        x = torch.cat([ctx, root, slots], 1)
+        keep = torch.cat([context_mask, torch.ones(x.shape[0], 1 + c.depth, dtype=torch.bool, device=x.device)], 1)
+        x = self.encoder(x, src_key_padding_mask=~keep)
+        out = self.norm(x[:, -c.depth:])
+        return torch.log_softmax(out @ self.head.T + self.bias, dim=-1)
+
+    def full_vocab(self, draft_logq: torch.Tensor) -> torch.Tensor:
+        """Scatter draft-vocabulary log-probs into the target vocabulary; other rows get -inf."""
+        out = draft_logq.new_full((*draft_logq.shape[:-1], self.config.target_vocab_size), -math.inf)
+        return out.index_copy_(-1, self.draft_ids.to(out.device), draft_logq)
+
+
+def check_target(config: BlockDrafterConfig, target: Target) -> None:
+    """A drafter only fits a target with the vocabulary and hidden size it was trained on."""
+    hidden = int(target.model.config.hidden_size)
+    layers = int(target.model.config.num_hidden_layers)
+    if target.vocab_size != config.target_vocab_size:
+        raise ValueError(f"the drafter was trained for a vocabulary of {config.target_vocab_size} tokens, "
+                         f"but the target has {target.vocab_size}")
+    if hidden != config.target_hidden_size:
+        raise ValueError(f"the drafter was trained for hidden size {config.target_hidden_size}, "
+                         f"but the target has {hidden}")
+    if max(config.hidden_layers) > layers:
+        raise ValueError(f"the drafter reads layer {max(config.hidden_layers)}, but the target has {layers} layers")
+
+
+def context_features(session: TargetSession, config: BlockDrafterConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """The last C cached positions of the drafter's layers, left-padded: (1, C, L, H) and (1, C)."""
+    missing = [layer for layer in config.hidden_layers if layer not in session.context_hidden]
+    if missing:
+        raise ValueError(f"the session does not record hidden layers {missing}; create it with "
+                         f"hidden_layers={config.hidden_layers}")
+    states = torch.stack([session.context_hidden[layer][-config.context:] for layer in config.hidden_layers], 1)
+    have = states.shape[0]
+    features = states.new_zeros(config.context, len(config.hidden_layers), config.target_hidden_size)
+    mask = torch.zeros(config.context, dtype=torch.bool, device=states.device)
+    if have:
+        features[-have:] = states
+        mask[-have:] = True
+    return features[None], mask[None]
+
+
+class BlockProposer:
+    """A `Proposer` around a trained block drafter."""
+
+    stand_in = False
+
+    def __init__(self, drafter: BlockDrafter, name: str = "block drafter") -> None:
+        self.drafter = drafter.eval()
+        self.depth = drafter.config.depth
+        self.hidden_layers = drafter.config.hidden_layers
+        self.name = name
+
+    @torch.inference_mode()
+    def propose(self, session: TargetSession) -> torch.Tensor:
+        device = self.drafter.bias.device
+        features, mask = context_features(session, self.drafter.config)
+        roots = torch.tensor([session.root_token], device=device)
+        logq = self.drafter(features.to(device), mask.to(device), roots)[0]
+        return self.drafter.full_vocab(logq)
+
+
+def save_drafter(drafter: BlockDrafter, folder: Path, dtype: torch.dtype = torch.float32) -> None:
+    """config.json + model.safetensors (trainable weights and draft ids; no frozen target rows)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: (v.to(dtype) if v.is_floating_point() else v).contiguous().cpu()
+             for k, v in drafter.state_dict().items()}
+    tmp = folder / (WEIGHTS_FILE + ".tmp")
+    save_file(state, str(tmp), metadata={"format": "pt", "model_type": MODEL_TYPE})
+    tmp.replace(folder / WEIGHTS_FILE)
+    (folder / (CONFIG_FILE + ".tmp")).write_text(json.dumps(drafter.config.to_dict(), indent=2))
+    (folder / (CONFIG_FILE + ".tmp")).replace(folder / CONFIG_FILE)
+
+
+def read_config(folder: Path) -> BlockDrafterConfig:
+    path = Path(folder) / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: not a block drafter folder")
+    try:
+        return BlockDrafterConfig.from_dict(json.loads(path.read_text()))
+    except (json.JSONDecodeError, TypeError) as err:
+        raise ValueError(f"{path} is not a valid block drafter config: {err}") from None
+
+
+def load_drafter(folder: Path, target: Target) -> BlockDrafter:
+    """Load a drafter folder against `target` (fp32, on the target's device)."""
+    folder = Path(folder)
+    config = read_config(folder)
+    check_target(config, target)
+    path = folder / WEIGHTS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing")
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ValueError(f"{path} is not a readable safetensors file (damaged or truncated?): {err}") from None
+    drafter = BlockDrafter(config, state.get("draft_ids", torch.zeros(0, dtype=torch.long)))
+    try:
+        drafter.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
+    except RuntimeError as err:
+        raise ValueError(f"{path} does not match {folder / CONFIG_FILE}: {err}") from None
+    return drafter.to(target.device).attach(target).eval()
+
+
+def default_drafter_path() -> Path:
+    """The committed default drafter: assets/drafter at the repository root."""
+    return Path(__file__).resolve().parents[2] / "assets" / "drafter"
+
+
+def load_default_proposer(target: Target):
+    """The committed default drafter when present and built for this target's shape, else the stand-in.
+
+    A damaged committed drafter raises (it must be fixed, not silently replaced).
+    """
+    from .base import GreedyRolloutProposer
+
+    path = default_drafter_path()
+    if not (path / CONFIG_FILE).is_file():
+        return GreedyRolloutProposer()
+    try:
+        check_target(read_config(path), target)
+    except ValueError:
+        return GreedyRolloutProposer()  # the default drafter belongs to the default target only
+    drafter = load_drafter(path, target)
+    return BlockProposer(drafter, name=f"block drafter (assets/drafter, K={drafter.depth})")

@@ -1,0 +1,96 @@
+"""The training config: a frozen, validated dataclass; unknown keys are rejected."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from .losses import TREE_WEIGHTS
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a training run depends on; stored as config.json in the run folder."""
+
+    data: str  # distillation set folder (build-data)
+    target: str = "default"
+    init: str | None = None  # drafter folder to start from (fine-tuning, ExitTrain comparisons)
+    depth: int = 6
+    context: int = 8
+    layers: int = 2
+    heads: int = 9
+    ffn: int = 1536
+    dropout: float = 0.0
+    draft_vocab: int = 8192
+    steps: int = 1000
+    batch_size: int = 64  # global: split across DDP ranks
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1
+    warmup: int = 50
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    seed: int = 0
+    tree_lambda: float = 0.0  # 0 = plain distillation; ExitTrain default is 0.1
+    tree_weight: str = "path"  # "path": floored P(v); "exit": X(v) * depth(v)
+    tree_alpha: float = 1e-4
+    tree_budget: int = 8
+    tree_temperature: float = 1.0
+    tree_anchors: int = 0  # anchors per step (global) that get the tree loss (ExitTrain: e.g. 8)
+    tree_pool: int = 32  # sequences whose target KV cache is kept for tree scoring
+    max_shards: int | None = None
+    checkpoint_every: int = 100
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        positive = ("depth", "context", "layers", "heads", "ffn", "draft_vocab", "steps", "batch_size",
+                    "tree_budget", "checkpoint_every", "threads", "tree_pool")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("warmup", "tree_anchors"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {getattr(self, name)!r}")
+        for name in ("lr", "tree_alpha"):
+            if not float(getattr(self, name)) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("weight_decay", "grad_clip", "tree_lambda", "tree_temperature"):
+            if float(getattr(self, name)) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
+        if self.tree_weight not in TREE_WEIGHTS:
+            raise ValueError(f"tree_weight must be one of {TREE_WEIGHTS}, got {self.tree_weight!r}")
+        if not self.tree_alpha < 1:
+            raise ValueError(f"tree_alpha must be < 1, got {self.tree_alpha}")
+        if self.tree_lambda > 0 and self.tree_anchors == 0:
+            raise ValueError("tree_lambda > 0 needs tree_anchors >= 1")
+        if self.max_shards is not None and self.max_shards < 1:
+            raise ValueError(f"max_shards must be >= 1 or None, got {self.max_shards}")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown training config keys: {unknown}")
+        if "data" not in data:
+            raise ValueError("the training config needs 'data' (a distillation set folder)")
+        return cls(**data)
+
+    @classmethod
+    def from_file(cls, path: Path) -> "TrainConfig":
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path} is not valid JSON: {err}") from None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def exit_train(self) -> bool:
+        return self.tree_lambda > 0

@@ -1,0 +1,69 @@
+"""`python -m tevcore build-data`: build a distillation set for a target."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import fields
+from pathlib import Path
+
+import torch
+
+from .data import DataConfig, build_dataset, plan_jobs
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", type=Path, help="folder for the shards (resumes when it exists)")
+    parser.add_argument("--target", default="default", help="target spec (default: the embedded SmolLM2)")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 leaves cores for others)")
+    parser.add_argument("--max-shards", type=int, default=None, help="stop after the first N shards of the plan")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    for f in fields(DataConfig):
+        if f.name == "target":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=None)
+        elif f.name == "hidden_layers":
+            parser.add_argument(flag, default=None, help="comma-separated layer indices")
+        else:
+            parser.add_argument(flag, type=float if f.type in ("float", float) else int, default=None)
+
+
+def config_from_args(args: argparse.Namespace) -> DataConfig:
+    values = {"target": args.target}
+    for f in fields(DataConfig):
+        value = getattr(args, f.name, None)
+        if f.name == "target" or value is None:
+            continue
+        values[f.name] = tuple(int(x) for x in value.split(",")) if f.name == "hidden_layers" else value
+    return DataConfig(**values)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..models import load_target
+
+    torch.set_num_threads(args.threads)
+    config = config_from_args(args)
+    target = load_target(config.target, device=args.device)
+    plan = plan_jobs(target, config)[: args.max_shards]
+    kinds = [shard[0].kind for shard in plan]
+    print(f"plan: {len(plan)} shards ({kinds.count('gen')} generated, {kinds.count('text')} teacher-forced), "
+          f"{sum(len(s) for s in plan)} sequences -> {args.out}")
+    if args.dry_run:
+        return 0
+    start = time.time()
+    done = build_dataset(target, config, args.out, max_shards=args.max_shards)
+    print(f"{done}/{len(plan)} shards in {args.out} ({time.time() - start:.0f} s)")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="tevcore build-data", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""`python -m tevcore eval-drafter`: E and mean block length of a drafter on held-out prompts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from .eval import BUDGETS, MIX, cells_to_json, eval_prompts, evaluate, format_table
+
+
+def _budget(text: str) -> str | int:
+    return "chain" if text == "chain" else int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("drafter", nargs="?", default=None,
+                        help="drafter folder (config.json + model.safetensors); default: assets/drafter")
+    parser.add_argument("--target", default="default")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="e.g. chain,4,8,16,32")
+    parser.add_argument("--temperatures", default="0,1")
+    parser.add_argument("--greedy-sets", default="humaneval", help="held-out sets at T = 0")
+    parser.add_argument("--sample-sets", default=",".join(MIX), help="held-out sets at T > 0")
+    parser.add_argument("--per-set", type=int, default=6, help="held-out prompts per set")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", type=Path, default=None, help="write the cells here")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..drafters.block import BlockProposer, default_drafter_path, load_drafter
+    from ..models import load_target
+
+    torch.set_num_threads(args.threads)
+    target = load_target(args.target, device=args.device)
+    folder = Path(args.drafter) if args.drafter else default_drafter_path()
+    proposer = BlockProposer(load_drafter(folder, target), name=str(folder))
+    budgets = [_budget(b) for b in args.budgets.split(",") if b]
+    cells, start = [], time.time()
+    for temperature in (float(t) for t in args.temperatures.split(",")):
+        sets = args.greedy_sets if temperature == 0 else args.sample_sets
+        prompts = eval_prompts(tuple(sets.split(",")), args.per_set)
+        cells += evaluate(target, proposer, prompts, temperature, budgets, args.max_new_tokens, args.seed)
+    print(format_table(cells))
+    if args.json:
+        record = {"drafter": str(folder), "target": target.name, "greedy_sets": args.greedy_sets,
+                  "sample_sets": args.sample_sets, "per_set": args.per_set, "max_new_tokens": args.max_new_tokens,
+                  "seed": args.seed, "verifier": "tev", "threads": args.threads, "device": str(target.device),
+                  "machine": platform.machine(), "seconds": round(time.time() - start, 1),
+                  "cells": cells_to_json(cells)}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(record, indent=2))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="tevcore eval-drafter", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,258 @@
+"""The training loop: distillation, optionally + lambda * ExitTrain tree loss; single process or DDP.
+
+Batches are drawn from a generator seeded by (seed, step), so a resumed or
+distributed run sees exactly the batches of an uninterrupted single-process
+run: rank r takes rows r, r+W, ... of each global batch, and DDP's gradient
+average over equal-sized shares equals the global mean.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import fields, replace
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from ..builders import best_first
+from ..drafters.block import BlockDrafter, BlockDrafterConfig, load_drafter, save_drafter
+from ..flow import target_flow
+from ..models import Target
+from .anchors import AnchorBatch, AnchorSet
+from .config import TrainConfig
+from .losses import distill_loss, tree_loss, tree_weights
+from .rundir import RunLock, latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic, write_status
+from .treescore import PooledContexts
+
+
+def _dist() -> tuple[int, int]:
+    """(rank, world size); initialises the process group when launched by torchrun or spawn."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+def learning_rate(config: TrainConfig, step: int) -> float:
+    """Linear warmup, then cosine decay to min_lr_ratio * lr."""
+    if step < config.warmup:
+        return config.lr * (step + 1) / config.warmup
+    progress = (step - config.warmup) / max(1, config.steps - config.warmup)
+    floor = config.min_lr_ratio
+    return config.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+
+def new_drafter(config: TrainConfig, anchors: AnchorSet, target: Target) -> BlockDrafter:
+    """A fresh drafter whose draft vocabulary is the tokens with the most teacher mass in the data."""
+    vocab = min(config.draft_vocab, target.vocab_size)
+    draft_ids = anchors.target_mass(target.vocab_size).topk(vocab).indices.sort().values
+    shape = BlockDrafterConfig(
+        target_vocab_size=target.vocab_size, target_hidden_size=int(target.model.config.hidden_size),
+        draft_vocab_size=vocab, hidden_layers=tuple(anchors.layers), context=config.context, depth=config.depth,
+        layers=config.layers, heads=config.heads, ffn=config.ffn, dropout=config.dropout)
+    torch.manual_seed(config.seed)
+    return BlockDrafter(shape, draft_ids).to(target.device).attach(target)
+
+
+def _vocab_map(drafter: BlockDrafter) -> torch.Tensor:
+    index = torch.full((drafter.config.target_vocab_size,), -1, dtype=torch.long)
+    index[drafter.draft_ids.cpu()] = torch.arange(drafter.config.draft_vocab_size)
+    return index
+
+
+def _step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: torch.Tensor | None,
+               rank: int, world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+    rows = torch.randint(len(anchors), (config.batch_size,), generator=generator)
+    tree_rows = torch.zeros(0, dtype=torch.long)
+    if pool_rows is not None and config.tree_anchors:
+        tree_rows = pool_rows[torch.randint(len(pool_rows), (config.tree_anchors,), generator=generator)]
+    return rows[rank::world], tree_rows[rank::world]
+
+
+def _tree_pool(config: TrainConfig, anchors: AnchorSet, target: Target) -> tuple[PooledContexts, torch.Tensor]:
+    """A seeded pool of whole sequences for tree scoring, and the anchor rows that fall inside it."""
+    keys = torch.unique(anchors.index[:, :2], dim=0)
+    order = torch.randperm(len(keys), generator=torch.Generator().manual_seed(config.seed))[:config.tree_pool]
+    chosen = {tuple(keys[i].tolist()) for i in order}
+    fits = target.max_context - config.tree_budget - 1
+    sequences = {k: anchors.sequence(*k) for k in sorted(chosen)}
+    sequences = {k: ids[:fits] for k, ids in sequences.items()}
+    inside = [(tuple(r[:2]) in chosen) and anchors.full_position(*r) < len(sequences[tuple(r[:2])])
+              for r in anchors.index.tolist()]
+    rows = torch.nonzero(torch.tensor(inside)).flatten()
+    return PooledContexts(target, sequences), rows
+
+
+def _tree_terms(drafter: BlockDrafter, logq: torch.Tensor, batch: AnchorBatch, anchors: AnchorSet,
+                pool: PooledContexts, config: TrainConfig, vocab_map: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+    """Mean tree loss over this rank's tree anchors, and diagnostics of the trees it built.
+
+    The trees come from an eval-mode forward (no dropout): the trees the drafter really builds.
+    """
+    device = logq.device
+    drafter.eval()
+    with torch.no_grad():
+        build_logq = drafter(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device))
+    drafter.train()
+    losses, stats = [], {"mean_P": 0.0, "root_exit": 0.0, "tree_E": 0.0}
+    for i, (s, q, t) in enumerate(batch.anchors.tolist()):
+        full = drafter.full_vocab(build_logq[i].float().cpu())
+        tree = best_first(int(batch.roots[i]), full, config.tree_budget)
+        logits = pool.score((s, q), anchors.full_position(s, q, t), tree)
+        weights = tree_weights(tree, logits, config.tree_temperature, config.tree_weight, config.tree_alpha)
+        losses.append(tree_loss(logq[i], tree, weights, vocab_map))
+        flow = target_flow(tree, logits, config.tree_temperature)
+        stats["mean_P"] += float(flow.path_prob[1:].mean()) if tree.size else 0.0
+        stats["root_exit"] += float(flow.exit_mass[0])
+        stats["tree_E"] += flow.expected_length
+    n = max(1, len(losses))
+    return torch.stack(losses).mean(), {k: v / n for k, v in stats.items()}
+
+
+def train(config: TrainConfig, out: Path, target: Target,
+          on_step: Callable[[dict], None] | None = None) -> Path:
+    """Train (or resume) into run folder `out`; returns the final drafter folder.
+
+    `on_step` is called with each step's metrics (for progress displays); an
+    exception raised from it stops the run like an interruption would.
+    """
+    rank, world = _dist()
+    if config.batch_size % world or config.tree_anchors % world:
+        raise ValueError(f"batch_size and tree_anchors must be divisible by the {world} processes")
+    out = Path(out)
+    lock = RunLock(out)
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    try:
+        return _train_locked(config, out, target, rank, world, on_step)
+    finally:
+        if rank == 0:
+            lock.release()
+
+
+def _prepare_folder(config: TrainConfig, out: Path) -> None:
+    saved = out / "config.json"
+    if saved.is_file():
+        old = json.loads(saved.read_text())
+        if old != config.to_dict():
+            changed = sorted(k for k in set(old) | set(config.to_dict()) if old.get(k) != config.to_dict().get(k))
+            raise ValueError(f"{out} holds a run with another config (differs in {changed}); "
+                             "resume with the same config or use a new folder")
+    else:
+        write_json_atomic(saved, config.to_dict())
+
+
+def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, world: int,
+                  on_step: Callable[[dict], None] | None) -> Path:
+    torch.set_num_threads(config.threads)
+    started = time.time()
+    if rank == 0:
+        _prepare_folder(config, out)
+        write_status(out, "starting", 0, config.steps, started)
+    if world > 1:
+        dist.barrier()
+    anchors = AnchorSet(Path(config.data), config.context, config.depth, config.max_shards)
+    checkpoint = latest_checkpoint(out)
+    start_step, opt_state = 0, None
+    if checkpoint is not None:
+        drafter, state = load_checkpoint(checkpoint, target)
+        start_step, opt_state = int(state["step"]), state["optimizer"]
+    elif config.init:
+        drafter = load_drafter(Path(config.init), target)
+    else:
+        drafter = new_drafter(config, anchors, target)
+    if (drafter.config.depth, drafter.config.context, drafter.config.hidden_layers) != (
+            config.depth, config.context, anchors.layers):
+        raise ValueError("the starting drafter's depth, context or hidden layers differ from the config and data")
+    drafter.train()
+    vocab_map = _vocab_map(drafter)
+    params = [p for p in drafter.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    if opt_state is not None:
+        optimizer.load_state_dict(opt_state)
+    model = DistributedDataParallel(drafter, broadcast_buffers=False) if world > 1 else drafter
+    pool, pool_rows = (None, None)
+    if config.tree_anchors:
+        pool, pool_rows = _tree_pool(config, anchors, target)
+    if rank == 0:
+        _trim_metrics(out / "metrics.jsonl", start_step)
+        print(f"anchors {len(anchors)} from {anchors.tokens} tokens; steps {start_step}->{config.steps}; "
+              f"world {world}; tree pool {0 if pool_rows is None else len(pool_rows)} anchors")
+    bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="train",
+               disable=rank != 0)
+    device = target.device
+    state = "running"
+    try:
+        for step in bar:
+            rows, tree_rows = _step_rows(config, step, anchors, pool_rows, rank, world)
+            torch.manual_seed(config.seed * 1_000_003 + step * 101 + rank)  # dropout: same masks after a resume
+            batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
+            logq = model(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device))
+            n = len(rows)
+            distill = distill_loss(logq[:n], batch.teacher_ids[:n].to(device), batch.teacher_probs[:n].to(device))
+            loss, metrics = distill, {"step": step + 1, "lr": learning_rate(config, step), "distill": distill.item()}
+            if len(tree_rows):
+                tree_batch = _slice_batch(batch, n)
+                tree, stats = _tree_terms(drafter, logq[n:], tree_batch, anchors, pool, config, vocab_map)
+                loss = loss + config.tree_lambda * tree
+                metrics.update(tree=tree.item(), **stats)
+            for group in optimizer.param_groups:
+                group["lr"] = metrics["lr"]
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+            optimizer.step()
+            metrics["loss"] = loss.item()
+            if rank == 0:
+                with open(out / "metrics.jsonl", "a") as f:
+                    f.write(json.dumps(metrics) + "\n")
+                bar.set_postfix(loss=f"{metrics['loss']:.3f}", **({"E": f"{metrics['tree_E']:.2f}"}
+                                                                 if "tree_E" in metrics else {}))
+                if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
+                    save_checkpoint(out, drafter, optimizer, step + 1)
+                write_status(out, "running", step + 1, config.steps, started)
+            if on_step is not None:
+                on_step(metrics)
+        final = out / "drafter"
+        if rank == 0:
+            save_drafter(drafter, final)
+        state = "finished"
+        return final
+    except KeyboardInterrupt:
+        state = "interrupted"
+        raise
+    except BaseException as err:
+        state = "crashed"
+        if rank == 0:
+            write_status(out, state, _done_steps(out), config.steps, started, error=f"{type(err).__name__}: {err}")
+        raise
+    finally:
+        if rank == 0 and state != "crashed":
+            write_status(out, state, _done_steps(out), config.steps, started)
+
+
+def _slice_batch(batch: AnchorBatch, start: int) -> AnchorBatch:
+    return replace(batch, **{f.name: getattr(batch, f.name)[start:] for f in fields(batch)})
+
+
+def _done_steps(out: Path) -> int:
+    status = out / "status.json"
+    return json.loads(status.read_text()).get("step", 0) if status.is_file() else 0
+
+
+def _trim_metrics(path: Path, step: int) -> None:
+    """On resume, drop metric lines past the checkpoint (those steps run again)."""
+    if not path.is_file():
+        return
+    keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+    path.write_text("".join(line + "\n" for line in keep))

@@ -1,0 +1,109 @@
+"""The run folder: config, status.json, a lock against a second run, atomic checkpoints.
+
+Layout: config.json, metrics.jsonl, status.json, .lock, checkpoint-<step>/
+(drafter files + trainer.pt) with `latest` naming the newest complete one,
+and drafter/ at the end. A checkpoint folder is written under a temporary
+name and renamed, and `latest` is replaced atomically, so an interruption at
+any moment leaves the previous checkpoint usable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from ..drafters.block import BlockDrafter, load_drafter, save_drafter
+from ..models import Target
+
+TRAINER_STATE = "trainer.pt"
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunLock:
+    """An exclusive lock file holding the owner's pid; a lock left by a dead process is taken over."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / ".lock"
+
+    def acquire(self) -> None:
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                try:
+                    pid = int(self.path.read_text().strip() or 0)
+                except (OSError, ValueError):
+                    pid = 0
+                if pid and _pid_alive(pid) and pid != os.getpid():
+                    raise RuntimeError(f"{self.path.parent} is in use by training process {pid}; "
+                                       "wait for it, stop it, or choose another run folder") from None
+                self.path.unlink(missing_ok=True)  # stale: its owner is gone
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            return
+        raise RuntimeError(f"could not take the lock {self.path}")
+
+    def release(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def write_status(folder: Path, state: str, step: int, total: int, started: float, **extra) -> None:
+    write_json_atomic(Path(folder) / "status.json", {
+        "state": state, "pid": os.getpid(), "step": step, "total_steps": total,
+        "started": started, "updated": time.time(), **extra})
+
+
+def save_checkpoint(folder: Path, drafter: BlockDrafter, optimizer: torch.optim.Optimizer, step: int) -> Path:
+    folder = Path(folder)
+    final = folder / f"checkpoint-{step}"
+    tmp = folder / f".checkpoint-{step}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_drafter(drafter, tmp)
+    torch.save({"step": step, "optimizer": optimizer.state_dict()}, tmp / TRAINER_STATE)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    write_json_atomic(folder / "latest.json", {"checkpoint": final.name, "step": step})
+    for old in folder.glob("checkpoint-*"):
+        if old != final:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def latest_checkpoint(folder: Path) -> Path | None:
+    pointer = Path(folder) / "latest.json"
+    if not pointer.is_file():
+        return None
+    path = Path(folder) / json.loads(pointer.read_text())["checkpoint"]
+    if not (path / TRAINER_STATE).is_file():
+        raise ValueError(f"{pointer} names {path}, which is incomplete; delete latest.json to start over")
+    return path
+
+
+def load_checkpoint(path: Path, target: Target) -> tuple[BlockDrafter, dict]:
+    drafter = load_drafter(path, target)
+    try:
+        state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises several types for a damaged pickle
+        raise ValueError(f"{path / TRAINER_STATE} is damaged ({err}); delete the checkpoint to start over") from None
+    return drafter, state

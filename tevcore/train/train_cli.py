@@ -1,0 +1,77 @@
+"""`python -m tevcore train`: train a block drafter (distillation or ExitTrain) into a run folder.
+
+Runs unchanged under `torchrun --nproc-per-node N` (DDP; gloo on CPU, nccl on GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import fields
+from pathlib import Path
+
+import torch
+
+from .config import TrainConfig
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", type=Path, help="run folder (resumes when it holds a checkpoint)")
+    parser.add_argument("--config", type=Path, default=None, help="JSON training config; flags override it")
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--dry-run", action="store_true", help="print the validated config and plan, then exit")
+    parser.add_argument("--export", type=Path, default=None, help="also write an fp16 copy of the final drafter here")
+    for f in fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
+        parser.add_argument(flag, type=kind, default=None, help=f"TrainConfig.{f.name}")
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    values = json.loads(args.config.read_text()) if args.config else {}
+    values.update({f.name: getattr(args, f.name) for f in fields(TrainConfig) if getattr(args, f.name) is not None})
+    return TrainConfig.from_dict(values)
+
+
+def _plan(config: TrainConfig) -> str:
+    from .data import read_manifest
+
+    manifest = read_manifest(Path(config.data))
+    kind = f"ExitTrain (lambda={config.tree_lambda}, w={config.tree_weight}, B={config.tree_budget})" \
+        if config.exit_train else "distillation only"
+    return (f"{kind}: {config.steps} steps x {config.batch_size} anchors"
+            f"{f' + {config.tree_anchors} tree anchors' if config.tree_anchors else ''}; data {config.data} "
+            f"({manifest['shards']} shards planned, target {manifest['target_name']})\n"
+            + json.dumps(config.to_dict(), indent=2))
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..drafters.block import load_drafter, save_drafter
+    from ..models import load_target
+    from .loop import train
+
+    config = config_from_args(args)
+    print(_plan(config))
+    if args.dry_run:
+        return 0
+    torch.set_num_threads(config.threads)
+    device = args.device
+    if device is None and torch.cuda.is_available():
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+    target = load_target(config.target, device=device)
+    final = train(config, args.out, target)
+    if args.export and int(os.environ.get("RANK", "0")) == 0:
+        save_drafter(load_drafter(final, target), args.export, dtype=torch.float16)
+        print(f"exported fp16 drafter to {args.export}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="tevcore train", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
