@@ -32,10 +32,7 @@ pages = [
 ]
 for col, (path, label, text) in zip(cols, pages):
     with col:
-        if (shared_ui.APP_DIR / path).is_file():
-            st.page_link(path, label=label)
-        else:
-            st.markdown(f"**{label}** (not available)")
+        st.page_link(path, label=label)
         st.caption(text)
 
 st.info("The target model loads once per process, on the first page that needs it "

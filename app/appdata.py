@@ -81,6 +81,14 @@ def trace_from_bytes(data: bytes, name: str = "trace.jsonl") -> Trace:
         return read_trace(path)
 
 
+def load_trace(source: bytes | str | Path, name: str = "trace.jsonl") -> Trace:
+    """A trace to replay, from uploaded bytes (named `name`) or a file; ValueError when corrupt or empty."""
+    trace = trace_from_bytes(source, name) if isinstance(source, bytes) else read_trace(source)
+    if not trace.rounds:
+        raise ValueError("the trace holds no rounds")
+    return trace
+
+
 # ---------------------------------------------------------------- approximate rows of a replayed round
 
 @dataclass

@@ -63,7 +63,7 @@ def main() -> int:
     at.session_state["ex_source"] = "measure"
     at.run()
     page_times = []
-    for i in range(args.repeats):
+    for _ in range(args.repeats):
         at.session_state["ex_seen"] = 0  # as if a round had just arrived
         start = time.perf_counter()
         at.run()

@@ -82,7 +82,7 @@ def proposer_with_fallback(spec: str, target_spec_name: str):
             return proposer, (f"drafter {spec!r} is not available here (no committed drafter for this target); "
                               f"the engine uses the stand-in proposer: {proposer.name}")
         return proposer, None
-    except Exception as err:  # the drafter may be missing or still being written: fall back, say so
+    except Exception as err:  # a missing or damaged drafter folder: fall back, say so
         if spec == "rollout":
             raise
         return get_proposer("rollout", target_spec_name), (
@@ -96,17 +96,6 @@ def prompt_items(set_name: str, n: int = 40) -> list[tuple[str, str]]:
 
     items = load_prompts(set_name, split="heldout", n=n)
     return [(f"{p.item_id}: {p.text[:70].strip()}", p.text) for p in items]
-
-
-def engine_available(module: str) -> tuple[bool, str]:
-    """Whether an engine module imports, and the error if not (it may still be being written)."""
-    import importlib
-
-    try:
-        importlib.import_module(module)
-        return True, ""
-    except Exception as err:  # ImportError, or a half-written module
-        return False, f"{type(err).__name__}: {err}"
 
 
 def decode_text(target, token: int) -> str:

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pandas as pd
 
-TRAIN_MODULE = "tevcore.train.train_cli"
 LOG_NAME = "train.log"
 
 
@@ -164,9 +163,15 @@ def data_sets(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / "manifest.json").is_file())
 
 
-def busy_reason(folder: Path) -> str | None:
-    """Why a new training process must not start on `folder` (None if it may)."""
+def busy_reason(folder: Path, own: subprocess.Popen | None = None) -> str | None:
+    """Why a new training process must not start on `folder` (None if it may).
+
+    `own` is the process this app started on `folder` earlier, if any: while it
+    runs, it refuses a start before its lock or status file appears.
+    """
     folder = Path(folder)
+    if own is not None and own.poll() is None:
+        return f"{folder} is already training (started from this app, process {own.pid})"
     lock = folder / ".lock"
     if lock.is_file():
         try:
@@ -186,12 +191,11 @@ def busy_reason(folder: Path) -> str | None:
 # ---------------------------------------------------------------- the CLI's flags, read from its parser
 
 def cli_parser() -> argparse.ArgumentParser:
-    """The train CLI's own argument parser (ImportError when the module is not there yet)."""
-    import importlib
+    """The train CLI's own argument parser."""
+    from tevcore.train import train_cli
 
-    module = importlib.import_module(TRAIN_MODULE)
     parser = argparse.ArgumentParser(prog="tevcore train")
-    module.add_arguments(parser)
+    train_cli.add_arguments(parser)
     return parser
 
 
@@ -240,10 +244,10 @@ def plan(cmd: list[str]) -> tuple[bool, str]:
     Returns (ok, the printed plan or the reason it was refused).
     """
     import contextlib
-    import importlib
     import io
 
-    module = importlib.import_module(TRAIN_MODULE)
+    from tevcore.train import train_cli
+
     parser = cli_parser()
     err = io.StringIO()
     try:
@@ -254,7 +258,7 @@ def plan(cmd: list[str]) -> tuple[bool, str]:
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
-            code = module.run(args)
+            code = train_cli.run(args)
     except (ValueError, FileNotFoundError, KeyError, OSError) as error:
         return False, f"{type(error).__name__}: {error}"
     return code in (0, None), out.getvalue().strip()

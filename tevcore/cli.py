@@ -106,9 +106,9 @@ def _run_generate(args: argparse.Namespace) -> int:
         sys.stdout.write(record.emitted_text)
         sys.stdout.flush()
     seconds = sum(r.timings.total for r in records)
-    tokens = sum(r.block_length for r in records)
+    tokens = sum(len(r.emitted_tokens) for r in records)
     print(f"\n\n{tokens} tokens in {len(records)} rounds, {tokens / max(seconds, 1e-9):.1f} tokens/s, "
-          f"mean block length {tokens / len(records):.2f} vs mean 1 + C "
+          f"mean block length {sum(r.block_length for r in records) / len(records):.2f} vs mean 1 + C "
           f"{sum(r.expected_length for r in records) / len(records):.2f}")
     _write(args, records, target, config)
     return 0

@@ -21,6 +21,17 @@ from .tree import DraftTree
 DEFAULT_MISSING_K = 5
 
 
+def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
+    """Raise a ValueError unless `node_logits` is (N+1) x V for `tree` and V covers its tokens."""
+    if node_logits.dim() != 2 or node_logits.shape[0] != tree.num_nodes:
+        raise ValueError(
+            f"node logits must be (N+1) x V with N+1 = {tree.num_nodes}, got shape {tuple(node_logits.shape)}"
+        )
+    if int(tree.tokens.max()) >= node_logits.shape[-1]:
+        raise ValueError(f"the tree holds token {int(tree.tokens.max())}, outside the target vocabulary "
+                         f"{node_logits.shape[-1]}")
+
+
 def edge_log_probs(tree: DraftTree, node_log_probs: torch.Tensor) -> torch.Tensor:
     """log a(v) = log p(x_v | par(v)) for every node (0 at the root)."""
     parents = tree.parents.to(node_log_probs.device)
@@ -129,12 +140,7 @@ def target_flow(
     tree: DraftTree, node_logits: torch.Tensor, temperature: float, missing_k: int = DEFAULT_MISSING_K
 ) -> TargetFlow:
     """The target flow of `tree` from its (N+1) x V node logits at `temperature`."""
-    if node_logits.dim() != 2 or node_logits.shape[0] != tree.num_nodes:
-        raise ValueError(
-            f"node logits must be (N+1) x V with N+1 = {tree.num_nodes}, got shape {tuple(node_logits.shape)}"
-        )
-    if int(tree.tokens.max()) >= node_logits.shape[-1]:
-        raise ValueError(f"the tree holds token {int(tree.tokens.max())}, outside the target vocabulary {node_logits.shape[-1]}")
+    check_node_logits(tree, node_logits)
     # float64 rows: fp32 rows sum to 1 only within ~1e-5 at a real vocabulary, which would
     # break sum X = 1 and sum over a subtree of X = P at that level
     lp = log_probs(node_logits.double(), temperature)

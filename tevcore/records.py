@@ -63,8 +63,12 @@ class RoundRecord:
 
     @property
     def block_length(self) -> int:
-        """Tokens this round emitted: accepted draft tokens plus the bonus."""
-        return len(self.emitted_tokens)
+        """The verifier's output block: accepted draft tokens plus the bonus, depth(exit) + 1.
+
+        The last round may emit fewer (cut at a stop token or at max_new_tokens);
+        `emitted_tokens` holds what was really output.
+        """
+        return len(self.path) if self.path else len(self.emitted_tokens)
 
     @property
     def expected_length(self) -> float:

@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from .flow import exit_mass_from_edges, parent_edge_log_probs
+from .flow import check_node_logits, exit_mass_from_edges, parent_edge_log_probs
 from .sampling import check_temperature, gumbel_argmax, log_probs, sample_index
 from .tree import DraftTree
 
@@ -41,12 +41,7 @@ Verifier = Callable[[DraftTree, torch.Tensor, float, torch.Generator], Verdict]
 
 def check_inputs(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> float:
     """Validate the (N+1) x V logits against the tree; return the temperature as a float."""
-    if node_logits.dim() != 2 or node_logits.shape[0] != tree.num_nodes:
-        raise ValueError(
-            f"node logits must be (N+1) x V with N+1 = {tree.num_nodes}, got shape {tuple(node_logits.shape)}"
-        )
-    if int(tree.tokens.max()) >= node_logits.shape[-1]:
-        raise ValueError(f"the tree holds token {int(tree.tokens.max())}, outside the vocabulary {node_logits.shape[-1]}")
+    check_node_logits(tree, node_logits)
     return check_temperature(temperature)
 
 

@@ -14,6 +14,7 @@ import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
+from tevcore.verifiers import VERIFIERS, verifier_label  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
                       "flows (colour = P(v), red ring = exit mass X(v)), the accepted path (orange), the exit node "
@@ -27,11 +28,6 @@ ss.setdefault("ex_source", None)
 ss.setdefault("ex_seen", 0)
 
 BUILDERS = ["best_first", "chain", "width:4,2,2,1"]
-try:
-    from tevcore.verifiers import VERIFIERS, verifier_label
-    VERIFIER_NAMES = list(VERIFIERS)
-except Exception:  # the verifiers module is someone else's work in progress
-    VERIFIER_NAMES, verifier_label = ["tev"], str
 
 # ------------------------------------------------------------------ settings (sidebar)
 with st.sidebar:
@@ -56,7 +52,7 @@ with st.sidebar:
     budget = st.number_input("budget (tree nodes)", min_value=0, max_value=512, value=32, step=1, key="ex_budget")
     builder = st.selectbox("builder", BUILDERS, key="ex_builder",
                            help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths")
-    verifier = st.selectbox("verifier", VERIFIER_NAMES, format_func=verifier_label, key="ex_verifier")
+    verifier = st.selectbox("verifier", list(VERIFIERS), format_func=verifier_label, key="ex_verifier")
     seed = st.number_input("seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="ex_seed")
     max_new = st.number_input("max new tokens", min_value=1, max_value=1024, value=48, step=8, key="ex_max_new")
     proposer_options = ["default", "rollout"]
@@ -92,11 +88,7 @@ def start_generation() -> bool:
     except ValueError as err:
         st.error(f"Invalid settings: {err}")
         return False
-    ok, why = shared_ui.engine_available("tevcore.decode")
-    if not ok:
-        st.error(f"The engine's decoding loop does not import yet ({why}).")
-        return False
-    from tevcore.decode import prompt_ids, rounds
+    from tevcore.decode import prompt_ids, rounds  # loads transformers: only when a generation starts
 
     spec = shared_ui.target_spec()
     try:
@@ -161,35 +153,28 @@ elif ss.ex_gen is not None and not ss.ex_done and ss.get("ex_settings") != setti
     c4.info("Settings changed: the next Run or Step starts a new generation.")
 
 # ------------------------------------------------------------------ replay: open a trace
+def open_trace(source: bytes | Path, name: str) -> None:
+    """Replay a trace (uploaded bytes or a file): its rounds replace the session's, or an error is shown."""
+    try:
+        trace = appdata.load_trace(source, name)
+    except (ValueError, OSError, EOFError) as err:
+        st.error(f"Could not open {name}: {err}")
+        return
+    ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {name}",
+              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None)
+
+
 with st.expander("Open a trace (replay without a model)", expanded=False):
     upload = st.file_uploader("trace file (.jsonl or .jsonl.gz)", type=["jsonl", "gz"], key="ex_upload")
     if upload is not None and ss.get("ex_upload_id") != upload.file_id:
         ss.ex_upload_id = upload.file_id
-        try:
-            trace = appdata.trace_from_bytes(upload.getvalue(), upload.name)
-            if not trace.rounds:
-                raise ValueError("the trace holds no rounds")
-        except (ValueError, OSError, EOFError) as err:
-            st.error(f"Could not open {upload.name}: {err}")
-        else:
-            ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {upload.name}",
-                      ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None)
+        open_trace(upload.getvalue(), upload.name)
     folder = Path(st.text_input("or open a saved trace from a folder", value="traces", key="ex_open_folder"))
     saved = sorted(folder.glob("*.jsonl*")) if folder.is_dir() else []
     if saved:
         chosen = st.selectbox("saved traces", [p.name for p in saved], key="ex_open_pick")
         if st.button("Open", key="ex_open_btn"):
-            from tevcore.records import read_trace
-
-            try:
-                trace = read_trace(folder / chosen)
-                if not trace.rounds:
-                    raise ValueError("the trace holds no rounds")
-            except (ValueError, OSError, EOFError) as err:
-                st.error(f"Could not open {chosen}: {err}")
-            else:
-                ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {chosen}",
-                          ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None)
+            open_trace(folder / chosen, chosen)
 
 records = ss.ex_records
 if not records:

@@ -13,26 +13,19 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 import torch  # noqa: E402
+from scipy import stats  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
+from tevcore.flow import target_flow  # noqa: E402
+from tevcore.sampling import make_generator  # noqa: E402
+from tevcore.simulate import exit_law, simulate  # noqa: E402
+from tevcore.verifiers import EXACT_VERIFIERS, VERIFIERS, chain_subtree, get_verifier, verifier_label  # noqa: E402
 
 shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, many independent draws each: the "
                       "exact ones must follow the exit law X and the bonus law; the naive ratio rule is the foil "
                       "the tests must catch.")
 ss = st.session_state
-
-ok, why = shared_ui.engine_available("tevcore.simulate")
-if not ok:
-    st.error(f"The engine's simulation module does not import yet ({why}).")
-    st.stop()
-
-from scipy import stats  # noqa: E402
-
-from tevcore.flow import target_flow  # noqa: E402
-from tevcore.simulate import exit_law, simulate  # noqa: E402
-from tevcore.verifiers import EXACT_VERIFIERS, VERIFIERS, chain_subtree, get_verifier, verifier_label  # noqa: E402
-from tevcore.sampling import make_generator  # noqa: E402
 
 
 # ------------------------------------------------------------------ which tree
@@ -90,9 +83,7 @@ elif source == "a round from a trace file":
         st.info("Upload a trace saved by the tree explorer or `python -m tevcore generate --out`.")
         st.stop()
     try:
-        trace = appdata.trace_from_bytes(upload.getvalue(), upload.name)
-        if not trace.rounds:
-            raise ValueError("the trace holds no rounds")
+        trace = appdata.load_trace(upload.getvalue(), upload.name)
     except (ValueError, OSError, EOFError) as err:
         st.error(f"Could not open {upload.name}: {err}")
         st.stop()

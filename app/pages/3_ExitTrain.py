@@ -35,14 +35,11 @@ def fmt_seconds(seconds: float | None) -> str:
 
 
 runs_root = Path(st.text_input("runs folder", value="runs", key="et_root"))
-cli_ok, cli_why = shared_ui.engine_available(trainruns.TRAIN_MODULE)
 
 tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare checkpoints"])
 
 # ------------------------------------------------------------------ new run
 with tab_new:
-    if not cli_ok:
-        st.warning(f"The training CLI is not available yet ({cli_why}). Past runs can still be listed.")
     sets = trainruns.data_sets(runs_root)
     c1, c2, c3 = st.columns(3)
     name = c1.text_input("run name (folder under the runs folder)", value=f"exittrain-{time.strftime('%m%d-%H%M')}",
@@ -75,10 +72,10 @@ with tab_new:
         command_error = "Give the run a plain folder name."
     elif not sets:
         command_error = f"No distillation set under {runs_root}: build one first (`python -m tevcore build-data`)."
-    elif cli_ok:
+    else:
         try:
             command = trainruns.build_command(folder, values)
-        except (ValueError, ImportError, AttributeError) as err:
+        except ValueError as err:
             command_error = f"Cannot build the training command: {err}"
     if command_error:
         st.error(command_error)
@@ -94,10 +91,7 @@ with tab_new:
         st.code("python " + " ".join(command[1:]), language="bash")
     if st.button("▶ Start training", type="primary", disabled=command is None, key="et_start"):
         procs = started_processes()
-        own = procs.get(str(folder.resolve()))
-        reason = trainruns.busy_reason(folder)
-        if own is not None and own.poll() is None:
-            reason = f"{folder} is already training (started from this app, process {own.pid})"
+        reason = trainruns.busy_reason(folder, procs.get(str(folder.resolve())))
         if reason:
             st.error(f"Refused: {reason}.")
         else:
@@ -149,11 +143,9 @@ with tab_runs:
         procs = started_processes()
         own = procs.get(str(chosen.folder.resolve()))
         r1, r2 = st.columns(2)
-        if chosen.resumable and cli_ok:
+        if chosen.resumable:
             if r1.button("↻ Resume this run", key="et_resume"):
-                reason = trainruns.busy_reason(chosen.folder)
-                if own is not None and own.poll() is None:
-                    reason = f"already training (process {own.pid})"
+                reason = trainruns.busy_reason(chosen.folder, own)
                 if reason:
                     st.error(f"Refused: {reason}.")
                 else:
@@ -161,7 +153,7 @@ with tab_runs:
                         cmd = trainruns.build_command(chosen.folder, {"config": chosen.folder / "config.json"})
                         procs[str(chosen.folder.resolve())] = trainruns.launch(cmd, chosen.folder)
                         st.success("resumed")
-                    except (ValueError, OSError, ImportError) as err:
+                    except (ValueError, OSError) as err:
                         st.error(f"Could not resume: {err}")
         if own is not None and own.poll() is None and r2.button("■ Stop (started from this app)", key="et_stop"):
             own.terminate()
@@ -182,7 +174,6 @@ with tab_compare:
     extra = st.text_input("another drafter folder (optional)", value="", key="et_cmp_extra")
     if extra.strip():
         all_ckpts.append(extra.strip())
-    eval_ok, eval_why = shared_ui.engine_available("tevcore.train.eval")
     picks = st.multiselect("checkpoints", all_ckpts, default=all_ckpts[-2:], key="et_cmp")
     e1, e2, e3, e4 = st.columns(4)
     budgets_text = e1.text_input("budgets", value="4,8,16", key="et_cmp_budgets")
@@ -196,9 +187,7 @@ with tab_compare:
     except ValueError:
         st.error("Budgets must be positive integers (or 'chain') separated by commas.")
         budgets = []
-    if not eval_ok:
-        st.info(f"The engine's drafter evaluation is not available yet ({eval_why}).")
-    elif st.button("Evaluate E per budget", disabled=not picks or not budgets, key="et_cmp_run"):
+    if st.button("Evaluate E per budget", disabled=not picks or not budgets, key="et_cmp_run"):
         from tevcore.train import eval as engine_eval
 
         rows = []
@@ -207,7 +196,7 @@ with tab_compare:
             try:
                 target = shared_ui.get_target(shared_ui.target_spec())
                 prompts = engine_eval.eval_prompts(engine_eval.MIX, int(per_set))
-            except (ValueError, FileNotFoundError, OSError, AttributeError) as err:
+            except (ValueError, OSError) as err:  # a missing model or prompt file
                 st.error(f"Could not prepare the evaluation: {err}")
                 prompts = []
             jobs = [(path, b) for path in picks for b in budgets] if prompts else []

@@ -15,6 +15,9 @@ import streamlit as st  # noqa: E402
 import appdata  # noqa: E402
 import figures  # noqa: E402
 from tevcore.flow import target_flow  # noqa: E402
+from tevcore.sampling import make_generator  # noqa: E402
+from tevcore.simulate import exit_law  # noqa: E402
+from tevcore.verifiers import get_verifier  # noqa: E402
 
 shared_ui.page_header("Exit-law workshop", "A hand-made tree and the target's probabilities after each node. "
                       "Everything below is recomputed by the engine (tevcore.flow.target_flow) as you edit.")
@@ -69,7 +72,6 @@ with right:
     st.dataframe(frame, hide_index=True, key="ws_flow_table")
     st.plotly_chart(figures.flow_bars_figure(ws.node_labels, flow), key="ws_flow_bars")
 
-ok, why = shared_ui.engine_available("tevcore.simulate")
 law_col, bonus_col = st.columns(2)
 with law_col:
     st.plotly_chart(figures.exit_law_figure(ws.node_labels, flow.exit_mass.numpy(), {}, top=len(ws.node_labels)),
@@ -77,25 +79,13 @@ with law_col:
 with bonus_col:
     node = st.selectbox("bonus law at exit node", list(range(ws.tree.num_nodes)),
                         format_func=lambda v: ws.node_labels[v], key="ws_bonus_node")
-    if ok:
-        from tevcore.simulate import exit_law
-
-        bonus = exit_law(ws.tree, ws.node_logits, 1.0).bonus_probs(node).numpy()
-        keep = np.nonzero(bonus > 0)[0]
-        st.plotly_chart(figures.bonus_figure([ws.vocab[i] for i in keep], bonus[keep], {}, ws.node_labels[node]),
-                        key="ws_bonus_law")
-    else:
-        st.info(f"The engine's bonus law is not available yet ({why}).")
+    bonus = exit_law(ws.tree, ws.node_logits, 1.0).bonus_probs(node).numpy()
+    keep = np.nonzero(bonus > 0)[0]
+    st.plotly_chart(figures.bonus_figure([ws.vocab[i] for i in keep], bonus[keep], {}, ws.node_labels[node]),
+                    key="ws_bonus_law")
 
 # ------------------------------------------------------------------ two verifiers, step by step
 st.subheader("Step by step: predraw-and-follow vs one-draw TEV")
-ok_v, why_v = shared_ui.engine_available("tevcore.verifiers")
-if not ok_v:
-    st.info(f"The engine's verifiers are not available yet ({why_v}).")
-    st.stop()
-from tevcore.sampling import make_generator  # noqa: E402
-from tevcore.verifiers import get_verifier  # noqa: E402
-
 c1, c2 = st.columns([1, 3])
 seed = int(c1.number_input("seed of the draws", 0, 1_000_000, 0, key="ws_seed"))
 try:

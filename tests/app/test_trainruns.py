@@ -58,7 +58,6 @@ def test_finished_run_is_not_restarted(tmp_path):
 
 
 def test_command_uses_the_cli_flags_and_the_plan_validates(tmp_path):
-    pytest.importorskip(trainruns.TRAIN_MODULE)
     data = tmp_path / "data"
     data.mkdir()
     (data / "manifest.json").write_text(json.dumps({"shards": 3, "target_name": "tiny"}))
