@@ -310,7 +310,7 @@ def exit_depth_figure(records) -> go.Figure:
 
 def speed_table(records) -> pd.DataFrame:
     """Cumulative tokens and seconds (stage timings) after each round."""
-    tokens = np.cumsum([r.block_length for r in records]) if records else np.zeros(0)
+    tokens = np.cumsum([len(r.emitted_tokens) for r in records]) if records else np.zeros(0)
     seconds = np.cumsum([r.timings.total for r in records]) if records else np.zeros(0)
     speed = np.divide(tokens, seconds, out=np.zeros(len(tokens)), where=seconds > 0)
     return pd.DataFrame({"round": [r.index for r in records], "tokens": tokens, "seconds": seconds,
@@ -334,7 +334,7 @@ def text_by_round_html(records) -> str:
     for r in records:
         colour = ROUND_COLOURS[r.index % len(ROUND_COLOURS)]
         text = html.escape(r.emitted_text).replace("\n", "<br>")
-        spans.append(f'<span title="round {r.index}: {r.block_length} tokens" '
+        spans.append(f'<span title="round {r.index}: {len(r.emitted_tokens)} tokens" '
                      f'style="background:{colour};border-radius:3px;padding:0 1px">{text}</span>')
     return '<div style="font-family:monospace;line-height:1.7;white-space:pre-wrap">' + "".join(spans) + "</div>"
 

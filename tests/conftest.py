@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -34,10 +35,25 @@ def default_target():
     return load_target(dtype="float32", device="cpu")
 
 
+@contextmanager
+def _single_torch_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.fixture
 def one_thread():
     """Tiny models run fastest on one thread (a thread pool only adds sync cost)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with _single_torch_thread():
+        yield
+
+
+@pytest.fixture(scope="module")
+def one_thread_module():
+    """One torch thread for a whole module of many small tensor ops (no thrashing on a shared machine)."""
+    with _single_torch_thread():
+        yield

@@ -132,7 +132,7 @@ def test_greedy_speculative_equals_autoregressive_default_model(default_target, 
     for index, prompt in enumerate(prompts):
         reference = generate_ar(default_target, prompt, DecodeConfig(max_new_tokens=16)).tokens
         for verifier, builder in combos:
-            config = DecodeConfig(max_new_tokens=16, budget=12, verifier=verifier, builder=builder, seed=index)
+            config = DecodeConfig(max_new_tokens=16, budget=16, verifier=verifier, builder=builder, seed=index)
             if generate(default_target, default_proposer, prompt, config).tokens != reference:
                 mismatches.append((index, verifier, builder))
     assert not mismatches, f"speculative output differs from AR greedy for {mismatches}"

@@ -38,13 +38,7 @@ from tevcore.verifiers import (EXACT_VERIFIERS, VERIFIERS, chain_subtree, child_
 SAMPLED_EXACT = ("tev", "predraw", "residual", "chain")  # exact at every T; greedy is exact at T = 0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Many small tensor ops: one thread avoids thrashing on a shared 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread_module")  # many small tensor ops: one thread
 
 
 # ---------------------------------------------------------------- 1. exact enumeration
@@ -436,7 +430,7 @@ def test_foil_follows_its_own_rule():
 
 
 def test_greedy_law_at_zero_temperature():
-    for kind, (tree, logits) in MC_CASES.items():
+    for tree, logits in MC_CASES.values():
         law = exit_law(tree, logits, 0.0)
         for verifier in EXACT_VERIFIERS[:4]:
             result = simulate(verifier, tree, logits, 0.0, 1000, 0)

@@ -14,13 +14,7 @@ from tevcore.verifiers import (EXACT_VERIFIERS, NOT_EXACT, VERIFIERS, Verdict, c
                                get_verifier, verifier_label)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Many small tensor ops: one thread avoids thrashing on a shared 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread_module")  # many small tensor ops: one thread
 
 
 def random_case(seed: int, vocab: int = 30, budget: int = 16) -> tuple[DraftTree, torch.Tensor]:

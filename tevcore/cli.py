@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from itertools import islice
 
 # subcommand -> module with add_arguments(parser) and run(args); imported only when used
@@ -89,7 +90,7 @@ def _depth_first(tree) -> list[int]:
 def _run_round(args: argparse.Namespace) -> int:
     from .decode import rounds
 
-    config, target, proposer = _decode_setup(args, max_new_tokens=max(args.max_new_tokens, 1))
+    config, target, proposer = _decode_setup(args, max_new_tokens=args.max_new_tokens)
     records = list(islice(rounds(target, proposer, args.prompt, config), 1))
     print_round(records[0])
     _write(args, records, target, config)
@@ -101,11 +102,12 @@ def _run_generate(args: argparse.Namespace) -> int:
 
     config, target, proposer = _decode_setup(args, max_new_tokens=args.max_new_tokens)
     records = []
+    start = time.perf_counter()
     for record in rounds(target, proposer, args.prompt, config):
         records.append(record)
         sys.stdout.write(record.emitted_text)
         sys.stdout.flush()
-    seconds = sum(r.timings.total for r in records)
+    seconds = time.perf_counter() - start
     tokens = sum(len(r.emitted_tokens) for r in records)
     print(f"\n\n{tokens} tokens in {len(records)} rounds, {tokens / max(seconds, 1e-9):.1f} tokens/s, "
           f"mean block length {sum(r.block_length for r in records) / len(records):.2f} vs mean 1 + C "

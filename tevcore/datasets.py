@@ -78,7 +78,8 @@ def _spec_bench() -> list[Prompt]:
 def _custom(path: Path) -> list[Prompt]:
     prompts = []
     for i, row in enumerate(_read_jsonl(path)):
-        text = row.get("prompt") or row.get("question") or (row.get("turns") or [None])[0] if isinstance(row, dict) else None
+        text = ((row.get("prompt") or row.get("question") or (row.get("turns") or [None])[0])
+                if isinstance(row, dict) else None)
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{path}, record {i + 1}: needs a 'prompt', 'question' or 'turns' field with text")
         prompts.append(Prompt(path.stem, str(row.get("id", i)), text))

@@ -8,24 +8,22 @@ forward on the same target session and the same sampler.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterator
-
-import time
-
-import torch
 
 from .builders import get_builder
 from .config import DecodeConfig
 from .drafters.base import Proposer
 from .flow import target_flow
 from .models import Target, encode_prompt
-from .records import RoundRecord, StageTimings
+from .records import RoundRecord
 from .sampling import gumbel_argmax, make_generator
 from .target import TargetSession
 from .timing import StageTimer
 from .tree import DraftTree
 from .verifiers import get_verifier
+
 
 def prompt_ids(target: Target, prompt: str | list[int], chat: bool = True) -> list[int]:
     """Token ids of a prompt given as text (chat template optional) or as ids."""
@@ -38,10 +36,12 @@ def prompt_ids(target: Target, prompt: str | list[int], chat: bool = True) -> li
         raise ValueError(f"prompt token ids must lie in [0, {target.vocab_size})")
     return ids
 
+
 def _texts(target: Target, ids: list[int]) -> list[str]:
     if target.tokenizer is None:
         return [str(t) for t in ids]
     return target.tokenizer.batch_decode([[t] for t in ids])
+
 
 def _start(target: Target, prompt: str | list[int], config: DecodeConfig, depth: int,
            hidden_layers: tuple[int, ...]) -> tuple[TargetSession, set[int]]:
@@ -52,12 +52,14 @@ def _start(target: Target, prompt: str | list[int], config: DecodeConfig, depth:
     stops = set(config.stop_tokens) if config.stop_tokens is not None else target.stop_token_ids()
     return session, stops
 
+
 def _cut_at_stop(tokens: list[int], stops: set[int], room: int) -> tuple[list[int], bool]:
     """Emitted tokens up to the first stop token (kept) or the remaining room."""
     for i, token in enumerate(tokens[:room]):
         if token in stops:
             return tokens[: i + 1], True
     return tokens[:room], len(tokens) >= room
+
 
 def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
            config: DecodeConfig) -> Iterator[RoundRecord]:
@@ -67,8 +69,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
     depth = proposer.depth if (proposer is not None and config.budget > 0) else 0
     builder = get_builder(config.builder)
     verify = get_verifier(config.verifier)
-    session, stops = _start(target, prompt, config, depth,
-                            proposer.hidden_layers if proposer is not None else ())
+    session, stops = _start(target, prompt, config, depth, proposer.hidden_layers if depth else ())
     generator = make_generator(config.seed, session.device)
     proposer_name = proposer.name if proposer is not None and depth else "none (autoregressive)"
     produced, index = 0, 0
@@ -106,6 +107,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         if done:
             return
 
+
 @dataclass
 class Generation:
     """A finished generation: its tokens, text and the rounds that made it."""
@@ -123,21 +125,22 @@ class Generation:
     def mean_expected_length(self) -> float:
         return sum(r.expected_length for r in self.rounds) / max(len(self.rounds), 1)
 
+
 def _decode_text(target: Target, tokens: list[int]) -> str:
     return target.tokenizer.decode(tokens) if target.tokenizer is not None else " ".join(map(str, tokens))
 
+
 def generate(target: Target, proposer: Proposer | None, prompt: str | list[int], config: DecodeConfig) -> Generation:
     """Run `rounds` to the end and collect its output."""
-
     start = time.perf_counter()
     records = list(rounds(target, proposer, prompt, config))
     tokens = [t for record in records for t in record.emitted_tokens]
     return Generation(tokens=tokens, text=_decode_text(target, tokens), rounds=records,
                       seconds=time.perf_counter() - start)
 
+
 def generate_ar(target: Target, prompt: str | list[int], config: DecodeConfig) -> Generation:
     """Autoregressive baseline: one target forward and one draw per token."""
-
     start = time.perf_counter()
     session, stops = _start(target, prompt, config, 0, ())
     generator = make_generator(config.seed, session.device)

@@ -69,8 +69,13 @@ class ExitLaw:
 
     def bonus_probs(self, node: int) -> torch.Tensor:
         """(V,) float64: p(.|node) at T without node's child tokens, renormalised."""
-        row = self.node_logits[node].double()
-        return masked_probs(row, self.temperature, child_token_row(self.tree, node, row.numel(), row.device)).cpu()
+        return _bonus_row(self.tree, self.node_logits, self.temperature, node).cpu()
+
+
+def _bonus_row(tree: DraftTree, node_logits: torch.Tensor, temperature: float, node: int) -> torch.Tensor:
+    """The bonus law at exit `node`: p(.|node) at T without node's child tokens (float64, logits' device)."""
+    row = node_logits[node].double()
+    return masked_probs(row, temperature, child_token_row(tree, node, row.numel(), row.device))
 
 
 def exit_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> ExitLaw:
@@ -164,8 +169,7 @@ def _bonus_counts(tree: DraftTree, node_logits: torch.Tensor, temperature: float
     """Per exit node, its bonus draws from the masked row in one multinomial call."""
     out: BonusCounts = {}
     for node in torch.nonzero(exit_counts).flatten().tolist():
-        row = node_logits[node].double()
-        law = masked_probs(row, temperature, child_token_row(tree, node, row.numel(), row.device))
+        law = _bonus_row(tree, node_logits, temperature, node)
         tokens, counts = torch.unique(sample_index(law, generator, int(exit_counts[node])), return_counts=True)
         out[node] = (tokens.cpu(), counts.cpu())
     return out

@@ -128,7 +128,7 @@ def advance(limit: int | None, live_slot=None) -> None:
         ss.ex_records.append(record)
         pulled += 1
         if progress is not None:
-            made = sum(r.block_length for r in ss.ex_records)
+            made = sum(len(r.emitted_tokens) for r in ss.ex_records)
             progress.progress(min(1.0, made / settings["max_new_tokens"]),
                               text=f"round {record.index}: {made} tokens, block length {record.block_length}")
             text_box.markdown(figures.text_by_round_html(ss.ex_records), unsafe_allow_html=True)
