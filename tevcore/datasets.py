@@ -71,8 +71,14 @@ def _gsm8k() -> list[Prompt]:
 
 
 def _spec_bench() -> list[Prompt]:
-    return [Prompt("spec-bench", str(r["question_id"]), r["turns"][0], (r.get("reference") or [None])[0])
+    return [Prompt("spec-bench", str(r["question_id"]), r["turns"][0], _first_text(r.get("reference")))
             for r in _read_jsonl(shared_dir() / "spec_bench_questions.jsonl") if r["category"] in SPEC_BENCH_OWN]
+
+
+def _first_text(reference) -> str | None:
+    """The first reference answer when it is plain text (RAG references are nested lists)."""
+    first = reference[0] if isinstance(reference, list) and reference else reference
+    return first if isinstance(first, str) else None
 
 
 def _custom(path: Path) -> list[Prompt]:

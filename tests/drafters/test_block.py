@@ -9,7 +9,13 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from tevcore.drafters import GreedyRolloutProposer, load_default_proposer
-from tevcore.drafters.block import (BlockDrafter, BlockDrafterConfig, BlockProposer, load_drafter, save_drafter)
+from tevcore.drafters.block import (
+    BlockDrafter,
+    BlockDrafterConfig,
+    BlockProposer,
+    load_drafter,
+    save_drafter,
+)
 from tevcore.models import Target
 from tevcore.target import TargetSession
 

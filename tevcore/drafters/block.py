@@ -60,7 +60,7 @@ class BlockDrafterConfig:
             raise ValueError("the draft vocabulary cannot exceed the target vocabulary")
 
     @classmethod
-    def from_dict(cls, data: dict) -> "BlockDrafterConfig":
+    def from_dict(cls, data: dict) -> BlockDrafterConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known - {"model_type"}
         if unknown:
@@ -111,7 +111,7 @@ class BlockDrafter(nn.Module):
     def depth(self) -> int:
         return self.config.depth
 
-    def attach(self, target: Target) -> "BlockDrafter":
+    def attach(self, target: Target) -> BlockDrafter:
         """Take the frozen embedding and lm_head rows from `target` (checks its shape)."""
         check_target(self.config, target)
         embed = target.model.get_input_embeddings().weight.detach().float()

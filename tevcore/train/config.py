@@ -72,7 +72,7 @@ class TrainConfig:
             raise ValueError(f"max_shards must be >= 1 or None, got {self.max_shards}")
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TrainConfig":
+    def from_dict(cls, data: dict) -> TrainConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -82,7 +82,7 @@ class TrainConfig:
         return cls(**data)
 
     @classmethod
-    def from_file(cls, path: Path) -> "TrainConfig":
+    def from_file(cls, path: Path) -> TrainConfig:
         try:
             return cls.from_dict(json.loads(Path(path).read_text()))
         except json.JSONDecodeError as err:

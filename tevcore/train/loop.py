@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import fields, replace
 import os
 import time
+from collections.abc import Callable
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -22,13 +22,25 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from ..builders import best_first
-from ..drafters.block import BlockDrafter, BlockDrafterConfig, load_drafter, save_drafter
+from ..drafters.block import (
+    BlockDrafter,
+    BlockDrafterConfig,
+    load_drafter,
+    save_drafter,
+)
 from ..flow import target_flow
 from ..models import Target
 from .anchors import AnchorBatch, AnchorSet
 from .config import TrainConfig
 from .losses import distill_loss, tree_loss, tree_weights
-from .rundir import RunLock, latest_checkpoint, load_checkpoint, save_checkpoint, write_json_atomic, write_status
+from .rundir import (
+    RunLock,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    write_json_atomic,
+    write_status,
+)
 from .treescore import PooledContexts
 
 

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(config.threads)
     device = args.device
     if device is None and torch.cuda.is_available():
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     target = load_target(config.target, device=device)
     final = train(config, args.out, target)
     if args.export and int(os.environ.get("RANK", "0")) == 0:
