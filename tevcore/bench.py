@@ -130,11 +130,15 @@ def format_table(rows: list[dict]) -> str:
     lines = [header, "-" * len(header)]
     for r in rows:
         shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""
-        fmt = lambda v, spec: format(v, spec) if v is not None else "-"  # noqa: E731
-        lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{fmt(r['budget'], '>5')} "
-                     f"{r['verifier'] or '-':<9}{fmt(r['tokens_per_s'], '>7.1f')}{fmt(r['speedup'], '>7.2f')}x"
-                     f"{fmt(r['mean_block_length'], '>7.2f')}{fmt(r['mean_expected_length'], '>7.2f')}  {shares}")
+        lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{_cell(r['budget'], 5, 'd')} "
+                     f"{r['verifier'] or '-':<9}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
+                     f"{_cell(r['mean_block_length'], 7, '.2f')}{_cell(r['mean_expected_length'], 7, '.2f')}  {shares}")
     return "\n".join(lines)
+
+
+def _cell(value, width: int, spec: str) -> str:
+    """A right-aligned table cell; '-' where a method has no such figure."""
+    return format(value, f">{width}{spec}") if value is not None else "-".rjust(width)
 
 
 def _csv(text: str, cast) -> list:
