@@ -1,8 +1,8 @@
 """Streamlit plumbing shared by the pages: path setup, cached model loading, prompt sets.
 
 Target and drafter load once per process (`st.cache_resource`). Environment:
-TEV_APP_TARGET (default 'default'), TEV_APP_PROPOSER (default 'default',
-'rollout' = the stand-in), TEV_APP_DEVICE (default: the engine's choice), TEV_APP_THREADS (torch CPU
+TEV_APP_TARGET (default 'default'), TEV_APP_PROPOSER (default 'default' = drafter + context
+lookup; 'drafter', 'rollout' = the stand-in, a folder, any + '+lookup'), TEV_APP_DEVICE (default: the engine's choice), TEV_APP_THREADS (torch CPU
 threads; default half the cores, at most 4: on a shared machine oversubscribed torch threads made a
 round ~10x slower than one thread).
 """
@@ -68,7 +68,7 @@ def get_target(spec: str):
 
 @st.cache_resource(show_spinner="Loading the drafter…")
 def get_proposer(spec: str, target_spec_name: str):
-    """A proposer for a spec ('default', 'rollout' or a drafter folder), loaded once per process."""
+    """A proposer for a spec (see `tevcore.drafters.resolve_proposer`), loaded once per process."""
     from tevcore import drafters
 
     return drafters.resolve_proposer(spec, get_target(target_spec_name))
@@ -78,12 +78,12 @@ def proposer_with_fallback(spec: str, target_spec_name: str):
     """(proposer, note): the requested drafter, or the stand-in with a note saying why."""
     try:
         proposer = get_proposer(spec, target_spec_name)
-        if spec != "rollout" and proposer.stand_in:
+        if not spec.startswith("rollout") and proposer.stand_in:
             return proposer, (f"drafter {spec!r} is not available here (no committed drafter for this target); "
                               f"the engine uses the stand-in proposer: {proposer.name}")
         return proposer, None
     except Exception as err:  # a missing or damaged drafter folder: fall back, say so
-        if spec == "rollout":
+        if spec.startswith("rollout"):
             raise
         return get_proposer("rollout", target_spec_name), (
             f"drafter {spec!r} is not available ({err}); using the stand-in proposer (target greedy rollout)")

@@ -155,7 +155,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
     parser.add_argument("--verifiers", default="tev,residual")
     parser.add_argument("--target", default="default")
-    parser.add_argument("--proposer", default="default")
+    parser.add_argument("--proposer", default="default",
+                        help="'default' (drafter + context lookup), 'drafter', 'rollout', a drafter folder, '<any>+lookup'")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")

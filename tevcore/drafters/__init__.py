@@ -4,19 +4,35 @@ from .base import Proposer, GreedyRolloutProposer
 from .block import (BlockDrafter, BlockDrafterConfig, BlockProposer, default_drafter_path, load_default_proposer,
                     load_drafter, save_drafter)
 
-__all__ = ["Proposer", "GreedyRolloutProposer", "BlockDrafter", "BlockDrafterConfig", "BlockProposer",
+__all__ = ["Proposer", "resolve_proposer", "PROPOSER_SPECS", "GreedyRolloutProposer", "BlockDrafter", "BlockDrafterConfig", "BlockProposer",
            "default_drafter_path", "load_default_proposer", "load_drafter", "save_drafter"]
 
 
+LOOKUP_SUFFIX = "+lookup"
+PROPOSER_SPECS = "'default' (= 'drafter+lookup'), 'drafter', 'rollout', a drafter folder, or any of these + '+lookup'"
+
+
 def resolve_proposer(spec: str, target) -> Proposer:
-    """'default' -> the committed drafter (stand-in if none fits); 'rollout' -> the stand-in; else a drafter folder."""
+    """A proposer from its spec.
+
+    'drafter' -> the committed drafter (the stand-in if none fits the target);
+    'rollout' -> the stand-in; anything else -> a drafter folder. A '+lookup'
+    suffix mixes in the context lookup; 'default' is 'drafter+lookup'.
+    """
     from pathlib import Path
 
-    if spec == "default":
-        return load_default_proposer(target)
-    if spec == "rollout":
-        return GreedyRolloutProposer()
-    folder = Path(spec).expanduser()
-    if not folder.is_dir():
-        raise ValueError(f"unknown proposer {spec!r}: use 'default', 'rollout' or a drafter folder")
-    return BlockProposer(load_drafter(folder, target), name=f"block drafter ({folder})")
+    from .lookup import ContextLookupProposer
+
+    base = "drafter" + LOOKUP_SUFFIX if spec == "default" else spec
+    lookup = base.endswith(LOOKUP_SUFFIX)
+    base = base[: -len(LOOKUP_SUFFIX)] if lookup else base
+    if base == "drafter":
+        proposer = load_default_proposer(target)
+    elif base == "rollout":
+        proposer = GreedyRolloutProposer()
+    else:
+        folder = Path(base).expanduser()
+        if not folder.is_dir():
+            raise ValueError(f"unknown proposer {spec!r}: use {PROPOSER_SPECS}")
+        proposer = BlockProposer(load_drafter(folder, target), name=f"block drafter ({folder})")
+    return ContextLookupProposer(proposer) if lookup else proposer

@@ -30,17 +30,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--lookup", action="store_true", help="mix in the context lookup (as the default proposer does)")
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..drafters.block import BlockProposer, default_drafter_path, load_drafter
+    from ..drafters.lookup import ContextLookupProposer
     from ..models import load_target
 
     torch.set_num_threads(args.threads)
     target = load_target(args.target, device=args.device)
     folder = Path(args.drafter) if args.drafter else default_drafter_path()
     proposer = BlockProposer(load_drafter(folder, target), name=str(folder))
+    if args.lookup:
+        proposer = ContextLookupProposer(proposer)
     budgets = [_budget(b) for b in args.budgets.split(",") if b]
     cells, start = [], time.time()
     for temperature in (float(t) for t in args.temperatures.split(",")):
@@ -49,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         cells += evaluate(target, proposer, prompts, temperature, budgets, args.max_new_tokens, args.seed)
     print(format_table(cells))
     if args.json:
-        record = {"drafter": str(folder), "target": target.name, "greedy_sets": args.greedy_sets,
+        record = {"drafter": str(folder), "proposer": proposer.name, "target": target.name, "greedy_sets": args.greedy_sets,
                   "sample_sets": args.sample_sets, "per_set": args.per_set, "max_new_tokens": args.max_new_tokens,
                   "seed": args.seed, "verifier": "tev", "threads": args.threads, "device": str(target.device),
                   "machine": platform.machine(), "seconds": round(time.time() - start, 1),

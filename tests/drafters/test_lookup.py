@@ -1,0 +1,103 @@
+"""Context lookup: n-gram matching, the mixture rows, per-session hit counts, exact decoding with it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from tevcore.config import DecodeConfig
+from tevcore.decode import generate, generate_ar
+from tevcore.drafters import GreedyRolloutProposer, resolve_proposer
+from tevcore.drafters.lookup import ContextLookupProposer, lookup_continuation
+
+
+class UniformProposer:
+    """Inner proposer with flat rows, so any lift of a token comes from the lookup."""
+
+    name, depth, hidden_layers, stand_in = "uniform", 3, (), True
+
+    def __init__(self, vocab: int = 10) -> None:
+        self.vocab = vocab
+
+    def propose(self, session) -> torch.Tensor:
+        return torch.full((self.depth, self.vocab), -math.log(self.vocab))
+
+
+class FakeSession:
+    def __init__(self, committed: list[int]) -> None:
+        self.committed = committed
+
+
+def test_the_latest_match_of_the_longest_suffix_wins():
+    context = [1, 2, 3, 7, 9, 2, 3, 8, 5, 1, 2, 3]
+    # suffix (1,2,3) first occurred at 0 and is followed by 7, 9; the shorter (2,3) is ignored
+    assert lookup_continuation(context, 2) == [7, 9]
+    # only the 2-gram (2,3) matches; its latest earlier occurrence is followed by 8
+    assert lookup_continuation([2, 3, 8, 4, 2, 3, 6, 0, 2, 3], 3) == [6, 0, 2]
+
+
+def test_no_match_or_too_short_context_gives_no_chain():
+    assert lookup_continuation([1, 2, 3, 4], 3) == []
+    assert lookup_continuation([5], 3) == []
+    assert lookup_continuation([], 3) == []
+
+
+def test_single_token_matches_only_when_allowed():
+    context = [4, 6, 9, 4]
+    assert lookup_continuation(context, 2) == []
+    assert lookup_continuation(context, 2, min_ngram=1) == [6, 9]
+
+
+def test_bad_ngram_range_is_refused():
+    with pytest.raises(ValueError, match="min_ngram"):
+        ContextLookupProposer(UniformProposer(), min_ngram=3, max_ngram=2)
+    with pytest.raises(ValueError, match="min_ngram"):
+        lookup_continuation([1, 2], 1, min_ngram=0)
+
+
+def test_mixture_rows_stay_distributions_and_lift_the_chain():
+    proposer = ContextLookupProposer(UniformProposer())
+    rows = proposer.propose(FakeSession([1, 2, 5, 6, 7, 1, 2]))
+    assert torch.allclose(rows.exp().sum(-1), torch.ones(3), atol=1e-6)
+    # no evidence yet: weight 1/2 on the chain 5, 6, 7 plus half the flat row
+    for d, token in enumerate([5, 6, 7]):
+        assert rows[d, token].exp().item() == pytest.approx(0.5 + 0.5 / 10)
+        assert int(rows[d].argmax()) == token
+
+
+def test_without_a_match_the_inner_rows_pass_through():
+    inner = UniformProposer()
+    rows = ContextLookupProposer(inner).propose(FakeSession([1, 2, 3]))
+    assert torch.equal(rows, inner.propose(None))
+
+
+def test_hit_counts_follow_what_the_target_committed_per_session():
+    proposer = ContextLookupProposer(UniformProposer())
+    session, other = FakeSession([1, 2, 5, 6, 7, 1, 2]), FakeSession([1, 2, 5, 6, 7, 1, 2])
+    proposer.propose(session)  # chain 5, 6, 7 proposed at committed length 7
+    session.committed += [5, 9]  # depth 1 hit, depth 2 missed, depth 3 never tried
+    proposer.propose(session)
+    assert proposer.hit_rates(session) == [pytest.approx(2 / 3), pytest.approx(1 / 3), pytest.approx(1 / 2)]
+    proposer.propose(other)  # a second decode starts from the prior, untouched by the first
+    assert proposer.hit_rates(other) == [0.5, 0.5, 0.5]
+
+
+def test_greedy_decoding_with_lookup_equals_autoregressive(tiny_target):
+    proposer = ContextLookupProposer(GreedyRolloutProposer(depth=3))
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
+    for verifier in ("tev", "residual", "predraw"):
+        config = DecodeConfig(max_new_tokens=24, temperature=0.0, budget=6, verifier=verifier, stop_tokens=())
+        spec = generate(tiny_target, proposer, prompt, config)
+        assert spec.tokens == generate_ar(tiny_target, prompt, config).tokens
+    assert all(r.proposer.endswith("+ context lookup") for r in spec.rounds)
+
+
+def test_proposer_specs(tiny_target):
+    assert isinstance(resolve_proposer("rollout", tiny_target), GreedyRolloutProposer)
+    wrapped = resolve_proposer("rollout+lookup", tiny_target)
+    assert isinstance(wrapped, ContextLookupProposer) and wrapped.stand_in
+    assert isinstance(resolve_proposer("default", tiny_target), ContextLookupProposer)
+    with pytest.raises(ValueError, match="unknown proposer"):
+        resolve_proposer("no-such-folder+lookup", tiny_target)

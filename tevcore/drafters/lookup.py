@@ -1,0 +1,99 @@
+"""Context lookup: mix a drafter's rows with what followed the last n-gram match in the context.
+
+Code and arithmetic repeat their own context (names, numbers, whole lines),
+which a small drafter predicts badly and a search of the committed tokens
+predicts well. When the longest suffix of the context (root included) of
+length `min_ngram`..`max_ngram` occurred before, the tokens that followed it
+form a chain c_1..c_K, and depth d's row becomes the mixture
+(1 - b_d) q_d + b_d 1[c_d]. b_d is the running hit rate of depth-d lookups
+in this session (a Beta(1, 1) prior), read off the tokens the target went on
+to commit, so the mixture trusts the lookup exactly as much as it has earned.
+Any tree stays exact under the exact verifiers; the mixture only decides
+which tokens the tree holds.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass, field
+
+import torch
+
+from ..target import TargetSession
+from .base import Proposer
+
+
+def lookup_continuation(context: list[int], length: int, min_ngram: int = 2, max_ngram: int = 4) -> list[int]:
+    """Up to `length` tokens that followed the latest earlier match of the context's longest suffix."""
+    if not 1 <= min_ngram <= max_ngram:
+        raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
+    end = len(context)
+    for n in range(min(max_ngram, end - 1), min_ngram - 1, -1):
+        suffix = context[end - n:]
+        for start in range(end - n - 1, -1, -1):  # latest occurrence first, never the suffix itself
+            if context[start:start + n] == suffix:
+                return context[start + n:start + n + length]
+    return []
+
+
+@dataclass
+class _HitCounts:
+    """Per-session record of how often each depth's lookup token was what the target committed."""
+
+    hits: list[int]
+    trials: list[int]
+    pending_start: int = 0  # committed length when the last chain was proposed
+    pending_chain: list[int] = field(default_factory=list)
+
+    def rates(self) -> list[float]:
+        """Posterior mean hit rate per depth under a Beta(1, 1) prior."""
+        return [(h + 1) / (t + 2) for h, t in zip(self.hits, self.trials)]
+
+    def learn(self, committed: list[int]) -> None:
+        """Score the pending chain against the tokens committed since it was proposed."""
+        revealed = committed[self.pending_start:]
+        for d, token in enumerate(self.pending_chain[:len(revealed)]):
+            self.trials[d] += 1
+            if revealed[d] != token:
+                break
+            self.hits[d] += 1
+
+
+class ContextLookupProposer:
+    """A `Proposer` that mixes an inner proposer's rows with a context lookup chain.
+
+    Hit counts live per target session (weakly keyed), so one proposer can
+    serve several decodes at once without their statistics mixing.
+    """
+
+    def __init__(self, inner: Proposer, min_ngram: int = 2, max_ngram: int = 4) -> None:
+        lookup_continuation([], 0, min_ngram, max_ngram)  # validates the n-gram range
+        self.inner = inner
+        self.depth = inner.depth
+        self.hidden_layers = inner.hidden_layers
+        self.stand_in = inner.stand_in
+        self.name = f"{inner.name} + context lookup"
+        self.min_ngram, self.max_ngram = min_ngram, max_ngram
+        self._counts: weakref.WeakKeyDictionary[TargetSession, _HitCounts] = weakref.WeakKeyDictionary()
+
+    def hit_rates(self, session: TargetSession) -> list[float]:
+        """The mixture weight b_d of each depth for this session (0.5 before any evidence)."""
+        counts = self._counts.get(session)
+        return counts.rates() if counts is not None else [0.5] * self.depth
+
+    def propose(self, session: TargetSession) -> torch.Tensor:
+        counts = self._counts.get(session)
+        if counts is None:
+            counts = self._counts[session] = _HitCounts([0] * self.depth, [0] * self.depth)
+        counts.learn(session.committed)
+        rows = self.inner.propose(session)
+        chain = lookup_continuation(session.committed, self.depth, self.min_ngram, self.max_ngram)
+        counts.pending_start, counts.pending_chain = len(session.committed), chain
+        if not chain:
+            return rows
+        mixed = rows.clone()
+        for d, (token, weight) in enumerate(zip(chain, counts.rates())):
+            mixed[d] = rows[d] + math.log1p(-weight)
+            mixed[d, token] = torch.logaddexp(mixed[d, token], torch.tensor(math.log(weight), dtype=rows.dtype))
+        return mixed
