@@ -49,3 +49,18 @@ def test_training_prompts_never_include_held_out_text():
     train = all_training_prompts()
     assert train and not heldout & {p.text.strip() for p in train}
     assert heldout_prompts("humaneval") == load_prompts("humaneval", "heldout")
+
+
+def test_sets_join_with_commas_and_refuse_other_hidden_layers(tiny_target, tiny_data, tiny_data_setup, tmp_path):
+    import dataclasses
+
+    import pytest
+
+    one = AnchorSet(tiny_data, context=4, depth=3)
+    both = AnchorSet(f"{tiny_data},{tiny_data}", context=4, depth=3)
+    assert len(both) == 2 * len(one) and len(both.shards) == 2 * len(one.shards)
+    config, plan = tiny_data_setup
+    other = tmp_path / "other-layers"
+    build_dataset(tiny_target, dataclasses.replace(config, hidden_layers=(1,)), other, plan=plan[:1])
+    with pytest.raises(ValueError, match="cannot be joined"):
+        AnchorSet(f"{tiny_data},{other}", context=4, depth=3)

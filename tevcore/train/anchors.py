@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .data import load_shards, read_manifest
+from .data import data_folders, load_shards, read_manifests
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,10 @@ class AnchorBatch:
 class AnchorSet:
     """All shards of a set in memory, indexed by anchor."""
 
-    def __init__(self, folder: Path, context: int, depth: int, max_shards: int | None = None) -> None:
-        self.layers = tuple(read_manifest(folder)["config"]["hidden_layers"])
-        self.shards = load_shards(folder)[:max_shards]
+    def __init__(self, folder: Path | str, context: int, depth: int, max_shards: int | None = None) -> None:
+        """`folder`: one distillation set, or several joined by commas."""
+        self.layers = tuple(read_manifests(folder)[0]["config"]["hidden_layers"])
+        self.shards = [shard for part in data_folders(folder) for shard in load_shards(part)][:max_shards]
         self.context, self.depth = context, depth
         rows = []
         for s, shard in enumerate(self.shards):

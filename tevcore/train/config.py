@@ -13,7 +13,7 @@ from .losses import TREE_WEIGHTS
 class TrainConfig:
     """Everything a training run depends on; stored as config.json in the run folder."""
 
-    data: str  # distillation set folder (build-data)
+    data: str  # distillation set folder (build-data), or several joined by commas
     target: str = "default"
     init: str | None = None  # drafter folder to start from (fine-tuning, ExitTrain comparisons)
     depth: int = 6

@@ -273,6 +273,25 @@ def load_shards(folder: Path) -> list[dict[str, torch.Tensor]]:
     return out
 
 
+def data_folders(spec: str | Path) -> list[Path]:
+    """The folders of a data spec: one folder, or several joined by commas (one set, in that order)."""
+    folders = [Path(part.strip()) for part in str(spec).split(",") if part.strip()]
+    if not folders:
+        raise ValueError("no distillation set folder given")
+    return folders
+
+
+def read_manifests(spec: str | Path) -> list[dict]:
+    """Every folder's manifest; sets that can be joined share the target and the stored hidden layers."""
+    manifests = [read_manifest(folder) for folder in data_folders(spec)]
+    first = manifests[0]
+    for folder, other in zip(data_folders(spec), manifests):
+        if (other["target_name"], other["config"]["hidden_layers"]) != (first["target_name"], first["config"]["hidden_layers"]):
+            raise ValueError(f"{folder} was built for another target or other hidden layers than "
+                             f"{data_folders(spec)[0]}; they cannot be joined")
+    return manifests
+
+
 def read_manifest(folder: Path) -> dict:
     path = Path(folder) / MANIFEST
     if not path.is_file():

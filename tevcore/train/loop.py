@@ -172,7 +172,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
         write_status(out, "starting", 0, config.steps, started)
     if world > 1:
         dist.barrier()
-    anchors = AnchorSet(Path(config.data), config.context, config.depth, config.max_shards)
+    anchors = AnchorSet(config.data, config.context, config.depth, config.max_shards)
     checkpoint = latest_checkpoint(out)
     start_step, opt_state = 0, None
     if checkpoint is not None:

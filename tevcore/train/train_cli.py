@@ -35,14 +35,14 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def _plan(config: TrainConfig) -> str:
-    from .data import read_manifest
+    from .data import read_manifests
 
-    manifest = read_manifest(Path(config.data))
+    manifests = read_manifests(config.data)
     kind = f"ExitTrain (lambda={config.tree_lambda}, w={config.tree_weight}, B={config.tree_budget})" \
         if config.exit_train else "distillation only"
     return (f"{kind}: {config.steps} steps x {config.batch_size} anchors"
             f"{f' + {config.tree_anchors} tree anchors' if config.tree_anchors else ''}; data {config.data} "
-            f"({manifest['shards']} shards planned, target {manifest['target_name']})\n"
+            f"({sum(m['shards'] for m in manifests)} shards planned, target {manifests[0]['target_name']})\n"
             + json.dumps(config.to_dict(), indent=2))
 
 
