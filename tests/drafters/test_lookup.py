@@ -58,7 +58,7 @@ def test_bad_ngram_range_is_refused():
 
 
 def test_mixture_rows_stay_distributions_and_lift_the_chain():
-    proposer = ContextLookupProposer(UniformProposer())
+    proposer = ContextLookupProposer(UniformProposer(), chain_depth=3)
     rows = proposer.propose(FakeSession([1, 2, 5, 6, 7, 1, 2]))
     assert torch.allclose(rows.exp().sum(-1), torch.ones(3), atol=1e-6)
     # no evidence yet: weight 1/2 on the chain 5, 6, 7 plus half the flat row
@@ -69,12 +69,22 @@ def test_mixture_rows_stay_distributions_and_lift_the_chain():
 
 def test_without_a_match_the_inner_rows_pass_through():
     inner = UniformProposer()
-    rows = ContextLookupProposer(inner).propose(FakeSession([1, 2, 3]))
+    rows = ContextLookupProposer(inner, chain_depth=3).propose(FakeSession([1, 2, 3]))
     assert torch.equal(rows, inner.propose(None))
 
 
+def test_chains_run_deeper_than_the_inner_drafter_over_uniform_rows():
+    proposer = ContextLookupProposer(UniformProposer(), chain_depth=5)
+    assert proposer.depth == 5
+    rows = proposer.propose(FakeSession([1, 2, 5, 6, 7, 8, 9, 1, 2]))
+    assert rows.shape == (5, 10) and torch.allclose(rows.exp().sum(-1), torch.ones(5), atol=1e-6)
+    assert rows.argmax(-1).tolist() == [5, 6, 7, 8, 9]
+    with pytest.raises(ValueError, match="chain_depth"):
+        ContextLookupProposer(UniformProposer(), chain_depth=0)
+
+
 def test_hit_counts_follow_what_the_target_committed_per_session():
-    proposer = ContextLookupProposer(UniformProposer())
+    proposer = ContextLookupProposer(UniformProposer(), chain_depth=3)
     session, other = FakeSession([1, 2, 5, 6, 7, 1, 2]), FakeSession([1, 2, 5, 6, 7, 1, 2])
     proposer.propose(session)  # chain 5, 6, 7 proposed at committed length 7
     session.committed += [5, 9]  # depth 1 hit, depth 2 missed, depth 3 never tried

@@ -8,6 +8,8 @@ form a chain c_1..c_K, and depth d's row becomes the mixture
 (1 - b_d) q_d + b_d 1[c_d]. b_d is the running hit rate of depth-d lookups
 in this session (a Beta(1, 1) prior), read off the tokens the target went on
 to commit, so the mixture trusts the lookup exactly as much as it has earned.
+Chains may run deeper than the inner drafter (`chain_depth`, 10 as in HF's
+prompt-lookup decoding); there the inner row is uniform.
 Any tree stays exact under the exact verifiers; the mixture only decides
 which tokens the tree holds.
 """
@@ -67,10 +69,12 @@ class ContextLookupProposer:
     serve several decodes at once without their statistics mixing.
     """
 
-    def __init__(self, inner: Proposer, min_ngram: int = 2, max_ngram: int = 4) -> None:
+    def __init__(self, inner: Proposer, min_ngram: int = 2, max_ngram: int = 4, chain_depth: int = 10) -> None:
         lookup_continuation([], 0, min_ngram, max_ngram)  # validates the n-gram range
+        if chain_depth < 1:
+            raise ValueError(f"chain_depth must be >= 1, got {chain_depth}")
         self.inner = inner
-        self.depth = inner.depth
+        self.depth = max(inner.depth, chain_depth)
         self.hidden_layers = inner.hidden_layers
         self.stand_in = inner.stand_in
         self.name = f"{inner.name} + context lookup"
@@ -88,6 +92,9 @@ class ContextLookupProposer:
             counts = self._counts[session] = _HitCounts([0] * self.depth, [0] * self.depth)
         counts.learn(session.committed)
         rows = self.inner.propose(session)
+        if rows.shape[0] < self.depth:  # deeper than the inner drafter: a uniform row
+            flat = rows.new_full((self.depth - rows.shape[0], rows.shape[1]), -math.log(rows.shape[1]))
+            rows = torch.cat([rows, flat])
         chain = lookup_continuation(session.committed, self.depth, self.min_ngram, self.max_ngram)
         counts.pending_start, counts.pending_chain = len(session.committed), chain
         if not chain:
