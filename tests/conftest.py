@@ -35,6 +35,14 @@ def default_target():
     return load_target(dtype="float32", device="cpu")
 
 
+@pytest.fixture(scope="session")
+def default_proposer(default_target):
+    """What `--proposer default` gives: the committed drafter with the context lookup."""
+    from tevcore.drafters import resolve_proposer
+
+    return resolve_proposer("default", default_target)
+
+
 @contextmanager
 def _single_torch_thread():
     before = torch.get_num_threads()

@@ -110,13 +110,6 @@ def test_joint_law_of_three_tokens_matches_target_tiny(small_vocab_target, verif
     assert p_value > 1e-3
 
 
-@pytest.fixture(scope="module")
-def default_proposer(default_target):
-    from tevcore.drafters import resolve_proposer
-
-    return resolve_proposer("default", default_target)
-
-
 def _mixed_heldout_prompts(n_per_set: int) -> list[str]:
     from tevcore.datasets import DATASETS, load_prompts
 

@@ -30,6 +30,7 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
                        repeats: int = 5, refresh: bool = False) -> dict[int, float]:
     """Median seconds of one tree forward per tree size, measured here and cached per machine."""
     threads = torch.get_num_threads()
+    context_length = max(1, min(context_length, target.max_context - max(sizes) - 1))  # small-context models
     key = f"forward-cost-{target.name}-{target.device.type}-{threads}t-{context_length}.json".replace(" ", "_")
     path = cache_dir() / key.replace("/", "_")
     if path.is_file() and not refresh:

@@ -165,7 +165,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .autobudget import choose_budget
+    from .autobudget import BudgetChoice, choose_budget
     from .drafters import resolve_proposer
 
     if args.threads:
@@ -176,25 +176,28 @@ def run(args: argparse.Namespace) -> int:
     target = load_target(args.target, device=args.device)
     proposer = resolve_proposer(args.proposer, target)
     datasets = _csv(args.dataset, str)
-    auto = None
-    if args.budgets == "auto":
-        calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
-        auto = choose_budget(target, proposer, calibration, temperatures[0])
-        print(auto.explain())
-        budgets = [auto.budget] if auto.budget > 0 else []
-    else:
-        budgets = _csv(args.budgets, int)
     verifiers = _csv(args.verifiers, str)
-    for b in budgets:
-        for v in verifiers:
-            DecodeConfig(budget=b, verifier=v)
-    rows = run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temperatures, budgets, verifiers,
-                     args.seed, peers=not args.no_peers)
+    auto: dict[float, BudgetChoice] = {}
+    if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
+        calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
+        for t in temperatures:
+            auto[t] = choose_budget(target, proposer, calibration, t)
+            print(f"T={t:g}: {auto[t].explain()}")
+        plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
+    else:
+        plan = [(temperatures, _csv(args.budgets, int))]
+    for _, budgets in plan:
+        for b in budgets:
+            for v in verifiers:
+                DecodeConfig(budget=b, verifier=v)
+    rows = [row for temps, budgets in plan
+            for row in run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers,
+                                 args.seed, peers=not args.no_peers)]
     print(format_table(rows))
     meta = {"commit": _git_commit(), "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
-            "auto_budget": auto.to_dict() if auto else None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

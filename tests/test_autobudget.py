@@ -1,0 +1,49 @@
+"""`--budget auto`: the cached forward-cost curve, nested-tree E(B), and the choice it makes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tevcore.autobudget import choose_budget, expected_length_by_budget, forward_cost_curve
+from tevcore.drafters import GreedyRolloutProposer
+from tevcore.drafters.lookup import ContextLookupProposer
+
+PROMPTS = [[5, 9, 14, 3, 22, 7, 5, 9], [40, 41, 42, 43, 40, 41]]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEVCORE_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def test_the_cost_curve_is_measured_once_then_read_back(tiny_target, cache):
+    curve = forward_cost_curve(tiny_target, context_length=16, sizes=(0, 2, 4), repeats=2)
+    assert set(curve) == {0, 2, 4} and all(seconds > 0 for seconds in curve.values())
+    [stored] = list(cache.glob("forward-cost-*.json"))
+    stored.write_text(json.dumps({"0": 1.0, "2": 2.0, "4": 3.0}))  # a cached curve is trusted as written
+    assert forward_cost_curve(tiny_target, context_length=16, sizes=(0, 2, 4)) == {0: 1.0, 2: 2.0, 4: 3.0}
+    assert forward_cost_curve(tiny_target, context_length=16, sizes=(0, 2, 4), repeats=1, refresh=True)[4] != 3.0
+
+
+def test_expected_length_grows_with_the_budget(tiny_target):
+    proposer = ContextLookupProposer(GreedyRolloutProposer(depth=3), chain_depth=3)
+    lengths = expected_length_by_budget(tiny_target, proposer, PROMPTS, (1, 2, 4, 8), temperature=1.0,
+                                        rounds_per_prompt=3)
+    values = [lengths[b] for b in (1, 2, 4, 8)]
+    assert all(1.0 <= v <= 4.0 for v in values)
+    assert values == sorted(values)  # nested trees: a bigger budget never covers less
+
+
+def test_the_choice_maximises_predicted_throughput(tiny_target, cache):
+    choice = choose_budget(tiny_target, GreedyRolloutProposer(depth=2), PROMPTS, temperature=0.0, budgets=(1, 2, 4))
+    assert choice.budget in (0, 1, 2, 4)
+    best = max(choice.predicted_tokens_per_s.values())
+    assert choice.predicted_tokens_per_s[choice.budget] == best
+    for b in (1, 2, 4):  # predicted = E(B) / (draft + forward(B)); budget 0 is plain decoding
+        assert choice.predicted_tokens_per_s[b] == pytest.approx(
+            choice.expected_length[b] / (choice.draft_seconds + choice.forward_seconds[b]))
+    assert choice.predicted_tokens_per_s[0] == pytest.approx(1.0 / choice.forward_seconds[0])
+    assert f"auto budget = {choice.budget}" in choice.explain()

@@ -1,0 +1,50 @@
+"""The end-to-end benchmark on the real default target: rows, ratios, fixed-tree equivalence, the JSON file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tevcore.bench import format_table, run_bench
+from tevcore.cli import main
+
+
+@pytest.fixture(scope="module")
+def rows(default_target, default_proposer):
+    return run_bench(default_target, default_proposer, ["gsm8k"], n=2, max_new_tokens=12, temperatures=[0.0],
+                     budgets=[4], verifiers=["tev", "residual"])
+
+
+def test_every_method_gets_a_row_with_its_ratio_to_our_ar(rows):
+    methods = [(r["method"], r["verifier"]) for r in rows]
+    assert methods == [("ours AR", None), ("ours speculative", "tev"), ("ours speculative", "residual"),
+                       ("HF generate", None), ("HF prompt lookup (10)", None)]
+    assert rows[0]["speedup"] == 1.0
+    assert all(r["prompts"] == 2 and r["tokens_per_s"] > 0 and r["speedup"] > 0 for r in rows)
+
+
+def test_at_temperature_zero_block_length_equals_one_plus_coverage(rows):
+    for row in rows[1:3]:  # greedy target: the tree's flow is 0/1, so E = 1 + C is what gets accepted
+        assert row["mean_block_length"] == pytest.approx(row["mean_expected_length"], abs=1e-9)
+        assert sum(row["stage_shares"].values()) == pytest.approx(1.0)
+
+
+def test_the_table_has_one_line_per_row(rows):
+    lines = format_table(rows).splitlines()
+    assert len(lines) == 2 + len(rows) and "HF prompt lookup" in lines[-1]
+
+
+def test_the_cli_writes_the_json_with_its_metadata(tmp_path, capsys, default_target):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--dataset", "gsm8k", "--n", "1", "--max-new-tokens", "6", "--temperatures", "1",
+                 "--budgets", "2", "--verifiers", "tev", "--no-peers", "--threads", "1", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["meta"]["proposer"].endswith("+ context lookup") and record["meta"]["threads"] == 1
+    assert [r["method"] for r in record["rows"]] == ["ours AR", "ours speculative"]
+    assert "ours speculative" in capsys.readouterr().out
+
+
+def test_a_bad_temperature_fails_before_loading_anything(capsys):
+    assert main(["bench", "--temperatures", "-1", "--out", "unused.json"]) == 2
+    assert "temperature" in capsys.readouterr().err
