@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tevcore.autobudget import choose_budget, expected_length_by_budget, forward_cost_curve
+from tevcore.autobudget import choose_budget, expected_length_by_budget, forward_cost_curve, skip_thresholds
 from tevcore.drafters import GreedyRolloutProposer
 from tevcore.drafters.lookup import ContextLookupProposer
 
@@ -47,3 +47,13 @@ def test_the_choice_maximises_predicted_throughput(tiny_target, cache):
             choice.expected_length[b] / (choice.draft_seconds + choice.forward_seconds[b]))
     assert choice.predicted_tokens_per_s[0] == pytest.approx(1.0 / choice.forward_seconds[0])
     assert f"auto budget = {choice.budget}" in choice.explain()
+
+
+def test_skip_thresholds_are_a_number_or_the_measured_cost_ratio(tiny_target, cache):
+    assert skip_thresholds(tiny_target, [4, 8], "1.5") == {4: 1.5, 8: 1.5}
+    forward_cost_curve(tiny_target, sizes=(0, 4, 8), repeats=1)
+    [stored] = list(cache.glob("forward-cost-*.json"))
+    stored.write_text(json.dumps({"0": 0.1, "4": 0.15, "8": 0.2}))
+    assert skip_thresholds(tiny_target, [4, 8], "auto") == {4: pytest.approx(1.5), 8: pytest.approx(2.0)}
+    with pytest.raises(ValueError, match="number or 'auto'"):
+        skip_thresholds(tiny_target, [4], "sometimes")

@@ -49,6 +49,7 @@ def small_vocab_target():
 @pytest.mark.parametrize("bad", [
     dict(budget=-1), dict(temperature=-0.5), dict(temperature=math.nan), dict(builder="bushy"),
     dict(verifier="magic"), dict(max_new_tokens=0), dict(builder="width:4,4", budget=8),
+    dict(skip_below=-1.0), dict(skip_below=math.nan), dict(skip_below=math.inf),
 ])
 def test_bad_config_is_refused_before_any_work(bad):
     with pytest.raises(ValueError):
@@ -61,6 +62,19 @@ def test_bad_prompts_are_refused(tiny_target):
         next(rounds(tiny_target, proposer, [], DecodeConfig()))
     with pytest.raises(ValueError, match="context"):
         next(rounds(tiny_target, proposer, [1] * 250, DecodeConfig(max_new_tokens=16)))
+
+
+def test_skip_below_swaps_unpromising_trees_for_plain_steps(tiny_target, one_thread):
+    from tevcore.drafters import GreedyRolloutProposer
+
+    proposer, prompt = GreedyRolloutProposer(depth=3), [5, 6, 7, 8, 9]
+    reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=12, stop_tokens=())).tokens
+    never = generate(tiny_target, proposer, prompt, DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=()))
+    always = generate(tiny_target, proposer, prompt,
+                      DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=(), skip_below=10.0))
+    assert never.tokens == always.tokens == reference
+    assert all(r.tree.size == 4 for r in never.rounds)
+    assert all(r.tree.size == 0 and r.block_length == 1 for r in always.rounds)  # a 4-node tree forecasts < 5
 
 
 @pytest.mark.parametrize("verifier", EXACT)

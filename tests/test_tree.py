@@ -121,3 +121,11 @@ def test_root_only():
     assert not t.child_token_mask(50).any()
     assert t.ancestor_mask().tolist() == [[True]]
     assert DraftTree.from_dict(t.to_dict()).tokens.tolist() == [42]
+
+
+def test_draft_expected_length_sums_draft_path_probabilities():
+    half = math.log(0.5)
+    tree = DraftTree(tokens=torch.tensor([1, 2, 3, 4]), parents=torch.tensor([-1, 0, 1, 0]),
+                     draft_logp=torch.tensor([0.0, half, half, math.log(0.25)]))
+    assert tree.draft_expected_length() == pytest.approx(1 + 0.5 + 0.25 + 0.25)
+    assert DraftTree.root_only(7).draft_expected_length() == 1.0

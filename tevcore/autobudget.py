@@ -111,3 +111,19 @@ def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], 
     predicted[0], lengths[0] = 1.0 / curve[0], 1.0  # budget 0 = plain autoregressive decoding, no draft
     best = max(predicted, key=lambda b: (predicted[b], -b))
     return BudgetChoice(best, predicted, lengths, {b: curve[b] for b in predicted}, draft)
+
+
+def skip_thresholds(target: Target, budgets: list[int], spec: str) -> dict[int, float]:
+    """Per-budget `skip_below`: a number as given, or 'auto' = the measured forward-cost ratio c(B) / c(0).
+
+    At 'auto' a round keeps its tree only when the drafter forecasts more
+    tokens from it than the tree's forward costs in single-token forwards.
+    """
+    if spec == "auto":
+        curve = forward_cost_curve(target, sizes=tuple(sorted(set(budgets) | {0})))
+        return {b: curve[b] / curve[0] for b in budgets}
+    try:
+        value = float(spec)
+    except ValueError:
+        raise ValueError(f"skip_below must be a number or 'auto', got {spec!r}") from None
+    return dict.fromkeys(budgets, value)

@@ -38,6 +38,8 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-chat", action="store_true", help="feed the prompt as raw text")
     parser.add_argument("--out", help="write the rounds as a trace file (.jsonl or .jsonl.gz)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    parser.add_argument("--skip-below", default="0",
+                        help=helps["skip_below"] + "; 'auto' = that ratio measured on this machine (cached)")
 
 
 def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
@@ -45,9 +47,15 @@ def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
     from .drafters import resolve_proposer
     from .models import load_target
 
-    config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
-                          builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)
+    from .autobudget import skip_thresholds
+
+    settings = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
+                    builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)
+    DecodeConfig(**settings)  # refuse bad settings before loading the model
+    if args.skip_below != "auto":
+        DecodeConfig(**settings, skip_below=skip_thresholds(None, [args.budget], args.skip_below)[args.budget])
     target = load_target(args.target, device=args.device)
+    config = DecodeConfig(**settings, skip_below=skip_thresholds(target, [args.budget], args.skip_below)[args.budget])
     return config, target, resolve_proposer(args.proposer, target)
 
 

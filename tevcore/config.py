@@ -23,6 +23,9 @@ class DecodeConfig:
     stop_tokens: tuple[int, ...] | None = field(default=None, metadata={"help": "None = the model's EOS and chat end tokens"})
     chat: bool = field(default=True, metadata={"help": "wrap a text prompt in the model's chat template"})
     missing_k: int = field(default=5, metadata={"help": "top missing tokens recorded per node"})
+    skip_below: float = field(default=0.0, metadata={
+        "help": "score a plain root-only step instead of the tree when the draft's own forecast 1 + sum Q "
+                "is below this (0 = never; the forward-cost ratio of the tree to one token is the break-even)"})
 
     def __post_init__(self) -> None:
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -36,6 +39,9 @@ class DecodeConfig:
         get_verifier(self.verifier)
         if self.missing_k < 0:
             raise ValueError(f"missing_k must be >= 0, got {self.missing_k}")
+        if not (isinstance(self.skip_below, (int, float)) and 0 <= self.skip_below < float("inf")):
+            raise ValueError(f"skip_below must be a finite number >= 0, got {self.skip_below!r}")
+        object.__setattr__(self, "skip_below", float(self.skip_below))
         if self.stop_tokens is not None:
             object.__setattr__(self, "stop_tokens", tuple(int(t) for t in self.stop_tokens))
 

@@ -81,6 +81,8 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
             depth_logq = proposer.propose(session) if depth else None
         with timer.stage("tree_build"):
             tree = builder(root, depth_logq, config.budget) if depth else DraftTree.root_only(root)
+            if tree.draft_expected_length() < config.skip_below:  # the tree would not pay for its forward
+                tree = DraftTree.root_only(root)
         with timer.stage("tree_forward"):
             logits = session.score_tree(tree).logits
         with timer.stage("flow"):

@@ -68,6 +68,13 @@ class DraftTree:
             mask[node] |= mask[int(self.parents[node])]
         return mask
 
+    def draft_expected_length(self) -> float:
+        """The drafter's own forecast of 1 + coverage: 1 + the sum of draft path probabilities."""
+        path_logq = self.draft_logp.double().clone()
+        for node in range(1, self.num_nodes):  # parents precede children
+            path_logq[node] += path_logq[int(self.parents[node])]
+        return 1.0 + float(path_logq[1:].exp().sum())
+
     def path(self, node: int) -> list[int]:
         """Node indices from the root to `node`, inclusive."""
         out = [int(node)]
