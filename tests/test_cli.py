@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tevcore.cli import main
@@ -31,3 +32,9 @@ def test_bad_input_is_a_message_not_a_traceback(capsys):
     code = main(["round", "--prompt", "hi", "--budget", "-3", "--proposer", "rollout"])
     assert code == 2
     assert "budget" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value, message", [("often", "number or 'auto'"), ("-1", "finite number >= 0")])
+def test_a_bad_skip_below_is_refused_before_loading(capsys, value, message):
+    assert main(["generate", "--prompt", "hi", "--skip-below", value]) == 2
+    assert message in capsys.readouterr().err

@@ -113,6 +113,14 @@ def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], 
     return BudgetChoice(best, predicted, lengths, {b: curve[b] for b in predicted}, draft)
 
 
+def parse_skip_below(text: str) -> float:
+    """A `--skip-below` number (the 'auto' form needs a target: see `skip_thresholds`)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"skip_below must be a number or 'auto', got {text!r}") from None
+
+
 def skip_thresholds(target: Target, budgets: list[int], spec: str) -> dict[int, float]:
     """Per-budget `skip_below`: a number as given, or 'auto' = the measured forward-cost ratio c(B) / c(0).
 
@@ -122,8 +130,4 @@ def skip_thresholds(target: Target, budgets: list[int], spec: str) -> dict[int, 
     if spec == "auto":
         curve = forward_cost_curve(target, sizes=tuple(sorted(set(budgets) | {0})))
         return {b: curve[b] / curve[0] for b in budgets}
-    try:
-        value = float(spec)
-    except ValueError:
-        raise ValueError(f"skip_below must be a number or 'auto', got {spec!r}") from None
-    return dict.fromkeys(budgets, value)
+    return dict.fromkeys(budgets, parse_skip_below(spec))

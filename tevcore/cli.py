@@ -43,20 +43,20 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
+    from .autobudget import parse_skip_below, skip_thresholds
     from .config import DecodeConfig
     from .drafters import resolve_proposer
     from .models import load_target
 
-    from .autobudget import skip_thresholds
-
     settings = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
                     builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)
-    DecodeConfig(**settings)  # refuse bad settings before loading the model
     if args.skip_below != "auto":
-        DecodeConfig(**settings, skip_below=skip_thresholds(None, [args.budget], args.skip_below)[args.budget])
+        settings["skip_below"] = parse_skip_below(args.skip_below)
+    DecodeConfig(**settings)  # refuse bad settings before loading the model
     target = load_target(args.target, device=args.device)
-    config = DecodeConfig(**settings, skip_below=skip_thresholds(target, [args.budget], args.skip_below)[args.budget])
-    return config, target, resolve_proposer(args.proposer, target)
+    if args.skip_below == "auto":
+        settings["skip_below"] = skip_thresholds(target, [args.budget], "auto")[args.budget]
+    return DecodeConfig(**settings), target, resolve_proposer(args.proposer, target)
 
 
 def _write(args: argparse.Namespace, records: list, target, config) -> None:

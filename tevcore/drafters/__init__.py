@@ -4,8 +4,9 @@ from .base import Proposer, GreedyRolloutProposer
 from .block import (BlockDrafter, BlockDrafterConfig, BlockProposer, default_drafter_path, load_default_proposer,
                     load_drafter, save_drafter)
 
-__all__ = ["Proposer", "resolve_proposer", "PROPOSER_SPECS", "GreedyRolloutProposer", "BlockDrafter", "BlockDrafterConfig", "BlockProposer",
-           "default_drafter_path", "load_default_proposer", "load_drafter", "save_drafter"]
+__all__ = ["Proposer", "resolve_proposer", "PROPOSER_SPECS", "GreedyRolloutProposer", "BlockDrafter",
+           "BlockDrafterConfig", "BlockProposer", "default_drafter_path", "load_default_proposer", "load_drafter",
+           "save_drafter"]
 
 
 LOOKUP_SUFFIX = "+lookup"
