@@ -284,9 +284,12 @@ def data_folders(spec: str | Path) -> list[Path]:
 def read_manifests(spec: str | Path) -> list[dict]:
     """Every folder's manifest; sets that can be joined share the target and the stored hidden layers."""
     manifests = [read_manifest(folder) for folder in data_folders(spec)]
-    first = manifests[0]
+
+    def shape(manifest: dict) -> tuple:
+        return manifest.get("target_name"), manifest.get("config", {}).get("hidden_layers")
+
     for folder, other in zip(data_folders(spec), manifests):
-        if (other["target_name"], other["config"]["hidden_layers"]) != (first["target_name"], first["config"]["hidden_layers"]):
+        if shape(other) != shape(manifests[0]):
             raise ValueError(f"{folder} was built for another target or other hidden layers than "
                              f"{data_folders(spec)[0]}; they cannot be joined")
     return manifests
