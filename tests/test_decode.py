@@ -77,6 +77,25 @@ def test_skip_below_swaps_unpromising_trees_for_plain_steps(tiny_target, one_thr
     assert all(r.tree.size == 0 and r.block_length == 1 for r in always.rounds)  # a 4-node tree forecasts < 5
 
 
+def test_skip_gate_stops_drafting_rounds_that_keep_failing_and_rechecks(tiny_target, one_thread):
+    from tevcore.drafters import GreedyRolloutProposer
+
+    class Counting(GreedyRolloutProposer):
+        calls = 0
+
+        def propose(self, session):
+            Counting.calls += 1
+            return super().propose(session)
+
+    prompt = [5, 6, 7, 8, 9]
+    reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=24, stop_tokens=())).tokens
+    gated = generate(tiny_target, Counting(depth=3), prompt,
+                     DecodeConfig(max_new_tokens=24, budget=4, stop_tokens=(), skip_below=10.0))
+    assert gated.tokens == reference and len(gated.rounds) == 24
+    # 4 rounds to learn that no tree passes, then one look every 8th round: rounds 12 and 20
+    assert Counting.calls == 6
+
+
 @pytest.mark.parametrize("verifier", EXACT)
 @pytest.mark.parametrize("builder", ["best_first", "chain", "width:2,2,1"])
 def test_greedy_speculative_equals_autoregressive_tiny(tiny_target, verifier, builder, one_thread):

@@ -73,6 +73,15 @@ def test_without_a_match_the_inner_rows_pass_through():
     assert torch.equal(rows, inner.propose(None))
 
 
+def test_a_match_is_cheap_evidence_and_follows_the_growing_context():
+    proposer = ContextLookupProposer(UniformProposer(), chain_depth=3)
+    session = FakeSession([1, 2, 3])
+    assert not proposer.has_cheap_evidence(session)
+    session.committed += [4, 1, 2]  # "1 2" occurred before: a match
+    assert proposer.has_cheap_evidence(session)
+    assert proposer.propose(session).argmax(-1).tolist() == [3, 4, 1]
+
+
 def test_chains_run_deeper_than_the_inner_drafter_over_uniform_rows():
     proposer = ContextLookupProposer(UniformProposer(), chain_depth=5)
     assert proposer.depth == 5

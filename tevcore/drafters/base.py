@@ -16,7 +16,11 @@ from ..tree import DraftTree
 
 
 class Proposer(Protocol):
-    """Anything that can propose per-depth draft distributions for the next round."""
+    """Anything that can propose per-depth draft distributions for the next round.
+
+    A proposer may also offer `has_cheap_evidence(session) -> bool`: whether it
+    knows, without drafting, that this round is promising (see `skip_gate`).
+    """
 
     name: str
     depth: int

@@ -47,6 +47,8 @@ class _HitCounts:
     trials: list[int]
     pending_start: int = 0  # committed length when the last chain was proposed
     pending_chain: list[int] = field(default_factory=list)
+    chain_at: int = -1  # committed length the cached `chain` was looked up at
+    chain: list[int] = field(default_factory=list)
 
     def rates(self) -> list[float]:
         """Posterior mean hit rate per depth under a Beta(1, 1) prior."""
@@ -86,16 +88,32 @@ class ContextLookupProposer:
         counts = self._counts.get(session)
         return counts.rates() if counts is not None else [0.5] * self.depth
 
-    def propose(self, session: TargetSession) -> torch.Tensor:
+    def _session_counts(self, session: TargetSession) -> _HitCounts:
         counts = self._counts.get(session)
         if counts is None:
             counts = self._counts[session] = _HitCounts([0] * self.depth, [0] * self.depth)
+        return counts
+
+    def _chain(self, session: TargetSession) -> list[int]:
+        """The lookup chain of the current context (looked up once per committed length)."""
+        counts = self._session_counts(session)
+        if counts.chain_at != len(session.committed):
+            counts.chain = lookup_continuation(session.committed, self.depth, self.min_ngram, self.max_ngram)
+            counts.chain_at = len(session.committed)
+        return counts.chain
+
+    def has_cheap_evidence(self, session: TargetSession) -> bool:
+        """A lookup match is known without running the inner drafter (see `skip_gate`)."""
+        return bool(self._chain(session))
+
+    def propose(self, session: TargetSession) -> torch.Tensor:
+        counts = self._session_counts(session)
         counts.learn(session.committed)
         rows = self.inner.propose(session)
         if rows.shape[0] < self.depth:  # deeper than the inner drafter: a uniform row
             flat = rows.new_full((self.depth - rows.shape[0], rows.shape[1]), -math.log(rows.shape[1]))
             rows = torch.cat([rows, flat])
-        chain = lookup_continuation(session.committed, self.depth, self.min_ngram, self.max_ngram)
+        chain = self._chain(session)
         counts.pending_start, counts.pending_chain = len(session.committed), chain
         if not chain:
             return rows
