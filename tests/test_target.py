@@ -47,8 +47,9 @@ def test_tree_forward_equals_sequential_recompute(fixture, request):
     for node in range(tree.num_nodes):
         ids = context + tree.tokens[tree.path(node)[1:]].tolist()
         worst = max(worst, float((logits[node] - _sequential_logits(target, ids)).abs().max()))
-    print(f"{target.name}: tree forward vs sequential max abs diff {worst:.3g}")
-    assert worst < 1e-4
+    scale = float(logits.abs().max())
+    print(f"{target.name}: tree forward vs sequential max abs diff {worst:.3g} (largest logit {scale:.3g})")
+    assert worst < 1e-5 * scale  # float32 rounding of different kernels; a masking error is O(1)
 
 
 @pytest.mark.parametrize("fixture", TARGETS)

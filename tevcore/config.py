@@ -25,7 +25,8 @@ class DecodeConfig:
     missing_k: int = field(default=5, metadata={"help": "top missing tokens recorded per node"})
     skip_below: float = field(default=0.0, metadata={
         "help": "score a plain root-only step instead of the tree when the draft's own forecast 1 + sum Q "
-                "is below this (0 = never; the forward-cost ratio of the tree to one token is the break-even)"})
+                "is below this (0 = never; the forward-cost ratio of the tree to one token is the break-even); "
+                "rounds without cheap evidence also skip the drafter while such rounds keep failing"})
 
     def __post_init__(self) -> None:
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
