@@ -171,7 +171,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="plain step when the draft forecasts fewer tokens than this; 'auto' = c(B)/c(0) measured here")
     parser.add_argument("--target", default="default")
     parser.add_argument("--proposer", default="default",
-                        help="'default' (drafter + context lookup), 'drafter', 'rollout', a drafter folder, '<any>+lookup'")
+                        help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
+                             "a drafter folder, '<any>+lookup'")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")

@@ -27,8 +27,9 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", required=True, help="user prompt (chat template applied unless --no-chat)")
     parser.add_argument("--target", default="default", help="'default', a .gguf file, a model folder or a hub id")
     parser.add_argument("--proposer", default="default",
-                        help="'default' (the committed drafter + context lookup), 'drafter' (drafter alone), 'rollout' "
-                             "(stand-in: target greedy rollout), a drafter folder; append '+lookup' to mix in context lookup")
+                        help="'default' (the committed drafter + context lookup), 'drafter' (drafter alone), 'lookup' "
+                             "(context lookup, no drafter), 'rollout' (stand-in: target greedy rollout), a drafter "
+                             "folder; append '+lookup' to mix in context lookup")
     parser.add_argument("--budget", type=int, default=8, help=helps["budget"])
     parser.add_argument("--temperature", type=float, default=0.0, help=helps["temperature"])
     parser.add_argument("--builder", default="best_first", help=helps["builder"])

@@ -55,7 +55,7 @@ with st.sidebar:
     verifier = st.selectbox("verifier", list(VERIFIERS), format_func=verifier_label, key="ex_verifier")
     seed = st.number_input("seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="ex_seed")
     max_new = st.number_input("max new tokens", min_value=1, max_value=1024, value=48, step=8, key="ex_max_new")
-    proposer_options = ["default", "drafter", "rollout"]
+    proposer_options = ["default", "drafter", "lookup", "rollout"]
     if ss.get("active_drafter"):
         proposer_options.insert(0, ss["active_drafter"])
     env_choice = shared_ui.default_proposer_spec()
@@ -64,6 +64,7 @@ with st.sidebar:
     proposer_spec = st.selectbox("drafter", proposer_options, index=proposer_options.index(
         ss["active_drafter"] if ss.get("active_drafter") else env_choice), key="ex_proposer",
         help="default = the committed drafter + context lookup; drafter = the drafter alone; "
+             "lookup = the context lookup without a drafter; "
              "rollout = stand-in (the target's own greedy rollout); "
              "a folder = a checkpoint made active on the ExitTrain page")
 

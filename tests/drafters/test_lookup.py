@@ -9,7 +9,7 @@ import torch
 
 from tevcore.config import DecodeConfig
 from tevcore.decode import generate, generate_ar
-from tevcore.drafters import GreedyRolloutProposer, resolve_proposer
+from tevcore.drafters import GreedyRolloutProposer, NoDrafter, resolve_proposer
 from tevcore.drafters.lookup import ContextLookupProposer, lookup_continuation
 
 
@@ -118,5 +118,22 @@ def test_proposer_specs(tiny_target):
     wrapped = resolve_proposer("rollout+lookup", tiny_target)
     assert isinstance(wrapped, ContextLookupProposer) and wrapped.stand_in
     assert isinstance(resolve_proposer("default", tiny_target), ContextLookupProposer)
+    bare = resolve_proposer("lookup", tiny_target)
+    assert isinstance(bare, ContextLookupProposer) and isinstance(bare.inner, NoDrafter) and not bare.stand_in
+
+
+def test_lookup_without_a_drafter_decodes_exactly_and_only_drafts_on_a_match(tiny_target):
+    proposer = resolve_proposer("lookup", tiny_target)
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
+    config = DecodeConfig(max_new_tokens=24, temperature=0.0, budget=6, stop_tokens=(), skip_below=1.5)
+    spec = generate(tiny_target, proposer, prompt, config)
+    assert spec.tokens == generate_ar(tiny_target, prompt, config).tokens
+    context, drafted = list(prompt), 0
+    for record in spec.rounds:  # flat rows alone forecast ~1: only a lookup match makes a tree
+        if record.tree.size:
+            drafted += 1
+            assert lookup_continuation(context, 1)
+        context += record.emitted_tokens
+    assert drafted > 0
     with pytest.raises(ValueError, match="unknown proposer"):
         resolve_proposer("no-such-folder+lookup", tiny_target)

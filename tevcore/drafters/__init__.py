@@ -1,16 +1,17 @@
 """Drafters: given the committed context, propose K per-depth draft distributions."""
 
-from .base import Proposer, GreedyRolloutProposer
+from .base import GreedyRolloutProposer, NoDrafter, Proposer
 from .block import (BlockDrafter, BlockDrafterConfig, BlockProposer, default_drafter_path, load_default_proposer,
                     load_drafter, save_drafter)
 
-__all__ = ["Proposer", "resolve_proposer", "PROPOSER_SPECS", "GreedyRolloutProposer", "BlockDrafter",
+__all__ = ["Proposer", "resolve_proposer", "PROPOSER_SPECS", "GreedyRolloutProposer", "NoDrafter", "BlockDrafter",
            "BlockDrafterConfig", "BlockProposer", "default_drafter_path", "load_default_proposer", "load_drafter",
            "save_drafter"]
 
 
 LOOKUP_SUFFIX = "+lookup"
-PROPOSER_SPECS = "'default' (= 'drafter+lookup'), 'drafter', 'rollout', a drafter folder, or any of these + '+lookup'"
+PROPOSER_SPECS = ("'default' (= 'drafter+lookup'), 'drafter', 'rollout', 'lookup' (the lookup without a drafter), "
+                  "a drafter folder, or any of these + '+lookup'")
 
 
 def resolve_proposer(spec: str, target) -> Proposer:
@@ -18,19 +19,22 @@ def resolve_proposer(spec: str, target) -> Proposer:
 
     'drafter' -> the committed drafter (the stand-in if none fits the target);
     'rollout' -> the stand-in; anything else -> a drafter folder. A '+lookup'
-    suffix mixes in the context lookup; 'default' is 'drafter+lookup'.
+    suffix mixes in the context lookup; 'default' is 'drafter+lookup' and
+    'lookup' the lookup over flat rows (no drafter).
     """
     from pathlib import Path
 
     from .lookup import ContextLookupProposer
 
-    base = "drafter" + LOOKUP_SUFFIX if spec == "default" else spec
+    base = {"default": "drafter" + LOOKUP_SUFFIX, "lookup": "none" + LOOKUP_SUFFIX}.get(spec, spec)
     lookup = base.endswith(LOOKUP_SUFFIX)
     base = base[: -len(LOOKUP_SUFFIX)] if lookup else base
     if base == "drafter":
         proposer = load_default_proposer(target)
     elif base == "rollout":
         proposer = GreedyRolloutProposer()
+    elif base == "none" and lookup:
+        proposer = NoDrafter(target.vocab_size)
     else:
         folder = Path(base).expanduser()
         if not folder.is_dir():

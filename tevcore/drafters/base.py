@@ -7,6 +7,8 @@ log-probabilities over the target vocabulary; a builder turns it into a tree.
 
 from __future__ import annotations
 
+import math
+
 from typing import Protocol
 
 import torch
@@ -30,6 +32,26 @@ class Proposer(Protocol):
     def propose(self, session: TargetSession) -> torch.Tensor:
         """(depth x V) draft log-probabilities for depths 1..depth after the session's root."""
         ...
+
+
+class NoDrafter:
+    """Flat rows: no drafter at all.
+
+    Alone it proposes nothing worth verifying; under the context lookup
+    (`--proposer lookup`) it gives prompt-lookup decoding with exact tree
+    verification and no drafter cost, a baseline for what the drafter adds.
+    """
+
+    hidden_layers: tuple[int, ...] = ()
+    stand_in = False
+    depth = 1
+    name = "no drafter"
+
+    def __init__(self, vocab_size: int) -> None:
+        self.vocab_size = int(vocab_size)
+
+    def propose(self, session: TargetSession) -> torch.Tensor:
+        return torch.full((1, self.vocab_size), -math.log(self.vocab_size), device=session.device)
 
 
 class GreedyRolloutProposer:
