@@ -49,6 +49,20 @@ def test_the_choice_maximises_predicted_throughput(tiny_target, cache):
     assert f"auto budget = {choice.budget}" in choice.explain()
 
 
+def test_with_the_skip_rule_rounds_that_forecast_too_little_count_as_plain_steps(tiny_target, cache):
+    forward_cost_curve(tiny_target, sizes=(0, 1, 2, 4), repeats=1)
+    [stored] = list(cache.glob("forward-cost-*.json"))
+    stored.write_text(json.dumps({"0": 0.1, "1": 0.5, "2": 0.5, "4": 0.5}))  # trees cost 5 plain steps
+    proposer = GreedyRolloutProposer(depth=2)  # forecasts at most 1 + 2 tokens < 5: every round skips
+    skipping = choose_budget(tiny_target, proposer, PROMPTS, temperature=0.0, budgets=(1, 2, 4), skip_below="auto")
+    assert all(skipping.skipped_share[b] == 1.0 and skipping.expected_length[b] == 1.0 for b in (1, 2, 4))
+    for b in (1, 2, 4):  # each round: one token for the draft plus one plain step
+        assert skipping.predicted_tokens_per_s[b] == pytest.approx(1.0 / (skipping.draft_seconds + 0.1))
+    assert skipping.budget == 0 and "skipped 100%" in skipping.explain()
+    plain = choose_budget(tiny_target, proposer, PROMPTS, temperature=0.0, budgets=(1, 2, 4))
+    assert all(plain.skipped_share[b] == 0.0 for b in (1, 2, 4)) and plain.expected_length[4] > 1.0
+
+
 def test_skip_thresholds_are_a_number_or_the_measured_cost_ratio(tiny_target, cache):
     assert skip_thresholds(tiny_target, [4, 8], "1.5") == {4: 1.5, 8: 1.5}
     forward_cost_curve(tiny_target, sizes=(0, 4, 8), repeats=1)

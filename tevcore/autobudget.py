@@ -58,25 +58,31 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
     return curve
 
 
-def expected_length_by_budget(target: Target, proposer: Proposer, prompts: list[list[int]],
-                              budgets: tuple[int, ...], temperature: float, rounds_per_prompt: int = 8) -> dict[int, float]:
-    """Mean 1 + C of the drafter's trees cut to each budget, over real decoding contexts."""
+def calibration_rounds(target: Target, proposer: Proposer, prompts: list[list[int]], largest: int,
+                       temperature: float, rounds_per_prompt: int = 8) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per real decoding round, (draft, target) path probability of each node of the budget-`largest` tree.
+
+    Nodes come in heap order, so the first B nodes form the budget-B tree.
+    """
     from .config import DecodeConfig
     from .decode import rounds
 
-    largest = max(budgets)
-    sums = dict.fromkeys(budgets, 0.0)
-    count = 0
     config = DecodeConfig(max_new_tokens=rounds_per_prompt * (proposer.depth + 1), temperature=temperature,
                           budget=largest, seed=0)
+    found = []
     for ids in prompts:
         for record in rounds(target, proposer, ids, config):
             if record.index >= rounds_per_prompt:
                 break
-            for budget in budgets:  # heap order: the first `budget` nodes form the budget-B tree
-                sums[budget] += 1.0 + float(record.flow.path_prob[1:budget + 1].sum())
-            count += 1
-    return {b: s / max(count, 1) for b, s in sums.items()}
+            found.append((record.tree.draft_path_probs()[1:].float(), record.flow.path_prob[1:].float()))
+    return found
+
+
+def expected_length_by_budget(target: Target, proposer: Proposer, prompts: list[list[int]],
+                              budgets: tuple[int, ...], temperature: float, rounds_per_prompt: int = 8) -> dict[int, float]:
+    """Mean 1 + C of the drafter's trees cut to each budget, over real decoding contexts."""
+    found = calibration_rounds(target, proposer, prompts, max(budgets), temperature, rounds_per_prompt)
+    return {b: sum(1.0 + float(p[:b].sum()) for _, p in found) / max(len(found), 1) for b in budgets}
 
 
 @dataclass
@@ -88,10 +94,12 @@ class BudgetChoice:
     expected_length: dict[int, float]
     forward_seconds: dict[int, float]
     draft_seconds: float
+    skipped_share: dict[int, float]  # calibration rounds the skip rule would turn into plain steps
 
     def explain(self) -> str:
         rows = [f"  B={b:>3}: E={self.expected_length[b]:.2f}  forward {1000 * self.forward_seconds[b]:.1f} ms  "
-                f"-> {self.predicted_tokens_per_s[b]:.1f} tok/s" for b in sorted(self.predicted_tokens_per_s)]
+                f"skipped {100 * self.skipped_share[b]:.0f}%  -> {self.predicted_tokens_per_s[b]:.1f} tok/s"
+                for b in sorted(self.predicted_tokens_per_s)]
         return (f"auto budget = {self.budget} (draft {1000 * self.draft_seconds:.1f} ms per round)\n" + "\n".join(rows))
 
     def to_dict(self) -> dict:
@@ -99,20 +107,35 @@ class BudgetChoice:
 
 
 def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], temperature: float,
-                  budgets: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)) -> BudgetChoice:
-    """Budget with the highest predicted throughput on this machine for this drafter."""
+                  budgets: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64), skip_below: str = "0") -> BudgetChoice:
+    """Budget with the highest predicted throughput on this machine for this drafter.
+
+    Predicted throughput = tokens / time summed over calibration rounds, where a
+    round whose draft forecast falls below the budget's `skip_below` threshold
+    (see `skip_thresholds`) counts as a plain step: one token for c(0).
+    """
     curve = forward_cost_curve(target, sizes=tuple(sorted(set(budgets) | {0})))
+    thresholds = skip_thresholds(target, list(budgets), skip_below)
     session = TargetSession(target, hidden_layers=proposer.hidden_layers)
     session.prefill(prompts[0])
     start = time.perf_counter()
     for _ in range(5):
         best_first(session.root_token, proposer.propose(session), max(budgets))
     draft = (time.perf_counter() - start) / 5
-    lengths = expected_length_by_budget(target, proposer, prompts, budgets, temperature)
-    predicted = {b: lengths[b] / (draft + curve[b]) for b in budgets}
-    predicted[0], lengths[0] = 1.0 / curve[0], 1.0  # budget 0 = plain autoregressive decoding, no draft
+    found = calibration_rounds(target, proposer, prompts, max(budgets), temperature)
+    predicted, lengths, skipped = {}, {}, {}
+    for b in budgets:
+        tokens = seconds = skips = 0.0
+        for q, p in found:
+            keep = thresholds[b] <= 0 or 1.0 + float(q[:b].sum()) >= thresholds[b]
+            tokens += 1.0 + float(p[:b].sum()) if keep else 1.0
+            seconds += draft + (curve[b] if keep else curve[0])
+            skips += 0.0 if keep else 1.0
+        count = max(len(found), 1)
+        predicted[b], lengths[b], skipped[b] = tokens / seconds if seconds else 0.0, tokens / count, skips / count
+    predicted[0], lengths[0], skipped[0] = 1.0 / curve[0], 1.0, 0.0  # budget 0 = plain autoregressive decoding
     best = max(predicted, key=lambda b: (predicted[b], -b))
-    return BudgetChoice(best, predicted, lengths, {b: curve[b] for b in predicted}, draft)
+    return BudgetChoice(best, predicted, lengths, {b: curve[b] for b in predicted}, draft, skipped)
 
 
 def parse_skip_below(text: str) -> float:

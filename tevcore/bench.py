@@ -181,7 +181,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .autobudget import BudgetChoice, choose_budget, skip_thresholds
+    from .autobudget import BudgetChoice, choose_budget, parse_skip_below, skip_thresholds
     from .drafters import resolve_proposer
 
     if args.threads:
@@ -189,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
     temperatures = _csv(args.temperatures, float)
     for t in temperatures:
         DecodeConfig(temperature=t)  # validate before loading anything
+    if args.skip_below != "auto":
+        DecodeConfig(skip_below=parse_skip_below(args.skip_below))
     target = load_target(args.target, device=args.device)
     proposer = resolve_proposer(args.proposer, target)
     datasets = _csv(args.dataset, str)
@@ -197,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
         calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
         for t in temperatures:
-            auto[t] = choose_budget(target, proposer, calibration, t)
+            auto[t] = choose_budget(target, proposer, calibration, t, skip_below=args.skip_below)
             print(f"T={t:g}: {auto[t].explain()}")
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:

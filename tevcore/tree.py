@@ -68,12 +68,17 @@ class DraftTree:
             mask[node] |= mask[int(self.parents[node])]
         return mask
 
-    def draft_expected_length(self) -> float:
-        """The drafter's own forecast of 1 + coverage: 1 + the sum of draft path probabilities."""
+    def draft_path_probs(self) -> torch.Tensor:
+        """Per node, the draft probability of its whole path from the root (the root's is 1)."""
         path_logq = self.draft_logp.double().clone()
+        path_logq[0] = 0.0
         for node in range(1, self.num_nodes):  # parents precede children
             path_logq[node] += path_logq[int(self.parents[node])]
-        return 1.0 + float(path_logq[1:].exp().sum())
+        return path_logq.exp()
+
+    def draft_expected_length(self) -> float:
+        """The drafter's own forecast of 1 + coverage: 1 + the sum of draft path probabilities."""
+        return 1.0 + float(self.draft_path_probs()[1:].sum())
 
     def path(self, node: int) -> list[int]:
         """Node indices from the root to `node`, inclusive."""
