@@ -11,12 +11,12 @@ pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason
 
 
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("shape", [(1, 48), (5, 48), (17, 48), (2, 7, 48)])
+@pytest.mark.parametrize("shape", [(1, 48), (2, 48), (5, 48), (17, 48), (65, 48), (2, 7, 48)])
 def test_packed_matches_linear(bias, shape):
     torch.manual_seed(0)
     linear = torch.nn.Linear(48, 96, bias=bias)
     x = torch.randn(*shape)
-    packed = PackedLinear(linear)
+    packed = PackedLinear.from_linear(linear)
     with torch.inference_mode():
         got, want = packed(x), linear(x)
     assert got.shape == want.shape
@@ -25,7 +25,7 @@ def test_packed_matches_linear(bias, shape):
 
 def test_packed_keeps_the_original_parameters_and_falls_back_for_gradients():
     linear = torch.nn.Linear(8, 4)
-    packed = PackedLinear(linear)
+    packed = PackedLinear.from_linear(linear)
     assert packed.weight is linear.weight and packed.bias is linear.bias
     x = torch.randn(3, 8, requires_grad=True)
     packed(x).sum().backward()  # the packed kernel has no backward: the fallback must take it
@@ -47,6 +47,18 @@ def test_pack_linears_swaps_every_linear_of_a_model_and_keeps_its_outputs(tiny_t
     with torch.inference_mode():
         after = model(input_ids=ids).logits
     torch.testing.assert_close(after, before, rtol=1e-4, atol=1e-4)
+
+
+def test_a_weight_changed_in_place_is_packed_again():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(48, 96)
+    packed = PackedLinear.from_linear(linear)
+    x = torch.randn(3, 48)
+    with torch.no_grad():
+        linear.weight.mul_(-2.0)  # what an optimizer step does to the shared parameter
+    with torch.inference_mode():
+        got, want = packed(x), linear(x)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_only_float32_cpu_models_are_packed():

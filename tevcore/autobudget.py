@@ -20,7 +20,7 @@ import torch
 from .builders import best_first
 from .drafters.base import Proposer
 from .models import Target, cache_dir
-from .packed_linear import is_packed
+from .packed_linear import PACKED_FOR_ROWS, is_packed
 from .target import TargetSession
 from .tree import DraftTree
 
@@ -32,7 +32,7 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
     """Median seconds of one tree forward per tree size, measured here and cached per machine."""
     threads = torch.get_num_threads()
     context_length = max(1, min(context_length, target.max_context - max(sizes) - 1))  # small-context models
-    layout = "packed" if is_packed(target.model) else "plain"
+    layout = f"packed{PACKED_FOR_ROWS}" if is_packed(target.model) else "plain"
     key = f"forward-cost-{target.name}-{target.device.type}-{layout}-{threads}t-{context_length}.json".replace(" ", "_")
     path = cache_dir() / key.replace("/", "_")
     if path.is_file() and not refresh:

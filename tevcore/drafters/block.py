@@ -15,6 +15,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Callable
 
 import torch
 from safetensors import SafetensorError
@@ -22,6 +23,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..models import Target
+from ..packed_linear import PackedLinear, can_pack, pack_linears
 from ..target import TargetSession
 
 CONFIG_FILE = "config.json"
@@ -120,12 +122,14 @@ class BlockDrafter(nn.Module):
         self.head = head.index_select(0, self.draft_ids.to(head.device)).to(self.bias.device)
         return self
 
-    def forward(self, features: torch.Tensor, context_mask: torch.Tensor, roots: torch.Tensor) -> torch.Tensor:
+    def forward(self, features: torch.Tensor, context_mask: torch.Tensor, roots: torch.Tensor,
+                head: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
         """Draft log-probs over the draft vocabulary, (B, K, Vd).
 
         features: (B, C, layers, H) target hidden states, oldest first;
         context_mask: (B, C) True where a position exists (left padding is False);
-        roots: (B,) root token ids.
+        roots: (B,) root token ids; head: the product with the attached rows plus
+        the bias, if given in a faster form (see `BlockProposer`).
         """
         if self.head.numel() == 0:
             raise RuntimeError("attach(target) before running the drafter")
@@ -138,7 +142,8 @@ class BlockDrafter(nn.Module):
         keep = torch.cat([context_mask, torch.ones(x.shape[0], 1 + c.depth, dtype=torch.bool, device=x.device)], 1)
         x = self.encoder(x, src_key_padding_mask=~keep)
         out = self.norm(x[:, -c.depth:])
-        return torch.log_softmax(out @ self.head.T + self.bias, dim=-1)
+        logits = head(out) if head is not None else out @ self.head.T + self.bias
+        return torch.log_softmax(logits, dim=-1)
 
     def full_vocab(self, draft_logq: torch.Tensor) -> torch.Tensor:
         """Scatter draft-vocabulary log-probs into the target vocabulary; other rows get -inf."""
@@ -177,12 +182,20 @@ def context_features(session: TargetSession, config: BlockDrafterConfig) -> tupl
 
 
 class BlockProposer:
-    """A `Proposer` around a trained block drafter."""
+    """A `Proposer` around a trained block drafter.
+
+    On a CPU its linears and its draft-vocabulary head are packed for oneDNN
+    (see `packed_linear`): that halves the drafter's time per round.
+    """
 
     stand_in = False
 
     def __init__(self, drafter: BlockDrafter, name: str = "block drafter") -> None:
         self.drafter = drafter.eval()
+        self._head = None
+        if can_pack(self.drafter):
+            pack_linears(self.drafter)
+            self._head = PackedLinear(self.drafter.head, self.drafter.bias)
         self.depth = drafter.config.depth
         self.hidden_layers = drafter.config.hidden_layers
         self.name = name
@@ -192,7 +205,7 @@ class BlockProposer:
         device = self.drafter.bias.device
         features, mask = context_features(session, self.drafter.config)
         roots = torch.tensor([session.root_token], device=device)
-        logq = self.drafter(features.to(device), mask.to(device), roots)[0]
+        logq = self.drafter(features.to(device), mask.to(device), roots, head=self._head)[0]
         return self.drafter.full_vocab(logq)
 
 
