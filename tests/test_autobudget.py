@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tevcore.autobudget import choose_budget, expected_length_by_budget, forward_cost_curve, skip_thresholds
+from tevcore.autobudget import (choose_budget, curve_sizes, expected_length_by_budget, forward_cost_curve,
+                                trim_costs)
 from tevcore.drafters import GreedyRolloutProposer
 from tevcore.drafters.lookup import ContextLookupProposer
 
@@ -49,25 +50,44 @@ def test_the_choice_maximises_predicted_throughput(tiny_target, cache):
     assert f"auto budget = {choice.budget}" in choice.explain()
 
 
-def test_with_the_skip_rule_rounds_that_forecast_too_little_count_as_plain_steps(tiny_target, cache):
-    forward_cost_curve(tiny_target, sizes=(0, 1, 2, 4), repeats=1)
+def _store_curve(target, cache, curve: dict[int, float]) -> None:
+    forward_cost_curve(target, sizes=tuple(curve), repeats=1)
     [stored] = list(cache.glob("forward-cost-*.json"))
-    stored.write_text(json.dumps({"0": 0.1, "1": 0.5, "2": 0.5, "4": 0.5}))  # trees cost 5 plain steps
-    proposer = GreedyRolloutProposer(depth=2)  # forecasts at most 1 + 2 tokens < 5: every round skips
-    skipping = choose_budget(tiny_target, proposer, PROMPTS, temperature=0.0, budgets=(1, 2, 4), skip_below="auto")
+    stored.write_text(json.dumps({str(k): v for k, v in curve.items()}))
+
+
+def test_with_trimming_each_round_counts_what_it_would_keep(tiny_target, cache):
+    proposer = GreedyRolloutProposer(depth=2)  # forecasts at most 1 + 2 tokens
+    _store_curve(tiny_target, cache, {0: 0.1, 1: 0.5, 2: 0.5, 4: 0.5})  # trees cost 5 plain steps: none pays
+    skipping = choose_budget(tiny_target, proposer, PROMPTS, temperature=0.0, budgets=(1, 2, 4), trim="auto")
     assert all(skipping.skipped_share[b] == 1.0 and skipping.expected_length[b] == 1.0 for b in (1, 2, 4))
-    for b in (1, 2, 4):  # each round: one token for the draft plus one plain step
+    for b in (1, 2, 4):  # each round: the draft plus one plain step, for one token
         assert skipping.predicted_tokens_per_s[b] == pytest.approx(1.0 / (skipping.draft_seconds + 0.1))
-    assert skipping.budget == 0 and "skipped 100%" in skipping.explain()
+    assert skipping.budget == 0 and "plain 100%" in skipping.explain()
+    _store_curve(tiny_target, cache, {0: 0.1, 1: 0.1, 2: 0.5, 4: 0.5})  # one node is free, more cost 5
+    one = choose_budget(tiny_target, proposer, PROMPTS, temperature=0.0, budgets=(1, 2, 4), trim="auto")
+    assert all(one.kept_nodes[b] == 1.0 and one.skipped_share[b] == 0.0 for b in (1, 2, 4))
+    assert one.predicted_tokens_per_s[4] == pytest.approx(one.predicted_tokens_per_s[1])
     plain = choose_budget(tiny_target, proposer, PROMPTS, temperature=0.0, budgets=(1, 2, 4))
-    assert all(plain.skipped_share[b] == 0.0 for b in (1, 2, 4)) and plain.expected_length[4] > 1.0
+    assert all(plain.skipped_share[b] == 0.0 and plain.kept_nodes[b] == b for b in (1, 2, 4))
+    assert plain.expected_length[4] > 1.0
 
 
-def test_skip_thresholds_are_a_number_or_the_measured_cost_ratio(tiny_target, cache):
-    assert skip_thresholds(tiny_target, [4, 8], "1.5") == {4: 1.5, 8: 1.5}
-    forward_cost_curve(tiny_target, sizes=(0, 4, 8), repeats=1)
+def test_trim_costs_are_off_flat_or_the_interpolated_curve(tiny_target, cache):
+    assert trim_costs(tiny_target, [4, 8], "off") == {4: None, 8: None}
+    assert trim_costs(tiny_target, [2], "1.5") == {2: (1.0, 1.5, 1.5)}
+    assert curve_sizes([4, 8]) == (0, 1, 2, 4, 8) and curve_sizes([12]) == (0, 1, 2, 4, 8, 12)
+    _store_curve(tiny_target, cache, {0: 0.1, 1: 0.11, 2: 0.12, 4: 0.15, 8: 0.2})
+    costs = trim_costs(tiny_target, [4, 8], "auto")
+    assert costs[4] == pytest.approx((1.0, 1.1, 1.2, 1.35, 1.5))
+    assert len(costs[8]) == 9 and costs[8][6] == pytest.approx(1.75)
+    with pytest.raises(ValueError, match="'off', 'auto' or a number"):
+        trim_costs(tiny_target, [4], "sometimes")
+
+
+def test_the_cost_cache_keeps_sizes_measured_before(tiny_target, cache):
+    _store_curve(tiny_target, cache, {0: 0.1, 2: 0.15, 8: 0.2})
+    curve = forward_cost_curve(tiny_target, sizes=(0, 4, 8), repeats=1)  # 4 is new: all three measured again
     [stored] = list(cache.glob("forward-cost-*.json"))
-    stored.write_text(json.dumps({"0": 0.1, "4": 0.15, "8": 0.2}))
-    assert skip_thresholds(tiny_target, [4, 8], "auto") == {4: pytest.approx(1.5), 8: pytest.approx(2.0)}
-    with pytest.raises(ValueError, match="number or 'auto'"):
-        skip_thresholds(tiny_target, [4], "sometimes")
+    kept = json.loads(stored.read_text())
+    assert set(kept) == {"0", "2", "4", "8"} and kept["2"] == 0.15 and set(curve) == {0, 4, 8}

@@ -34,7 +34,7 @@ def test_bad_input_is_a_message_not_a_traceback(capsys):
     assert "budget" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("value, message", [("often", "number or 'auto'"), ("-1", "finite number >= 0")])
-def test_a_bad_skip_below_is_refused_before_loading(capsys, value, message):
-    assert main(["generate", "--prompt", "hi", "--skip-below", value]) == 2
+@pytest.mark.parametrize("value, message", [("often", "'off', 'auto' or a number"), ("-1", "finite number > 0")])
+def test_a_bad_trim_is_refused_before_loading(capsys, value, message):
+    assert main(["generate", "--prompt", "hi", "--trim", value]) == 2
     assert message in capsys.readouterr().err

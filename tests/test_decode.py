@@ -11,6 +11,7 @@ from scipy.stats import chisquare
 
 from tevcore.config import DecodeConfig
 from tevcore.decode import generate, generate_ar, rounds
+from tevcore.trim import flat_costs
 
 EXACT = ("tev", "predraw", "residual", "greedy", "chain")
 
@@ -49,7 +50,8 @@ def small_vocab_target():
 @pytest.mark.parametrize("bad", [
     dict(budget=-1), dict(temperature=-0.5), dict(temperature=math.nan), dict(builder="bushy"),
     dict(verifier="magic"), dict(max_new_tokens=0), dict(builder="width:4,4", budget=8),
-    dict(skip_below=-1.0), dict(skip_below=math.nan), dict(skip_below=math.inf),
+    dict(budget=2, tree_costs=(1.0, 1.5)), dict(budget=1, tree_costs=(1.0, math.nan)),
+    dict(budget=1, tree_costs=(0.0, 1.5)), dict(budget=1, tree_costs="fast"),
 ])
 def test_bad_config_is_refused_before_any_work(bad):
     with pytest.raises(ValueError):
@@ -64,17 +66,29 @@ def test_bad_prompts_are_refused(tiny_target):
         next(rounds(tiny_target, proposer, [1] * 250, DecodeConfig(max_new_tokens=16)))
 
 
-def test_skip_below_swaps_unpromising_trees_for_plain_steps(tiny_target, one_thread):
+def test_trimming_swaps_unpromising_trees_for_plain_steps(tiny_target, one_thread):
     from tevcore.drafters import GreedyRolloutProposer
 
     proposer, prompt = GreedyRolloutProposer(depth=3), [5, 6, 7, 8, 9]
     reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=12, stop_tokens=())).tokens
     never = generate(tiny_target, proposer, prompt, DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=()))
     always = generate(tiny_target, proposer, prompt,
-                      DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=(), skip_below=10.0))
+                      DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=(), tree_costs=flat_costs(10.0, 4)))
     assert never.tokens == always.tokens == reference
     assert all(r.tree.size == 4 for r in never.rounds)
     assert all(r.tree.size == 0 and r.block_length == 1 for r in always.rounds)  # a 4-node tree forecasts < 5
+
+
+def test_trimming_keeps_the_prefix_that_pays_and_stays_exact(tiny_target, one_thread):
+    from tevcore.drafters import GreedyRolloutProposer
+
+    prompt = [5, 6, 7, 8, 9]
+    reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=12, stop_tokens=())).tokens
+    costs = (1.0, 1.0, 1.0, 9.0, 9.0)  # two nodes are free, more cost nine plain steps
+    trimmed = generate(tiny_target, GreedyRolloutProposer(depth=3), prompt,
+                       DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=(), tree_costs=costs))
+    assert trimmed.tokens == reference
+    assert all(r.tree.size == 2 and r.tree.budget == 4 for r in trimmed.rounds)
 
 
 def test_skip_gate_stops_drafting_rounds_that_keep_failing_and_rechecks(tiny_target, one_thread):
@@ -90,7 +104,7 @@ def test_skip_gate_stops_drafting_rounds_that_keep_failing_and_rechecks(tiny_tar
     prompt = [5, 6, 7, 8, 9]
     reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=24, stop_tokens=())).tokens
     gated = generate(tiny_target, Counting(depth=3), prompt,
-                     DecodeConfig(max_new_tokens=24, budget=4, stop_tokens=(), skip_below=10.0))
+                     DecodeConfig(max_new_tokens=24, budget=4, stop_tokens=(), tree_costs=flat_costs(10.0, 4)))
     assert gated.tokens == reference and len(gated.rounds) == 24
     # 4 rounds to learn that no tree passes, then one look every 8th round: rounds 12 and 20
     assert Counting.calls == 6

@@ -1,4 +1,4 @@
-"""The pre-draft skip gate: rounds with evidence always draft; failing no-evidence rounds stop drafting."""
+"""The pre-draft skip gate: rounds with evidence always draft; no-evidence rounds that keep nothing stop drafting."""
 
 from __future__ import annotations
 
@@ -7,36 +7,36 @@ import pytest
 from tevcore.skip_gate import SkipGate, has_cheap_evidence
 
 
-def test_no_threshold_always_drafts():
-    gate = SkipGate(0.0)
+def test_a_disabled_gate_always_drafts():
+    gate = SkipGate(enabled=False)
     for _ in range(20):
         assert gate.should_draft(False)
-        gate.observe(False, 1.0)
+        gate.observe(False, False)
 
 
 def test_failing_rounds_close_the_gate_until_a_recheck_and_a_pass_opens_it():
-    gate = SkipGate(2.0, memory=3, recheck_every=4)
+    gate = SkipGate(enabled=True, memory=3, recheck_every=4)
     for _ in range(3):  # learning: drafts while it has no evidence of failure
         assert gate.should_draft(False)
-        gate.observe(False, 1.5)
+        gate.observe(False, False)
     assert [gate.should_draft(False) for _ in range(4)] == [False, False, False, True]
-    gate.observe(False, 2.5)  # the recheck passed: draft again
+    gate.observe(False, True)  # the recheck kept part of its tree: draft again
     assert gate.should_draft(False)
 
 
 def test_rounds_with_evidence_always_draft_and_do_not_teach_the_gate():
-    gate = SkipGate(2.0, memory=2, recheck_every=100)
+    gate = SkipGate(enabled=True, memory=2, recheck_every=100)
     for _ in range(2):
-        gate.observe(False, 1.0)
+        gate.observe(False, False)
     assert not gate.should_draft(False)
     assert gate.should_draft(True)
-    gate.observe(True, 5.0)
+    gate.observe(True, True)
     assert not gate.should_draft(False)
 
 
 def test_bad_gate_settings_are_refused():
     with pytest.raises(ValueError):
-        SkipGate(1.0, memory=0)
+        SkipGate(enabled=True, memory=0)
 
 
 def test_evidence_comes_from_the_proposer_when_it_offers_any():

@@ -123,9 +123,18 @@ def test_root_only():
     assert DraftTree.from_dict(t.to_dict()).tokens.tolist() == [42]
 
 
-def test_draft_expected_length_sums_draft_path_probabilities():
+def test_draft_path_probs_multiply_down_each_path():
     half = math.log(0.5)
     tree = DraftTree(tokens=torch.tensor([1, 2, 3, 4]), parents=torch.tensor([-1, 0, 1, 0]),
                      draft_logp=torch.tensor([0.0, half, half, math.log(0.25)]))
-    assert tree.draft_expected_length() == pytest.approx(1 + 0.5 + 0.25 + 0.25)
-    assert DraftTree.root_only(7).draft_expected_length() == 1.0
+    assert tree.draft_path_probs().tolist() == pytest.approx([1.0, 0.5, 0.25, 0.25])
+
+
+def test_first_keeps_a_prefix_of_nodes_as_a_tree():
+    tree = DraftTree(tokens=torch.tensor([1, 2, 3, 4]), parents=torch.tensor([-1, 0, 1, 0]),
+                     draft_logp=torch.tensor([0.0, -0.1, -0.2, -0.3]), budget=4)
+    two = tree.first(2)
+    assert two.tokens.tolist() == [1, 2, 3] and two.parents.tolist() == [-1, 0, 1] and two.budget == 4
+    assert tree.first(0).size == 0 and tree.first(3).tokens.tolist() == tree.tokens.tolist()
+    with pytest.raises(ValueError, match="cannot keep 4 nodes"):
+        tree.first(4)

@@ -23,6 +23,7 @@ from .models import Target, cache_dir
 from .packed_linear import PACKED_FOR_ROWS, is_packed
 from .target import TargetSession
 from .tree import DraftTree
+from .trim import best_prefix_size, flat_costs, interpolated_costs, parse_trim
 
 CURVE_SIZES = (0, 1, 2, 4, 8, 16, 32, 64)
 
@@ -35,10 +36,9 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
     layout = f"packed{PACKED_FOR_ROWS}" if is_packed(target.model) else "plain"
     key = f"forward-cost-{target.name}-{target.device.type}-{layout}-{threads}t-{context_length}.json".replace(" ", "_")
     path = cache_dir() / key.replace("/", "_")
-    if path.is_file() and not refresh:
-        stored = json.loads(path.read_text())
-        if all(str(s) in stored for s in sizes):
-            return {s: stored[str(s)] for s in sizes}
+    stored = json.loads(path.read_text()) if path.is_file() else {}
+    if not refresh and all(str(s) in stored for s in sizes):
+        return {s: stored[str(s)] for s in sizes}
     session = TargetSession(target)
     session.prefill(torch.randint(0, target.vocab_size, (context_length,), generator=torch.Generator().manual_seed(0)).tolist())
     curve = {}
@@ -54,8 +54,15 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
             session.rollback()
         curve[size] = median(times[1:])  # the first call warms up
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({str(k): v for k, v in curve.items()}))
+    stored.update({str(k): v for k, v in curve.items()})  # other sizes measured before stay
+    path.write_text(json.dumps(stored))
     return curve
+
+
+def curve_sizes(budgets: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """Tree sizes to measure for these budgets: the standard sizes below the largest, and the budgets."""
+    largest = max(budgets, default=0)
+    return tuple(sorted({0, *budgets} | {s for s in CURVE_SIZES if s < largest}))
 
 
 def calibration_rounds(target: Target, proposer: Proposer, prompts: list[list[int]], largest: int,
@@ -94,11 +101,13 @@ class BudgetChoice:
     expected_length: dict[int, float]
     forward_seconds: dict[int, float]
     draft_seconds: float
-    skipped_share: dict[int, float]  # calibration rounds the skip rule would turn into plain steps
+    skipped_share: dict[int, float]  # calibration rounds that trimming turns into plain steps
+    kept_nodes: dict[int, float]  # mean tree size scored per round after trimming
 
     def explain(self) -> str:
         rows = [f"  B={b:>3}: E={self.expected_length[b]:.2f}  forward {1000 * self.forward_seconds[b]:.1f} ms  "
-                f"skipped {100 * self.skipped_share[b]:.0f}%  -> {self.predicted_tokens_per_s[b]:.1f} tok/s"
+                f"kept {self.kept_nodes[b]:.1f} nodes, plain {100 * self.skipped_share[b]:.0f}%  "
+                f"-> {self.predicted_tokens_per_s[b]:.1f} tok/s"
                 for b in sorted(self.predicted_tokens_per_s)]
         return (f"auto budget = {self.budget} (draft {1000 * self.draft_seconds:.1f} ms per round)\n" + "\n".join(rows))
 
@@ -107,15 +116,15 @@ class BudgetChoice:
 
 
 def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], temperature: float,
-                  budgets: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64), skip_below: str = "0") -> BudgetChoice:
+                  budgets: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64), trim: str = "off") -> BudgetChoice:
     """Budget with the highest predicted throughput on this machine for this drafter.
 
-    Predicted throughput = tokens / time summed over calibration rounds, where a
-    round whose draft forecast falls below the budget's `skip_below` threshold
-    (see `skip_thresholds`) counts as a plain step: one token for c(0).
+    Predicted throughput = tokens / time summed over calibration rounds, where
+    each round scores what trimming (see `trim_costs`) would keep of its tree:
+    1 + the target coverage of those nodes, for their measured forward time.
     """
-    curve = forward_cost_curve(target, sizes=tuple(sorted(set(budgets) | {0})))
-    thresholds = skip_thresholds(target, list(budgets), skip_below)
+    curve = forward_cost_curve(target, sizes=curve_sizes(budgets))
+    trims = trim_costs(target, list(budgets), trim)
     session = TargetSession(target, hidden_layers=proposer.hidden_layers)
     session.prefill(prompts[0])
     start = time.perf_counter()
@@ -123,36 +132,34 @@ def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], 
         best_first(session.root_token, proposer.propose(session), max(budgets))
     draft = (time.perf_counter() - start) / 5
     found = calibration_rounds(target, proposer, prompts, max(budgets), temperature)
-    predicted, lengths, skipped = {}, {}, {}
+    predicted, lengths, skipped, kept = {}, {}, {}, {}
     for b in budgets:
-        tokens = seconds = skips = 0.0
+        seconds_by_size = [curve[0] * c for c in interpolated_costs(curve, b)]
+        tokens = seconds = skips = nodes = 0.0
         for q, p in found:
-            keep = thresholds[b] <= 0 or 1.0 + float(q[:b].sum()) >= thresholds[b]
-            tokens += 1.0 + float(p[:b].sum()) if keep else 1.0
-            seconds += draft + (curve[b] if keep else curve[0])
-            skips += 0.0 if keep else 1.0
+            k = best_prefix_size(q[:b], trims[b]) if trims[b] is not None else min(b, len(q))
+            tokens += 1.0 + float(p[:k].sum())
+            seconds += draft + seconds_by_size[k]
+            skips += k == 0
+            nodes += k
         count = max(len(found), 1)
-        predicted[b], lengths[b], skipped[b] = tokens / seconds if seconds else 0.0, tokens / count, skips / count
-    predicted[0], lengths[0], skipped[0] = 1.0 / curve[0], 1.0, 0.0  # budget 0 = plain autoregressive decoding
+        predicted[b] = tokens / seconds if seconds else 0.0
+        lengths[b], skipped[b], kept[b] = tokens / count, skips / count, nodes / count
+    predicted[0], lengths[0], skipped[0], kept[0] = 1.0 / curve[0], 1.0, 0.0, 0.0  # budget 0 = plain decoding
     best = max(predicted, key=lambda b: (predicted[b], -b))
-    return BudgetChoice(best, predicted, lengths, {b: curve[b] for b in predicted}, draft, skipped)
+    return BudgetChoice(best, predicted, lengths, {b: curve[b] for b in predicted}, draft, skipped, kept)
 
 
-def parse_skip_below(text: str) -> float:
-    """A `--skip-below` number (the 'auto' form needs a target: see `skip_thresholds`)."""
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"skip_below must be a number or 'auto', got {text!r}") from None
+def trim_costs(target: Target, budgets: list[int], spec: str) -> dict[int, tuple[float, ...] | None]:
+    """Per-budget `DecodeConfig.tree_costs` for a `--trim` spec (see `tevcore.trim`).
 
-
-def skip_thresholds(target: Target, budgets: list[int], spec: str) -> dict[int, float]:
-    """Per-budget `skip_below`: a number as given, or 'auto' = the measured forward-cost ratio c(B) / c(0).
-
-    At 'auto' a round keeps its tree only when the drafter forecasts more
-    tokens from it than the tree's forward costs in single-token forwards.
+    'auto' interpolates the forward-cost curve measured on this machine, so a
+    round keeps the part of its tree that is forecast to pay for its forward.
     """
-    if spec == "auto":
-        curve = forward_cost_curve(target, sizes=tuple(sorted(set(budgets) | {0})))
-        return {b: curve[b] / curve[0] for b in budgets}
-    return dict.fromkeys(budgets, parse_skip_below(spec))
+    parsed = parse_trim(spec)
+    if parsed == "off":
+        return dict.fromkeys(budgets)
+    if parsed == "auto":
+        curve = forward_cost_curve(target, sizes=curve_sizes(budgets))
+        return {b: interpolated_costs(curve, b) for b in budgets}
+    return {b: flat_costs(parsed, b) for b in budgets}

@@ -25,6 +25,7 @@ from .datasets import load_prompts
 from .decode import generate, generate_ar, prompt_ids
 from .models import Target, load_target
 from .records import STAGES
+from .trim import TRIM_HELP, parse_trim
 
 PROMPT_LOOKUP_TOKENS = 10
 
@@ -41,8 +42,9 @@ class MethodStats:
     block_lengths: list[float] = field(default_factory=list)  # per round, pooled
     expected_lengths: list[float] = field(default_factory=list)  # 1 + C per round, pooled
     stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
-    skip_below: float | None = None
-    skipped_rounds: int = 0  # rounds that scored a root-only step because the draft forecast too little
+    tree_costs: tuple[float, ...] | None = None
+    skipped_rounds: int = 0  # rounds that trimming turned into a plain root-only step
+    scored_nodes: int = 0  # drafted nodes the target scored, over all rounds
 
     def row(self, dataset: str, temperature: float) -> dict:
         total = sum(self.stage_seconds.values())
@@ -54,8 +56,9 @@ class MethodStats:
             "mean_block_length": mean(self.block_lengths) if self.block_lengths else None,
             "mean_expected_length": mean(self.expected_lengths) if self.expected_lengths else None,
             "stage_shares": {k: v / total for k, v in self.stage_seconds.items()} if total else None,
-            "skip_below": self.skip_below,
+            "tree_costs": self.tree_costs,
             "skipped_share": self.skipped_rounds / len(self.block_lengths) if self.block_lengths else None,
+            "mean_tree_size": self.scored_nodes / len(self.block_lengths) if self.block_lengths else None,
         }
 
 
@@ -78,12 +81,12 @@ def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperatur
 
 def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
               temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
-              peers: bool = True, skip_below: dict[int, float] | None = None) -> list[dict]:
+              peers: bool = True, tree_costs: dict[int, tuple[float, ...] | None] | None = None) -> list[dict]:
     """Measure every method on every prompt, interleaved; return one row per configuration.
 
-    `skip_below` maps a budget to its `DecodeConfig.skip_below` (default 0: never skip).
+    `tree_costs` maps a budget to its `DecodeConfig.tree_costs` (default: no trimming).
     """
-    skip_below = skip_below or {}
+    tree_costs = tree_costs or {}
     rows = []
     for dataset in datasets:
         prompts = [prompt_ids(target, p.text) for p in load_prompts(dataset, "heldout", n)]
@@ -92,7 +95,7 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
             for budget in budgets:
                 for verifier in verifiers:
                     stats[("spec", budget, verifier)] = MethodStats("ours speculative", budget, verifier,
-                                                                    skip_below=skip_below.get(budget, 0.0))
+                                                                    tree_costs=tree_costs.get(budget))
             if peers:
                 stats[("hf", None, None)] = MethodStats("HF generate")
                 stats[("hf-lookup", None, None)] = MethodStats(f"HF prompt lookup ({PROMPT_LOOKUP_TOKENS})")
@@ -106,12 +109,13 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                     if kind == "spec":
                         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
                                               budget=budget, verifier=verifier, seed=seed + index,
-                                              skip_below=entry.skip_below)
+                                              tree_costs=entry.tree_costs)
                         result = generate(target, proposer, ids, config)
                         speed = len(result.tokens) / result.seconds
                         entry.block_lengths += [r.block_length for r in result.rounds]
                         entry.expected_lengths += [r.expected_length for r in result.rounds]
                         entry.skipped_rounds += sum(r.tree.size == 0 for r in result.rounds)
+                        entry.scored_nodes += sum(r.tree.size for r in result.rounds)
                         for record in result.rounds:
                             for stage in STAGES:
                                 entry.stage_seconds[stage] += getattr(record.timings, stage)
@@ -137,15 +141,15 @@ def _git_commit() -> str:
 
 def format_table(rows: list[dict]) -> str:
     header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'verifier':<9}{'tok/s':>7}{'speedup':>8}"
-              f"{'E[L]':>7}{'1+C':>7}{'skip':>6}  stage shares (draft/build/fwd/flow/verify/commit)")
+              f"{'E[L]':>7}{'1+C':>7}{'nodes':>6}{'plain':>6}  stage shares (draft/build/fwd/flow/verify/commit)")
     lines = [header, "-" * len(header)]
     for r in rows:
         shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""
-        skip = f"{100 * r['skipped_share']:.0f}%" if r.get("skipped_share") is not None else "-"
+        plain = f"{100 * r['skipped_share']:.0f}%" if r.get("skipped_share") is not None else "-"
         lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{_cell(r['budget'], 5, 'd')} "
                      f"{r['verifier'] or '-':<9}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
                      f"{_cell(r['mean_block_length'], 7, '.2f')}{_cell(r['mean_expected_length'], 7, '.2f')}"
-                     f"{skip:>6}  {shares}")
+                     f"{_cell(r.get('mean_tree_size'), 6, '.1f')}{plain:>6}  {shares}")
     return "\n".join(lines)
 
 
@@ -167,8 +171,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
     parser.add_argument("--verifiers", default="tev,residual")
-    parser.add_argument("--skip-below", default="0",
-                        help="plain step when the draft forecasts fewer tokens than this; 'auto' = c(B)/c(0) measured here")
+    parser.add_argument("--trim", default="off", help=TRIM_HELP)
     parser.add_argument("--target", default="default")
     parser.add_argument("--proposer", default="default",
                         help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
@@ -181,7 +184,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .autobudget import BudgetChoice, choose_budget, parse_skip_below, skip_thresholds
+    from .autobudget import BudgetChoice, choose_budget, trim_costs
     from .drafters import resolve_proposer
 
     if args.threads:
@@ -189,8 +192,7 @@ def run(args: argparse.Namespace) -> int:
     temperatures = _csv(args.temperatures, float)
     for t in temperatures:
         DecodeConfig(temperature=t)  # validate before loading anything
-    if args.skip_below != "auto":
-        DecodeConfig(skip_below=parse_skip_below(args.skip_below))
+    parse_trim(args.trim)
     target = load_target(args.target, device=args.device)
     proposer = resolve_proposer(args.proposer, target)
     datasets = _csv(args.dataset, str)
@@ -199,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
         calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
         for t in temperatures:
-            auto[t] = choose_budget(target, proposer, calibration, t, skip_below=args.skip_below)
+            auto[t] = choose_budget(target, proposer, calibration, t, trim=args.trim)
             print(f"T={t:g}: {auto[t].explain()}")
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:
@@ -209,17 +211,17 @@ def run(args: argparse.Namespace) -> int:
             for v in verifiers:
                 DecodeConfig(budget=b, verifier=v)
     all_budgets = sorted({b for _, budgets in plan for b in budgets})
-    skips = skip_thresholds(target, all_budgets, args.skip_below) if all_budgets else {}
-    for b, threshold in skips.items():
-        DecodeConfig(budget=b, skip_below=threshold)
+    costs = trim_costs(target, all_budgets, args.trim) if all_budgets else {}
+    for b, tree_costs in costs.items():
+        DecodeConfig(budget=b, tree_costs=tree_costs)
     rows = [row for temps, budgets in plan
             for row in run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers,
-                                 args.seed, peers=not args.no_peers, skip_below=skips)]
+                                 args.seed, peers=not args.no_peers, tree_costs=costs)]
     print(format_table(rows))
     meta = {"commit": _git_commit(), "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
-            "skip_below": args.skip_below, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "trim": args.trim, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

@@ -22,6 +22,7 @@ COMMANDS = {
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from .config import DecodeConfig
+    from .trim import TRIM_HELP
 
     helps = DecodeConfig.help()
     parser.add_argument("--prompt", required=True, help="user prompt (chat template applied unless --no-chat)")
@@ -39,24 +40,22 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-chat", action="store_true", help="feed the prompt as raw text")
     parser.add_argument("--out", help="write the rounds as a trace file (.jsonl or .jsonl.gz)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    parser.add_argument("--skip-below", default="0",
-                        help=helps["skip_below"] + "; 'auto' = that ratio measured on this machine (cached)")
+    parser.add_argument("--trim", default="off", help=TRIM_HELP)
 
 
 def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
-    from .autobudget import parse_skip_below, skip_thresholds
+    from .autobudget import trim_costs
+    from .trim import parse_trim
     from .config import DecodeConfig
     from .drafters import resolve_proposer
     from .models import load_target
 
     settings = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
                     builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)
-    if args.skip_below != "auto":
-        settings["skip_below"] = parse_skip_below(args.skip_below)
+    parse_trim(args.trim)
     DecodeConfig(**settings)  # refuse bad settings before loading the model
     target = load_target(args.target, device=args.device)
-    if args.skip_below == "auto":
-        settings["skip_below"] = skip_thresholds(target, [args.budget], "auto")[args.budget]
+    settings["tree_costs"] = trim_costs(target, [args.budget], args.trim)[args.budget]
     return DecodeConfig(**settings), target, resolve_proposer(args.proposer, target)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, fields
 
 from .builders import get_builder
@@ -23,10 +25,11 @@ class DecodeConfig:
     stop_tokens: tuple[int, ...] | None = field(default=None, metadata={"help": "None = the model's EOS and chat end tokens"})
     chat: bool = field(default=True, metadata={"help": "wrap a text prompt in the model's chat template"})
     missing_k: int = field(default=5, metadata={"help": "top missing tokens recorded per node"})
-    skip_below: float = field(default=0.0, metadata={
-        "help": "score a plain root-only step instead of the tree when the draft's own forecast 1 + sum Q "
-                "is below this (0 = never; the forward-cost ratio of the tree to one token is the break-even); "
-                "rounds without cheap evidence also skip the drafter while such rounds keep failing"})
+    tree_costs: tuple[float, ...] | None = field(default=None, metadata={
+        "help": "forward cost of a tree of k drafted nodes in one-token forwards, k = 0..budget (None = score the "
+                "whole drafted tree); each round then scores the prefix of its tree with the most forecast tokens "
+                "per cost (see tevcore.trim), and rounds without cheap evidence skip the drafter while such rounds "
+                "keep choosing a plain step"})
 
     def __post_init__(self) -> None:
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -40,12 +43,23 @@ class DecodeConfig:
         get_verifier(self.verifier)
         if self.missing_k < 0:
             raise ValueError(f"missing_k must be >= 0, got {self.missing_k}")
-        if not (isinstance(self.skip_below, (int, float)) and 0 <= self.skip_below < float("inf")):
-            raise ValueError(f"skip_below must be a finite number >= 0, got {self.skip_below!r}")
-        object.__setattr__(self, "skip_below", float(self.skip_below))
+        if self.tree_costs is not None:
+            object.__setattr__(self, "tree_costs", _checked_costs(self.tree_costs, self.budget))
         if self.stop_tokens is not None:
             object.__setattr__(self, "stop_tokens", tuple(int(t) for t in self.stop_tokens))
 
     @classmethod
     def help(cls) -> dict[str, str]:
         return {f.name: f.metadata.get("help", "") for f in fields(cls)}
+
+
+def _checked_costs(costs, budget: int) -> tuple[float, ...]:
+    try:
+        values = tuple(float(c) for c in costs)
+    except (TypeError, ValueError):
+        raise ValueError(f"tree_costs must be a sequence of numbers, got {costs!r}") from None
+    if len(values) != budget + 1:
+        raise ValueError(f"tree_costs needs one cost per tree size 0..{budget} ({budget + 1}), got {len(values)}")
+    if not all(math.isfinite(c) and c > 0 for c in values):
+        raise ValueError(f"tree_costs must be finite numbers > 0, got {costs!r}")
+    return values

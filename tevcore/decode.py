@@ -23,6 +23,7 @@ from .skip_gate import SkipGate, has_cheap_evidence
 from .target import TargetSession
 from .timing import StageTimer
 from .tree import DraftTree
+from .trim import best_prefix_size
 from .verifiers import get_verifier
 
 
@@ -73,23 +74,23 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
     session, stops = _start(target, prompt, config, depth, proposer.hidden_layers if depth else ())
     generator = make_generator(config.seed, session.device)
     proposer_name = proposer.name if proposer is not None and depth else "none (autoregressive)"
-    gate = SkipGate(config.skip_below)
+    trimming = config.tree_costs is not None
+    gate = SkipGate(enabled=trimming)
     produced, index = 0, 0
     while produced < config.max_new_tokens:
         timer = StageTimer(session.device)
         root = session.root_token
         context_length = len(session.committed)
         with timer.stage("draft"):
-            evidence = bool(depth) and config.skip_below > 0 and has_cheap_evidence(proposer, session)
+            evidence = bool(depth) and trimming and has_cheap_evidence(proposer, session)
             drafting = bool(depth) and gate.should_draft(evidence)
             depth_logq = proposer.propose(session) if drafting else None
         with timer.stage("tree_build"):
             tree = builder(root, depth_logq, config.budget) if drafting else DraftTree.root_only(root)
-            if drafting and config.skip_below > 0:
-                forecast = tree.draft_expected_length()
-                gate.observe(evidence, forecast)
-                if forecast < config.skip_below:  # the tree would not pay for its forward
-                    tree = DraftTree.root_only(root)
+            if drafting and trimming:
+                kept = best_prefix_size(tree.draft_path_probs()[1:], config.tree_costs)
+                gate.observe(evidence, kept > 0)
+                tree = tree.first(kept)
         with timer.stage("tree_forward"):
             logits = session.score_tree(tree).logits
         with timer.stage("flow"):

@@ -76,9 +76,16 @@ class DraftTree:
             path_logq[node] += path_logq[int(self.parents[node])]
         return path_logq.exp()
 
-    def draft_expected_length(self) -> float:
-        """The drafter's own forecast of 1 + coverage: 1 + the sum of draft path probabilities."""
-        return 1.0 + float(self.draft_path_probs()[1:].sum())
+    def first(self, size: int) -> "DraftTree":
+        """The tree of the root and the first `size` nodes (a tree, since parents precede children).
+
+        For a best-first tree this is the best tree of that size.
+        """
+        if not 0 <= size <= self.size:
+            raise ValueError(f"cannot keep {size} nodes of a tree with {self.size}")
+        end = size + 1
+        return DraftTree(tokens=self.tokens[:end], parents=self.parents[:end], draft_logp=self.draft_logp[:end],
+                         budget=self.budget)
 
     def path(self, node: int) -> list[int]:
         """Node indices from the root to `node`, inclusive."""
