@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -53,6 +53,10 @@ with st.sidebar:
     builder = st.selectbox("builder", BUILDERS, key="ex_builder",
                            help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths")
     verifier = st.selectbox("verifier", list(VERIFIERS), format_func=verifier_label, key="ex_verifier")
+    trim = st.selectbox("trim", ["off", "auto"], key="ex_trim",
+                        help="off = score the whole drafted tree; auto = each round scores the prefix of its tree "
+                             "with the most forecast tokens per forward cost measured on this machine (down to a "
+                             "plain one-token step), as `--trim auto` does")
     seed = st.number_input("seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="ex_seed")
     max_new = st.number_input("max new tokens", min_value=1, max_value=1024, value=48, step=8, key="ex_max_new")
     proposer_options = ["default", "drafter", "lookup", "rollout"]
@@ -69,7 +73,7 @@ with st.sidebar:
              "a folder = a checkpoint made active on the ExitTrain page")
 
 settings = dict(prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget), builder=builder,
-                verifier=verifier, seed=int(seed), max_new_tokens=int(max_new), proposer=proposer_spec)
+                verifier=verifier, seed=int(seed), max_new_tokens=int(max_new), proposer=proposer_spec, trim=trim)
 
 
 def make_config():
@@ -90,6 +94,7 @@ def start_generation() -> bool:
     except ValueError as err:
         st.error(f"Invalid settings: {err}")
         return False
+    from tevcore.autobudget import trim_costs
     from tevcore.decode import prompt_ids, rounds  # loads transformers: only when a generation starts
 
     spec = shared_ui.target_spec()
@@ -97,6 +102,7 @@ def start_generation() -> bool:
         target = shared_ui.get_target(spec)
         proposer, note = shared_ui.proposer_with_fallback(proposer_spec, spec) if config.budget > 0 else (None, None)
         ids = prompt_ids(target, prompt, chat=chat)
+        config = replace(config, tree_costs=trim_costs(target, [config.budget], trim)[config.budget])
     except Exception as err:  # a missing model file, a bad drafter folder, a prompt too long ...
         st.error(f"Could not start ({type(err).__name__}): {err}")
         return False

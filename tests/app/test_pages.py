@@ -59,11 +59,13 @@ def test_explorer_runs_one_live_round_on_the_real_target(monkeypatch):
     at.sidebar.number_input(key="ex_budget").set_value(6)
     at.sidebar.number_input(key="ex_max_new").set_value(3)
     at.sidebar.selectbox(key="ex_proposer").set_value("rollout")
+    at.sidebar.selectbox(key="ex_trim").set_value("auto")  # measures (or reads) this machine's cost curve
     at.button(key="ex_step").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     records = at.session_state["ex_records"]
     assert len(records) == 1 and records[0].block_length >= 1
+    assert records[0].budget == 6 and records[0].tree.size <= 6
     assert charts(at) >= 6
     assert any("1 + C" in m.label for m in at.metric)
 
