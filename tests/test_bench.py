@@ -38,9 +38,13 @@ def test_the_table_has_one_line_per_row(rows):
 def test_the_cli_writes_the_json_with_its_metadata(tmp_path, capsys, default_target):
     out = tmp_path / "bench.json"
     assert main(["bench", "--dataset", "gsm8k", "--n", "1", "--max-new-tokens", "6", "--temperatures", "1",
-                 "--budgets", "2", "--verifiers", "tev", "--no-peers", "--threads", "1", "--out", str(out)]) == 0
+                 "--budgets", "2", "--verifiers", "tev", "--no-peers", "--threads", "1", "--trim", "auto",
+                 "--refresh-curve", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
     assert record["meta"]["proposer"].endswith("+ context lookup") and record["meta"]["threads"] == 1
+    assert record["meta"]["trim"] == "auto" and set(record["meta"]["cost_curve_s"]) == {"0", "1", "2"}
+    costs = record["rows"][1]["tree_costs"]
+    assert len(costs) == 3 and costs[0] == 1.0  # per tree size 0..2, relative to one token
     assert [r["method"] for r in record["rows"]] == ["ours AR", "ours speculative"]
     assert "ours speculative" in capsys.readouterr().out
 
@@ -48,3 +52,8 @@ def test_the_cli_writes_the_json_with_its_metadata(tmp_path, capsys, default_tar
 def test_a_bad_temperature_fails_before_loading_anything(capsys):
     assert main(["bench", "--temperatures", "-1", "--out", "unused.json"]) == 2
     assert "temperature" in capsys.readouterr().err
+
+
+def test_a_bad_trim_fails_before_loading_anything(capsys):
+    assert main(["bench", "--trim", "often", "--out", "unused.json"]) == 2
+    assert "'off', 'auto' or a number" in capsys.readouterr().err

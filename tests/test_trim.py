@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.trim import best_prefix_size, flat_costs, interpolated_costs, parse_trim
+from tevcore.trim import ForecastCalibration, best_prefix_size, flat_costs, interpolated_costs, parse_trim
 
 
 def test_the_best_prefix_maximises_forecast_per_cost():
@@ -46,3 +46,22 @@ def test_trim_specs_parse(text, expected):
 def test_bad_trim_specs_are_refused(text, message):
     with pytest.raises(ValueError, match=message):
         parse_trim(text)
+
+
+def test_a_larger_scale_keeps_more_of_the_tree():
+    probs, costs = torch.tensor([0.3, 0.2, 0.1]), (1.0, 1.1, 1.4, 1.5)
+    assert best_prefix_size(probs, costs) == 1  # 1.3 / 1.1 beats 1.5 / 1.4 and 1.6 / 1.5
+    assert best_prefix_size(probs, costs, scale=3.0) == 3  # forecasts 1.9, 2.5, 2.8: the whole tree
+
+
+def test_the_calibration_follows_what_scored_nodes_carried():
+    calibration = ForecastCalibration(decay=0.5)
+    assert calibration.scale == 1.0
+    calibration.observe(torch.tensor([0.25, 0.25]), torch.tensor([1.0, 1.0]))  # (0.5 + 2) / (0.5 + 0.5)
+    assert calibration.scale == pytest.approx(2.5)
+    calibration.observe(torch.tensor([]), torch.tensor([]))  # a plain step teaches nothing
+    assert calibration.scale == pytest.approx(2.5)
+    calibration.observe(torch.tensor([1.0]), torch.tensor([0.0]))  # (1.25 + 0) / (0.5 + 1)
+    assert calibration.scale == pytest.approx(1.25 / 1.5)
+    with pytest.raises(ValueError, match="decay"):
+        ForecastCalibration(decay=0.0)

@@ -26,6 +26,7 @@ from .tree import DraftTree
 from .trim import best_prefix_size, flat_costs, interpolated_costs, parse_trim
 
 CURVE_SIZES = (0, 1, 2, 4, 8, 16, 32, 64)
+AUTO_BUDGETS = (1, 2, 4, 8, 16, 32, 64)  # what `--budget auto` chooses among
 
 
 def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[int, ...] = CURVE_SIZES,
@@ -116,12 +117,14 @@ class BudgetChoice:
 
 
 def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], temperature: float,
-                  budgets: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64), trim: str = "off") -> BudgetChoice:
+                  budgets: tuple[int, ...] = AUTO_BUDGETS, trim: str = "off") -> BudgetChoice:
     """Budget with the highest predicted throughput on this machine for this drafter.
 
     Predicted throughput = tokens / time summed over calibration rounds, where
     each round scores what trimming (see `trim_costs`) would keep of its tree:
     1 + the target coverage of those nodes, for their measured forward time.
+    Trimming's forecast scale is taken over all calibration rounds' whole
+    trees (a decode learns it from its own scored rounds).
     """
     curve = forward_cost_curve(target, sizes=curve_sizes(budgets))
     trims = trim_costs(target, list(budgets), trim)
@@ -135,9 +138,10 @@ def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], 
     predicted, lengths, skipped, kept = {}, {}, {}, {}
     for b in budgets:
         seconds_by_size = [curve[0] * c for c in interpolated_costs(curve, b)]
+        scale = (1.0 + sum(float(p[:b].sum()) for _, p in found)) / (1.0 + sum(float(q[:b].sum()) for q, _ in found))
         tokens = seconds = skips = nodes = 0.0
         for q, p in found:
-            k = best_prefix_size(q[:b], trims[b]) if trims[b] is not None else min(b, len(q))
+            k = best_prefix_size(q[:b], trims[b], scale) if trims[b] is not None else min(b, len(q))
             tokens += 1.0 + float(p[:k].sum())
             seconds += draft + seconds_by_size[k]
             skips += k == 0

@@ -172,6 +172,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
     parser.add_argument("--verifiers", default="tev,residual")
     parser.add_argument("--trim", default="off", help=TRIM_HELP)
+    parser.add_argument("--refresh-curve", action="store_true",
+                        help="measure this machine's forward-cost curve again instead of reading the cached one "
+                             "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--target", default="default")
     parser.add_argument("--proposer", default="default",
                         help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
@@ -184,7 +187,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .autobudget import BudgetChoice, choose_budget, trim_costs
+    from .autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
     from .drafters import resolve_proposer
 
     if args.threads:
@@ -197,6 +200,9 @@ def run(args: argparse.Namespace) -> int:
     proposer = resolve_proposer(args.proposer, target)
     datasets = _csv(args.dataset, str)
     verifiers = _csv(args.verifiers, str)
+    if args.refresh_curve:
+        wanted = AUTO_BUDGETS if args.budgets == "auto" else _csv(args.budgets, int)
+        forward_cost_curve(target, sizes=curve_sizes(wanted), refresh=True)
     auto: dict[float, BudgetChoice] = {}
     if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
         calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
@@ -218,10 +224,12 @@ def run(args: argparse.Namespace) -> int:
             for row in run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers,
                                  args.seed, peers=not args.no_peers, tree_costs=costs)]
     print(format_table(rows))
+    uses_curve = args.trim == "auto" or bool(auto)
+    curve = forward_cost_curve(target, sizes=curve_sizes(all_budgets)) if uses_curve and all_budgets else None
     meta = {"commit": _git_commit(), "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
-            "trim": args.trim, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "trim": args.trim, "cost_curve_s": curve, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

@@ -23,7 +23,7 @@ from .skip_gate import SkipGate, has_cheap_evidence
 from .target import TargetSession
 from .timing import StageTimer
 from .tree import DraftTree
-from .trim import best_prefix_size
+from .trim import ForecastCalibration, best_prefix_size
 from .verifiers import get_verifier
 
 
@@ -76,6 +76,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
     proposer_name = proposer.name if proposer is not None and depth else "none (autoregressive)"
     trimming = config.tree_costs is not None
     gate = SkipGate(enabled=trimming)
+    calibration = ForecastCalibration()
     produced, index = 0, 0
     while produced < config.max_new_tokens:
         timer = StageTimer(session.device)
@@ -88,13 +89,15 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         with timer.stage("tree_build"):
             tree = builder(root, depth_logq, config.budget) if drafting else DraftTree.root_only(root)
             if drafting and trimming:
-                kept = best_prefix_size(tree.draft_path_probs()[1:], config.tree_costs)
+                kept = best_prefix_size(tree.draft_path_probs()[1:], config.tree_costs, calibration.scale)
                 gate.observe(evidence, kept > 0)
                 tree = tree.first(kept)
         with timer.stage("tree_forward"):
             logits = session.score_tree(tree).logits
         with timer.stage("flow"):
             flow = target_flow(tree, logits, config.temperature, config.missing_k)
+            if trimming:
+                calibration.observe(tree.draft_path_probs()[1:], flow.path_prob[1:])
         with timer.stage("verify_decision"):
             verdict = verify(tree, logits, config.temperature, generator)
         drafted = tree.tokens[verdict.path[1:]].tolist() + [int(verdict.bonus_token)]
