@@ -400,12 +400,15 @@ def bonus_figure(token_labels: Sequence[str], law: Sequence[float], empirical: M
 
 
 def bench_figures(rows: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
-    """End-to-end results: speedup and mean block length per verifier across budgets."""
+    """End-to-end results: speedup and mean block length per verifier (and trim, if several) across budgets."""
+    labels = rows["verifier"].astype(str)
+    if "trim" in rows and rows["trim"].dropna().nunique() > 1:
+        labels = labels + " · trim " + rows["trim"].astype(str)
     figs = []
     for column, title in (("speedup", "speedup over autoregressive"), ("mean_block_length", "mean block length")):
         fig = go.Figure()
         if column in rows:
-            for i, (name, part) in enumerate(rows.groupby("verifier", sort=True)):
+            for i, (name, part) in enumerate(rows.groupby(labels, sort=True)):
                 part = part.sort_values("budget")
                 fig.add_trace(go.Scatter(x=part["budget"], y=part[column], mode="lines+markers",
                                          name=str(name), line={"color": _bar_colour(str(name), i)}))

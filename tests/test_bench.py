@@ -38,14 +38,15 @@ def test_the_table_has_one_line_per_row(rows):
 def test_the_cli_writes_the_json_with_its_metadata(tmp_path, capsys, default_target):
     out = tmp_path / "bench.json"
     assert main(["bench", "--dataset", "gsm8k", "--n", "1", "--max-new-tokens", "6", "--temperatures", "1",
-                 "--budgets", "2", "--verifiers", "tev", "--no-peers", "--threads", "1", "--trim", "auto",
+                 "--budgets", "2", "--verifiers", "tev", "--no-peers", "--threads", "1", "--trim", "off,auto",
                  "--refresh-curve", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
     assert record["meta"]["proposer"].endswith("+ context lookup") and record["meta"]["threads"] == 1
-    assert record["meta"]["trim"] == "auto" and set(record["meta"]["cost_curve_s"]) == {"0", "1", "2"}
-    costs = record["rows"][1]["tree_costs"]
-    assert len(costs) == 3 and costs[0] == 1.0  # per tree size 0..2, relative to one token
-    assert [r["method"] for r in record["rows"]] == ["ours AR", "ours speculative"]
+    assert record["meta"]["trim"] == ["off", "auto"] and set(record["meta"]["cost_curve_s"]) == {"0", "1", "2"}
+    off, auto = record["rows"][1:]  # the two trims, measured side by side
+    assert (off["trim"], off["tree_costs"], auto["trim"]) == ("off", None, "auto")
+    assert len(auto["tree_costs"]) == 3 and auto["tree_costs"][0] == 1.0  # per tree size 0..2, relative to one token
+    assert [r["method"] for r in record["rows"]] == ["ours AR", "ours speculative", "ours speculative"]
     assert "ours speculative" in capsys.readouterr().out
 
 

@@ -30,7 +30,7 @@ AUTO_BUDGETS = (1, 2, 4, 8, 16, 32, 64)  # what `--budget auto` chooses among
 
 
 def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[int, ...] = CURVE_SIZES,
-                       repeats: int = 5, refresh: bool = False) -> dict[int, float]:
+                       repeats: int = 7, refresh: bool = False) -> dict[int, float]:
     """Median seconds of one tree forward per tree size, measured here and cached per machine."""
     threads = torch.get_num_threads()
     context_length = max(1, min(context_length, target.max_context - max(sizes) - 1))  # small-context models
@@ -42,22 +42,21 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
         return {s: stored[str(s)] for s in sizes}
     session = TargetSession(target)
     session.prefill(torch.randint(0, target.vocab_size, (context_length,), generator=torch.Generator().manual_seed(0)).tolist())
-    curve = {}
-    for size in sizes:
-        tree = DraftTree(tokens=torch.full((size + 1,), session.root_token).index_put_(
-                             (torch.arange(1, size + 1),), torch.arange(1, size + 1)),
-                         parents=torch.tensor([-1] + [0] * size), draft_logp=torch.zeros(size + 1))
-        times = []
-        for _ in range(repeats + 1):
+    measured = sorted(set(sizes) | {int(k) for k in stored})  # one consistent curve over every size kept
+    trees = {size: DraftTree(tokens=torch.full((size + 1,), session.root_token).index_put_(
+                                 (torch.arange(1, size + 1),), torch.arange(1, size + 1)),
+                             parents=torch.tensor([-1] + [0] * size), draft_logp=torch.zeros(size + 1))
+             for size in measured}
+    times: dict[int, list[float]] = {size: [] for size in measured}
+    for _ in range(repeats + 1):  # sizes interleaved, so a machine whose speed drifts shifts them all alike
+        for size, tree in trees.items():
             start = time.perf_counter()
             session.score_tree(tree)
-            times.append(time.perf_counter() - start)
+            times[size].append(time.perf_counter() - start)
             session.rollback()
-        curve[size] = median(times[1:])  # the first call warms up
-    path.parent.mkdir(parents=True, exist_ok=True)
-    stored.update({str(k): v for k, v in curve.items()})  # other sizes measured before stay
-    path.write_text(json.dumps(stored))
-    return curve
+    curve = {size: median(found[1:]) for size, found in times.items()}  # the first pass warms up
+    path.write_text(json.dumps({str(k): v for k, v in curve.items()}))
+    return {s: curve[s] for s in sizes}
 
 
 def curve_sizes(budgets: list[int] | tuple[int, ...]) -> tuple[int, ...]:

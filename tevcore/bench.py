@@ -42,6 +42,7 @@ class MethodStats:
     block_lengths: list[float] = field(default_factory=list)  # per round, pooled
     expected_lengths: list[float] = field(default_factory=list)  # 1 + C per round, pooled
     stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    trim: str | None = None
     tree_costs: tuple[float, ...] | None = None
     skipped_rounds: int = 0  # rounds that trimming turned into a plain root-only step
     scored_nodes: int = 0  # drafted nodes the target scored, over all rounds
@@ -56,7 +57,7 @@ class MethodStats:
             "mean_block_length": mean(self.block_lengths) if self.block_lengths else None,
             "mean_expected_length": mean(self.expected_lengths) if self.expected_lengths else None,
             "stage_shares": {k: v / total for k, v in self.stage_seconds.items()} if total else None,
-            "tree_costs": self.tree_costs,
+            "trim": self.trim, "tree_costs": self.tree_costs,
             "skipped_share": self.skipped_rounds / len(self.block_lengths) if self.block_lengths else None,
             "mean_tree_size": self.scored_nodes / len(self.block_lengths) if self.block_lengths else None,
         }
@@ -81,34 +82,36 @@ def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperatur
 
 def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
               temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
-              peers: bool = True, tree_costs: dict[int, tuple[float, ...] | None] | None = None) -> list[dict]:
+              peers: bool = True, trims: dict[str, dict[int, tuple[float, ...] | None]] | None = None) -> list[dict]:
     """Measure every method on every prompt, interleaved; return one row per configuration.
 
-    `tree_costs` maps a budget to its `DecodeConfig.tree_costs` (default: no trimming).
+    `trims` maps a `--trim` spec to each budget's `DecodeConfig.tree_costs`
+    (default: 'off' alone, no trimming); every spec is its own configuration.
     """
-    tree_costs = tree_costs or {}
+    trims = trims or {"off": {}}
     rows = []
     for dataset in datasets:
         prompts = [prompt_ids(target, p.text) for p in load_prompts(dataset, "heldout", n)]
         for temperature in temperatures:
-            stats = {("ar", None, None): MethodStats("ours AR")}
+            stats = {("ar",): MethodStats("ours AR")}
             for budget in budgets:
                 for verifier in verifiers:
-                    stats[("spec", budget, verifier)] = MethodStats("ours speculative", budget, verifier,
-                                                                    tree_costs=tree_costs.get(budget))
+                    for trim, costs in trims.items():
+                        stats[("spec", budget, verifier, trim)] = MethodStats(
+                            "ours speculative", budget, verifier, trim=trim, tree_costs=costs.get(budget))
             if peers:
-                stats[("hf", None, None)] = MethodStats("HF generate")
-                stats[("hf-lookup", None, None)] = MethodStats(f"HF prompt lookup ({PROMPT_LOOKUP_TOKENS})")
+                stats[("hf",)] = MethodStats("HF generate")
+                stats[("hf-lookup",)] = MethodStats(f"HF prompt lookup ({PROMPT_LOOKUP_TOKENS})")
             for index, ids in enumerate(tqdm(prompts, desc=f"{dataset} T={temperature}", leave=False)):
                 base = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed + index)
                 ar = generate_ar(target, ids, base)
                 ar_speed = len(ar.tokens) / ar.seconds
-                stats[("ar", None, None)].tokens_per_s.append(ar_speed)
-                stats[("ar", None, None)].ratio_to_ar.append(1.0)
-                for (kind, budget, verifier), entry in stats.items():
+                stats[("ar",)].tokens_per_s.append(ar_speed)
+                stats[("ar",)].ratio_to_ar.append(1.0)
+                for (kind, *_), entry in stats.items():
                     if kind == "spec":
                         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
-                                              budget=budget, verifier=verifier, seed=seed + index,
+                                              budget=entry.budget, verifier=entry.verifier, seed=seed + index,
                                               tree_costs=entry.tree_costs)
                         result = generate(target, proposer, ids, config)
                         speed = len(result.tokens) / result.seconds
@@ -140,14 +143,14 @@ def _git_commit() -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'verifier':<9}{'tok/s':>7}{'speedup':>8}"
+    header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'verifier':<9}{'trim':<5}{'tok/s':>7}{'speedup':>8}"
               f"{'E[L]':>7}{'1+C':>7}{'nodes':>6}{'plain':>6}  stage shares (draft/build/fwd/flow/verify/commit)")
     lines = [header, "-" * len(header)]
     for r in rows:
         shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""
         plain = f"{100 * r['skipped_share']:.0f}%" if r.get("skipped_share") is not None else "-"
         lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{_cell(r['budget'], 5, 'd')} "
-                     f"{r['verifier'] or '-':<9}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
+                     f"{r['verifier'] or '-':<9}{r.get('trim') or '-':<5}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
                      f"{_cell(r['mean_block_length'], 7, '.2f')}{_cell(r['mean_expected_length'], 7, '.2f')}"
                      f"{_cell(r.get('mean_tree_size'), 6, '.1f')}{plain:>6}  {shares}")
     return "\n".join(lines)
@@ -171,7 +174,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
     parser.add_argument("--verifiers", default="tev,residual")
-    parser.add_argument("--trim", default="off", help=TRIM_HELP)
+    parser.add_argument("--trim", default="off", help=TRIM_HELP + "; comma-separated specs are measured side by side")
     parser.add_argument("--refresh-curve", action="store_true",
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
@@ -195,7 +198,11 @@ def run(args: argparse.Namespace) -> int:
     temperatures = _csv(args.temperatures, float)
     for t in temperatures:
         DecodeConfig(temperature=t)  # validate before loading anything
-    parse_trim(args.trim)
+    trim_specs = _csv(args.trim, str)
+    for spec in trim_specs:
+        parse_trim(spec)
+    if args.budgets == "auto" and len(trim_specs) != 1:
+        raise ValueError("--budget auto chooses for one --trim spec; give one")
     target = load_target(args.target, device=args.device)
     proposer = resolve_proposer(args.proposer, target)
     datasets = _csv(args.dataset, str)
@@ -207,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
         calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
         for t in temperatures:
-            auto[t] = choose_budget(target, proposer, calibration, t, trim=args.trim)
+            auto[t] = choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
             print(f"T={t:g}: {auto[t].explain()}")
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:
@@ -217,19 +224,20 @@ def run(args: argparse.Namespace) -> int:
             for v in verifiers:
                 DecodeConfig(budget=b, verifier=v)
     all_budgets = sorted({b for _, budgets in plan for b in budgets})
-    costs = trim_costs(target, all_budgets, args.trim) if all_budgets else {}
-    for b, tree_costs in costs.items():
-        DecodeConfig(budget=b, tree_costs=tree_costs)
+    trims = {spec: trim_costs(target, all_budgets, spec) for spec in trim_specs}
+    for costs in trims.values():
+        for b, tree_costs in costs.items():
+            DecodeConfig(budget=b, tree_costs=tree_costs)
     rows = [row for temps, budgets in plan
             for row in run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers,
-                                 args.seed, peers=not args.no_peers, tree_costs=costs)]
+                                 args.seed, peers=not args.no_peers, trims=trims)]
     print(format_table(rows))
-    uses_curve = args.trim == "auto" or bool(auto)
+    uses_curve = "auto" in trim_specs or bool(auto)
     curve = forward_cost_curve(target, sizes=curve_sizes(all_budgets)) if uses_curve and all_budgets else None
     meta = {"commit": _git_commit(), "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
-            "trim": args.trim, "cost_curve_s": curve, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "trim": trim_specs, "cost_curve_s": curve, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))

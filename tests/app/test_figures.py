@@ -155,6 +155,10 @@ def test_verifier_comparison_figures():
                          "speedup": [1.2, 1.5, 1.1], "mean_block_length": [2.0, 3.0, 1.8]})
     speed, blocks = figures.bench_figures(rows)
     assert len(speed.data) == 2 and len(blocks.data) == 2
+    trimmed = pd.concat([rows.assign(trim="off"), rows.assign(trim="auto")], ignore_index=True)
+    speed, _ = figures.bench_figures(trimmed)  # one line per verifier and trim
+    assert sorted(t.name for t in speed.data) == ["chain · trim auto", "chain · trim off", "tev · trim auto",
+                                                  "tev · trim off"]
 
 
 def test_bench_rows_accepts_both_formats():
