@@ -88,16 +88,17 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
             depth_logq = proposer.propose(session) if drafting else None
         with timer.stage("tree_build"):
             tree = builder(root, depth_logq, config.budget) if drafting else DraftTree.root_only(root)
+            draft_probs = tree.draft_path_probs()[1:] if trimming else None
             if drafting and trimming:
-                kept = best_prefix_size(tree.draft_path_probs()[1:], config.tree_costs, calibration.scale)
+                kept = best_prefix_size(draft_probs, config.tree_costs, calibration.scale)
                 gate.observe(evidence, kept > 0)
-                tree = tree.first(kept)
+                tree, draft_probs = tree.first(kept), draft_probs[:kept]
         with timer.stage("tree_forward"):
             logits = session.score_tree(tree).logits
         with timer.stage("flow"):
             flow = target_flow(tree, logits, config.temperature, config.missing_k)
             if trimming:
-                calibration.observe(tree.draft_path_probs()[1:], flow.path_prob[1:])
+                calibration.observe(draft_probs, flow.path_prob[1:])
         with timer.stage("verify_decision"):
             verdict = verify(tree, logits, config.temperature, generator)
         drafted = tree.tokens[verdict.path[1:]].tolist() + [int(verdict.bonus_token)]

@@ -11,7 +11,7 @@ under-confident at T = 0, where the target's argmax is all that counts.
 Each round scores the prefix with the most forecast tokens per cost; k = 0
 is a plain one-token step. The costs are the measured curve ('auto', see
 `autobudget.trim_costs`) or a flat number X: every non-empty tree costs X,
-so the whole tree is kept when its forecast reaches X and a plain step is
+so the whole tree is kept when its forecast exceeds X and a plain step is
 scored otherwise. Trimming only decides which tree is scored; the verifiers
 stay exact.
 """
@@ -25,7 +25,7 @@ import torch
 
 TRIM_HELP = ("per-round tree trimming: 'off' (score the whole drafted tree), 'auto' (score the prefix of the tree "
              "with the most forecast tokens per forward cost, from the cost curve measured on this machine), or a "
-             "number X (every tree costs X plain steps: keep the whole tree when its forecast reaches X, else a "
+             "number X (every tree costs X plain steps: keep the whole tree when its forecast exceeds X, else a "
              "plain step)")
 
 
