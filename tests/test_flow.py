@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tevcore.builders import best_first, chain
-from tevcore.flow import target_flow
+from tevcore.flow import draft_path_probs, target_flow
 from tevcore.tree import DraftTree
 
 VOCAB, DEPTH, K_MISSING = 12, 4, 3
@@ -181,3 +181,10 @@ def test_bad_temperature():
     tree, logits = random_case(2, 5)
     with pytest.raises(ValueError, match="temperature"):
         target_flow(tree, logits, -1.0)
+
+
+def test_draft_path_probs_multiply_down_each_path():
+    half = math.log(0.5)
+    tree = DraftTree(tokens=torch.tensor([1, 2, 3, 4]), parents=torch.tensor([-1, 0, 1, 0]),
+                     draft_logp=torch.tensor([0.0, half, half, math.log(0.25)]))
+    assert draft_path_probs(tree).tolist() == pytest.approx([1.0, 0.5, 0.25, 0.25])

@@ -123,13 +123,6 @@ def test_root_only():
     assert DraftTree.from_dict(t.to_dict()).tokens.tolist() == [42]
 
 
-def test_draft_path_probs_multiply_down_each_path():
-    half = math.log(0.5)
-    tree = DraftTree(tokens=torch.tensor([1, 2, 3, 4]), parents=torch.tensor([-1, 0, 1, 0]),
-                     draft_logp=torch.tensor([0.0, half, half, math.log(0.25)]))
-    assert tree.draft_path_probs().tolist() == pytest.approx([1.0, 0.5, 0.25, 0.25])
-
-
 def test_first_keeps_a_prefix_of_nodes_as_a_tree():
     tree = DraftTree(tokens=torch.tensor([1, 2, 3, 4]), parents=torch.tensor([-1, 0, 1, 0]),
                      draft_logp=torch.tensor([0.0, -0.1, -0.2, -0.3]), budget=4)

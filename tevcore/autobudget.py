@@ -19,6 +19,7 @@ import torch
 
 from .builders import best_first
 from .drafters.base import Proposer
+from .flow import draft_path_probs
 from .models import Target, cache_dir
 from .packed_linear import PACKED_FOR_ROWS, is_packed
 from .target import TargetSession
@@ -55,6 +56,7 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
             times[size].append(time.perf_counter() - start)
             session.rollback()
     curve = {size: median(found[1:]) for size, found in times.items()}  # the first pass warms up
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({str(k): v for k, v in curve.items()}))
     return {s: curve[s] for s in sizes}
 
@@ -81,7 +83,7 @@ def calibration_rounds(target: Target, proposer: Proposer, prompts: list[list[in
         for record in rounds(target, proposer, ids, config):
             if record.index >= rounds_per_prompt:
                 break
-            found.append((record.tree.draft_path_probs()[1:].float(), record.flow.path_prob[1:].float()))
+            found.append((draft_path_probs(record.tree)[1:].float(), record.flow.path_prob[1:].float()))
     return found
 
 

@@ -45,10 +45,10 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
     from .autobudget import trim_costs
-    from .trim import parse_trim
     from .config import DecodeConfig
     from .drafters import resolve_proposer
     from .models import load_target
+    from .trim import parse_trim
 
     settings = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
                     builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)

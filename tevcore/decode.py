@@ -15,7 +15,7 @@ from typing import Iterator
 from .builders import get_builder
 from .config import DecodeConfig
 from .drafters.base import Proposer
-from .flow import target_flow
+from .flow import draft_path_probs, target_flow
 from .models import Target, encode_prompt
 from .records import RoundRecord
 from .sampling import gumbel_argmax, make_generator
@@ -88,7 +88,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
             depth_logq = proposer.propose(session) if drafting else None
         with timer.stage("tree_build"):
             tree = builder(root, depth_logq, config.budget) if drafting else DraftTree.root_only(root)
-            draft_probs = tree.draft_path_probs()[1:] if trimming else None
+            draft_probs = draft_path_probs(tree)[1:] if trimming else None
             if drafting and trimming:
                 kept = best_prefix_size(draft_probs, config.tree_costs, calibration.scale)
                 gate.observe(evidence, kept > 0)

@@ -66,6 +66,11 @@ def path_log_probs(tree: DraftTree, log_a: torch.Tensor) -> torch.Tensor:
     return log_p
 
 
+def draft_path_probs(tree: DraftTree) -> torch.Tensor:
+    """Per node, the drafter's probability of its whole path (the root's is 1): its own forecast of P(v)."""
+    return path_log_probs(tree, tree.draft_logp.double()).exp()
+
+
 def exit_mass_from_edges(tree: DraftTree, log_a: torch.Tensor) -> torch.Tensor:
     """X(v) = P(v)(1 - m(v)) with m a scatter-add of a onto the parents (float64).
 

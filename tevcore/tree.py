@@ -68,14 +68,6 @@ class DraftTree:
             mask[node] |= mask[int(self.parents[node])]
         return mask
 
-    def draft_path_probs(self) -> torch.Tensor:
-        """Per node, the draft probability of its whole path from the root (the root's is 1)."""
-        path_logq = self.draft_logp.double().clone()
-        path_logq[0] = 0.0
-        for node in range(1, self.num_nodes):  # parents precede children
-            path_logq[node] += path_logq[int(self.parents[node])]
-        return path_logq.exp()
-
     def first(self, size: int) -> "DraftTree":
         """The tree of the root and the first `size` nodes (a tree, since parents precede children).
 
