@@ -23,7 +23,7 @@ def _check_rows(depth_logq: torch.Tensor) -> torch.Tensor:
     return depth_logq.detach().float().cpu()
 
 
-def _check_budget(budget: int) -> int:
+def check_budget(budget: int) -> int:
     if isinstance(budget, bool) or int(budget) != budget or budget < 0:
         raise ValueError(f"budget must be a non-negative integer, got {budget!r}")
     return int(budget)
@@ -38,7 +38,7 @@ def best_first(root_token: int, depth_logq: torch.Tensor, budget: int) -> DraftT
     deterministic.
     """
     logq = _check_rows(depth_logq)
-    budget = _check_budget(budget)
+    budget = check_budget(budget)
     depth_count, vocab = logq.shape
     width = min(budget, vocab)
     top_logq, top_tokens = logq.topk(width, dim=-1) if width else (logq[:, :0], logq[:, :0].long())
@@ -68,7 +68,7 @@ def best_first(root_token: int, depth_logq: torch.Tensor, budget: int) -> DraftT
 def chain(root_token: int, depth_logq: torch.Tensor, budget: int | None = None) -> DraftTree:
     """The top-1 path, as deep as the drafter's rows (or the budget) allow."""
     logq = _check_rows(depth_logq)
-    depth = logq.shape[0] if budget is None else min(logq.shape[0], _check_budget(budget))
+    depth = logq.shape[0] if budget is None else min(logq.shape[0], check_budget(budget))
     best_logq, best_tokens = logq[:depth].max(dim=-1)
     tokens = [root_token] + best_tokens.tolist()
     parents = list(range(-1, depth))
@@ -104,7 +104,7 @@ def _check_width_budget(widths: list[int], budget: int | None) -> None:
     for width in widths:
         level *= int(width)
         size += level
-    if budget is not None and size > _check_budget(budget):
+    if budget is not None and size > check_budget(budget):
         raise ValueError(f"widths {widths} give {size} nodes, more than the budget {budget}")
 
 

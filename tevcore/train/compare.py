@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--tree-anchors", type=int, default=8)
     parser.add_argument("--tree-pool", type=int, default=16)
+    parser.add_argument("--tree-alpha", type=float, default=TrainConfig.tree_alpha,
+                        help="floor of each target edge probability in the path weights")
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--budgets", default="8,16")
     parser.add_argument("--temperature", type=float, default=1.0)
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                 data=args.data, init=args.init, depth=shape.depth, context=shape.context, layers=shape.layers,
                 heads=shape.heads, ffn=shape.ffn, dropout=shape.dropout, draft_vocab=shape.draft_vocab_size, steps=args.steps,
                 batch_size=args.batch_size, lr=args.lr, warmup=min(5, args.steps), tree_anchors=args.tree_anchors,
-                tree_pool=args.tree_pool, checkpoint_every=args.steps, threads=args.threads, **VARIANTS[name])
+                tree_pool=args.tree_pool, tree_alpha=args.tree_alpha, checkpoint_every=args.steps, threads=args.threads, **VARIANTS[name])
             folder = train(config, args.out / name, target)
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
         proposer = BlockProposer(load_drafter(folder, target), name=name)

@@ -15,7 +15,11 @@ from tqdm import tqdm
 
 from ..config import DecodeConfig
 from ..decode import prompt_ids, rounds
+from ..flow import target_flow
 from ..models import Target
+from ..oracle import oracle_tree
+from ..sampling import gumbel_argmax, make_generator
+from ..target import TargetSession
 from .prompts import heldout_prompts
 
 BUDGETS = ("chain", 4, 8, 16, 32)
@@ -59,10 +63,40 @@ def evaluate(target: Target, proposer, prompts: list[str], temperature: float, b
     return cells
 
 
+def oracle_ceilings(target: Target, prompts: list[str | list[int]], temperature: float, budgets: list[int],
+                    max_new_tokens: int = 64, seed: int = 0, progress: bool = True) -> list[EvalCell]:
+    """1 + C of the oracle tree (`tevcore.oracle`) at each budget: the ceiling of E for any drafter.
+
+    Measured at every position of an autoregressive decode at `temperature`
+    (not only at round starts), so it is the ceiling of a drafter's E over the
+    same prompts, not of one decode. The block length column repeats E: the
+    oracle tree is never verified.
+    """
+    largest = max(budgets)
+    totals = {b: [] for b in budgets}
+    generator = make_generator(seed)
+    for text in tqdm(prompts, desc=f"oracle T={temperature}", disable=not progress, leave=False):
+        session = TargetSession(target)
+        session.prefill(prompt_ids(target, text), reserve=max_new_tokens + largest + 1)
+        stops = target.stop_token_ids()
+        for _ in range(max_new_tokens):
+            tree = oracle_tree(session, largest, temperature)
+            logits = session.score_tree(tree).logits
+            path_prob = target_flow(tree, logits, temperature).path_prob
+            for b in budgets:
+                totals[b].append(1.0 + float(path_prob[1:b + 1].sum()))
+            token = int(gumbel_argmax(logits[0], temperature, generator))
+            session.commit([0], token)
+            if token in stops:
+                break
+    return [EvalCell(float(temperature), f"oracle {b}", len(prompts), len(totals[b]), mean(totals[b]),
+                     mean(totals[b])) for b in budgets]
+
+
 def format_table(cells: list[EvalCell]) -> str:
-    lines = [f"{'T':>4} {'budget':>7} {'prompts':>7} {'rounds':>7} {'E=1+C':>7} {'block':>7}"]
+    lines = [f"{'T':>4} {'budget':>9} {'prompts':>7} {'rounds':>7} {'E=1+C':>7} {'block':>7}"]
     for c in cells:
-        lines.append(f"{c.temperature:>4g} {c.budget:>7} {c.prompts:>7} {c.rounds:>7} "
+        lines.append(f"{c.temperature:>4g} {c.budget:>9} {c.prompts:>7} {c.rounds:>7} "
                      f"{c.expected_length:>7.3f} {c.block_length:>7.3f}")
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from .eval import BUDGETS, MIX, cells_to_json, eval_prompts, evaluate, format_table
+from .eval import BUDGETS, MIX, cells_to_json, eval_prompts, evaluate, format_table, oracle_ceilings
 
 
 def _budget(text: str) -> str | int:
@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--lookup", action="store_true", help="mix in the context lookup (as the default proposer does)")
+    parser.add_argument("--oracle", action="store_true",
+                        help="also measure the ceiling: 1 + C of the best B-node tree under the target's own law "
+                             "(one target forward per node, so slow)")
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
 
 
@@ -51,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         sets = args.greedy_sets if temperature == 0 else args.sample_sets
         prompts = eval_prompts(tuple(sets.split(",")), args.per_set)
         cells += evaluate(target, proposer, prompts, temperature, budgets, args.max_new_tokens, args.seed)
+        sizes = [b for b in budgets if b != "chain"]
+        if args.oracle and sizes:
+            cells += oracle_ceilings(target, prompts, temperature, sizes, args.max_new_tokens, args.seed)
     print(format_table(cells))
     if args.json:
         record = {"drafter": str(folder), "proposer": proposer.name, "target": target.name, "greedy_sets": args.greedy_sets,
