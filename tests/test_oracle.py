@@ -60,7 +60,7 @@ def test_oracle_tree_at_t0_is_the_greedy_chain(tiny_target):
     session.prefill([5, 6, 7])
     tree = oracle_tree(session, 4, 0.0)
     assert tree.parents.tolist() == [-1, 0, 1, 2, 3]
-    greedy, ids = [], [5, 6, 7]
+    ids = [5, 6, 7]
     for _ in range(4):
         with torch.inference_mode():
             ids.append(int(tiny_target.model(input_ids=torch.tensor([ids])).logits[0, -1].argmax()))
