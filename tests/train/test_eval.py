@@ -25,3 +25,16 @@ def test_evaluate_reports_one_cell_per_budget(tiny_target):
 def test_eval_prompts_interleave_held_out_sets():
     prompts = eval_prompts(("humaneval", "gsm8k"), 2)
     assert len(prompts) == 4 and "Python function" in prompts[0]
+
+
+def test_oracle_ceilings_grow_with_the_budget_and_are_exact_at_t0(tiny_target):
+    from tevcore.train.eval import oracle_ceilings
+
+    prompts = [[5, 6, 7, 8], [9, 10, 11]]
+    greedy = oracle_ceilings(tiny_target, prompts, 0.0, [2, 4], max_new_tokens=3, progress=False)
+    assert [c.expected_length for c in greedy] == [3.0, 5.0]  # the greedy chain always covers all
+    sampled = oracle_ceilings(tiny_target, prompts, 1.0, [1, 2, 4], max_new_tokens=3, progress=False)
+    assert [c.budget for c in sampled] == ["oracle 1", "oracle 2", "oracle 4"]
+    values = [c.expected_length for c in sampled]
+    assert 1.0 < values[0] < values[1] < values[2] < 5.0
+    assert all(c.rounds == 6 for c in sampled)
