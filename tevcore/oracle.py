@@ -29,7 +29,8 @@ def oracle_tree(session: TargetSession, budget: int, temperature: float) -> Draf
     Nodes come in descending path probability (ties by discovery order), so
     `tree.first(b)` is the oracle tree of every smaller budget b. Prefixes of
     zero probability (all but the argmax at T = 0) are never added; the tree
-    is then smaller than the budget. The session is left as it was.
+    is then smaller than the budget. The tree's `draft_logp` holds the
+    target's own edge log-probabilities. The session is left as it was.
     """
     budget = check_budget(budget)
     temperature = check_temperature(temperature)

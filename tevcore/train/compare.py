@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
                 data=args.data, init=args.init, depth=shape.depth, context=shape.context, layers=shape.layers,
                 heads=shape.heads, ffn=shape.ffn, dropout=shape.dropout, draft_vocab=shape.draft_vocab_size, steps=args.steps,
                 batch_size=args.batch_size, lr=args.lr, warmup=min(5, args.steps), tree_anchors=args.tree_anchors,
-                tree_pool=args.tree_pool, tree_alpha=args.tree_alpha, checkpoint_every=args.steps, threads=args.threads, **VARIANTS[name])
+                tree_pool=args.tree_pool, tree_alpha=args.tree_alpha, checkpoint_every=args.steps,
+                threads=args.threads, **VARIANTS[name])
             folder = train(config, args.out / name, target)
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
         proposer = BlockProposer(load_drafter(folder, target), name=name)

@@ -67,18 +67,18 @@ def oracle_ceilings(target: Target, prompts: list[str | list[int]], temperature:
                     max_new_tokens: int = 64, seed: int = 0, progress: bool = True) -> list[EvalCell]:
     """1 + C of the oracle tree (`tevcore.oracle`) at each budget: the ceiling of E for any drafter.
 
-    Measured at every position of an autoregressive decode at `temperature`
-    (not only at round starts), so it is the ceiling of a drafter's E over the
-    same prompts, not of one decode. The block length column repeats E: the
-    oracle tree is never verified.
+    Averaged over every position of an autoregressive decode at `temperature`
+    (a drafter's E averages over round starts of its own decode), so it is
+    the ceiling to set beside a drafter's E on the same prompts. The block
+    length column repeats E: the oracle tree is never verified.
     """
     largest = max(budgets)
     totals = {b: [] for b in budgets}
     generator = make_generator(seed)
+    stops = target.stop_token_ids()
     for text in tqdm(prompts, desc=f"oracle T={temperature}", disable=not progress, leave=False):
         session = TargetSession(target)
         session.prefill(prompt_ids(target, text), reserve=max_new_tokens + largest + 1)
-        stops = target.stop_token_ids()
         for _ in range(max_new_tokens):
             tree = oracle_tree(session, largest, temperature)
             logits = session.score_tree(tree).logits
