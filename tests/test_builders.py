@@ -62,6 +62,15 @@ def test_best_first_budget_beyond_all_prefixes():
     assert prefixes(tree) == set(ranked_prefixes(logq))
 
 
+def test_best_first_never_adds_a_zero_probability_prefix():
+    # a drafter that restricts its vocabulary gives -inf outside it; such prefixes are never drafted
+    logq = torch.log(torch.tensor([[0.7, 0.3, 0.0], [1.0, 0.0, 0.0]]))
+    tree = best_first(ROOT, logq, 10)
+    assert tree.size == 2 + 2
+    assert torch.isfinite(tree.draft_logp).all()
+    assert sorted(tree.tokens[1:].tolist()) == [0, 0, 0, 1]
+
+
 def test_best_first_tie_break_by_push_order():
     # scores: a=log .5, b=c=log .25, aa=ab=log .25: a four-way tie for the second slot
     logq = torch.log(torch.tensor([[0.5, 0.25, 0.25], [0.5, 0.5, 0.001]]))

@@ -8,6 +8,8 @@ best-first builder returns the top-B prefixes by that score (DDTree).
 from __future__ import annotations
 
 import heapq
+import math
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -29,40 +31,76 @@ def check_budget(budget: int) -> int:
     return int(budget)
 
 
-def best_first(root_token: int, depth_logq: torch.Tensor, budget: int) -> DraftTree:
-    """Top-`budget` prefixes by draft score, grown with a heap (DDTree).
+@dataclass(frozen=True)
+class PartialTree:
+    """The tree a best-first growth has built so far (node 0 is the root)."""
+
+    tokens: list[int]
+    parents: list[int]
+    scores: list[float]  # prefix log-score of each node, 0 at the root
+    depths: list[int]
+
+
+# children(node, tree so far) -> (log-scores, tokens) of the node's candidate children, best first
+RankedChildren = Callable[[int, PartialTree], tuple[list[float], list[int]]]
+
+
+def grow_best_first(root_token: int, budget: int, children: RankedChildren) -> PartialTree:
+    """Top-`budget` prefixes by summed log-score, grown with a heap (DDTree).
 
     A popped prefix pushes its next sibling and its first child; both score no
     higher than it, so pops come out in descending score order and the result
     is prefix-closed. Ties break by push order, which makes the tree
-    deterministic.
+    deterministic. A node's children are asked for once, when it joins a tree
+    that still has room; a prefix of score -inf (probability zero) is never
+    added, so the tree can stay smaller than the budget.
     """
+    grown = PartialTree(tokens=[root_token], parents=[-1], scores=[0.0], depths=[0])
+    options: dict[int, tuple[list[float], list[int]]] = {}
+    heap: list[tuple[float, int, int, int]] = []  # (-prefix score, push order, parent node, rank among its children)
+    pushes = 0
+
+    def push(parent: int, rank: int) -> None:
+        nonlocal pushes
+        pushes += 1
+        heapq.heappush(heap, (-(grown.scores[parent] + options[parent][0][rank]), pushes, parent, rank))
+
+    def offer_children(node: int) -> None:
+        options[node] = children(node, grown)
+        if options[node][0]:
+            push(node, 0)
+
+    if budget:
+        offer_children(0)
+    while heap and len(grown.tokens) - 1 < budget:
+        neg_score, _, parent, rank = heapq.heappop(heap)
+        if neg_score == math.inf:
+            break
+        values, ids = options[parent]
+        grown.tokens.append(ids[rank])
+        grown.parents.append(parent)
+        grown.scores.append(-neg_score)
+        grown.depths.append(grown.depths[parent] + 1)
+        if rank + 1 < len(values):
+            push(parent, rank + 1)
+        if len(grown.tokens) - 1 < budget:
+            offer_children(len(grown.tokens) - 1)
+    return grown
+
+
+def best_first(root_token: int, depth_logq: torch.Tensor, budget: int) -> DraftTree:
+    """Top-`budget` prefixes by draft score, the sum of per-depth log-probabilities (DDTree)."""
     logq = _check_rows(depth_logq)
     budget = check_budget(budget)
-    depth_count, vocab = logq.shape
-    width = min(budget, vocab)
-    top_logq, top_tokens = logq.topk(width, dim=-1) if width else (logq[:, :0], logq[:, :0].long())
-    top_logq, top_tokens = top_logq.tolist(), top_tokens.tolist()
-    tokens, parents, scores = [root_token], [-1], [0.0]
-    # heap entries: (-prefix score, push order, parent node, depth index, rank at that depth)
-    heap: list[tuple[float, int, int, int, int]] = []
-    pushes = 0
-    if width:
-        heap.append((-top_logq[0][0], pushes, 0, 0, 0))
-    while heap and len(tokens) - 1 < budget:
-        neg_score, _, parent, depth, rank = heapq.heappop(heap)
-        node = len(tokens)
-        tokens.append(top_tokens[depth][rank])
-        parents.append(parent)
-        scores.append(-neg_score)
-        parent_score = scores[parent]
-        if rank + 1 < width:
-            pushes += 1
-            heapq.heappush(heap, (-(parent_score + top_logq[depth][rank + 1]), pushes, parent, depth, rank + 1))
-        if depth + 1 < depth_count:
-            pushes += 1
-            heapq.heappush(heap, (-(-neg_score + top_logq[depth + 1][0]), pushes, node, depth + 1, 0))
-    return _tree(tokens, parents, scores, budget)
+    top_logq, top_tokens = logq.topk(min(budget, logq.shape[1]), dim=-1)
+    rows = list(zip(top_logq.tolist(), top_tokens.tolist()))
+
+    def children(node: int, grown: PartialTree) -> tuple[list[float], list[int]]:
+        depth = grown.depths[node]
+        return rows[depth] if depth < len(rows) else ([], [])
+
+    grown = grow_best_first(root_token, budget, children)
+    return tree_from_prefix_scores(grown.tokens, grown.parents, grown.scores, budget)
 
 
 def chain(root_token: int, depth_logq: torch.Tensor, budget: int | None = None) -> DraftTree:
@@ -73,7 +111,7 @@ def chain(root_token: int, depth_logq: torch.Tensor, budget: int | None = None) 
     tokens = [root_token] + best_tokens.tolist()
     parents = list(range(-1, depth))
     scores = [0.0] + torch.cumsum(best_logq, 0).tolist()
-    return _tree(tokens, parents, scores, budget)
+    return tree_from_prefix_scores(tokens, parents, scores, budget)
 
 
 def fixed_width(root_token: int, depth_logq: torch.Tensor, widths: list[int], budget: int | None = None) -> DraftTree:
@@ -96,7 +134,7 @@ def fixed_width(root_token: int, depth_logq: torch.Tensor, widths: list[int], bu
                 scores.append(scores[parent] + lq)
         frontier = next_frontier
     _check_width_budget(widths, budget)
-    return _tree(tokens, parents, scores, budget)
+    return tree_from_prefix_scores(tokens, parents, scores, budget)
 
 
 def _check_width_budget(widths: list[int], budget: int | None) -> None:
@@ -108,7 +146,7 @@ def _check_width_budget(widths: list[int], budget: int | None) -> None:
         raise ValueError(f"widths {widths} give {size} nodes, more than the budget {budget}")
 
 
-def _tree(tokens: list[int], parents: list[int], prefix_scores: list[float], budget: int | None) -> DraftTree:
+def tree_from_prefix_scores(tokens: list[int], parents: list[int], prefix_scores: list[float], budget: int | None) -> DraftTree:
     """Per-node draft log-prob = prefix score minus the parent's prefix score."""
     node_logq = [0.0] + [prefix_scores[i] - prefix_scores[parents[i]] for i in range(1, len(tokens))]
     return DraftTree(

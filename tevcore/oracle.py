@@ -12,12 +12,7 @@ drafter.
 
 from __future__ import annotations
 
-import heapq
-import math
-
-import torch
-
-from .builders import check_budget
+from .builders import PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
 from .sampling import check_temperature, log_probs
 from .target import TargetSession
 from .tree import DraftTree
@@ -34,36 +29,14 @@ def oracle_tree(session: TargetSession, budget: int, temperature: float) -> Draf
     """
     budget = check_budget(budget)
     temperature = check_temperature(temperature)
-    tokens, parents, edge_logp, path_logp = [session.root_token], [-1], [0.0], [0.0]
-    options: dict[int, tuple[list[float], list[int]]] = {}
-    heap: list[tuple[float, int, int, int]] = []  # (-path log-prob, push order, parent, rank)
-    pushes = 0
 
-    def expand(node: int) -> None:
-        nonlocal pushes
-        tree = DraftTree(tokens=torch.tensor(tokens), parents=torch.tensor(parents), draft_logp=torch.tensor(edge_logp))
+    def children(node: int, grown: PartialTree) -> tuple[list[float], list[int]]:
+        """The target's row at `node`, from one forward over the tree grown so far."""
+        tree = tree_from_prefix_scores(grown.tokens, grown.parents, grown.scores, None)
         row = log_probs(session.score_tree(tree).logits[node], temperature)
         session.rollback()
         top = row.topk(min(budget, row.shape[-1]))
-        options[node] = (top.values.tolist(), top.indices.tolist())
-        pushes += 1
-        heapq.heappush(heap, (-(path_logp[node] + options[node][0][0]), pushes, node, 0))
+        return top.values.tolist(), top.indices.tolist()
 
-    if budget:
-        expand(0)
-    while heap and len(tokens) - 1 < budget:
-        neg_logp, _, parent, rank = heapq.heappop(heap)
-        if neg_logp == math.inf:
-            break  # every remaining prefix has probability zero
-        values, ids = options[parent]
-        tokens.append(ids[rank])
-        parents.append(parent)
-        edge_logp.append(values[rank])
-        path_logp.append(-neg_logp)
-        if rank + 1 < len(values):
-            pushes += 1
-            heapq.heappush(heap, (-(path_logp[parent] + values[rank + 1]), pushes, parent, rank + 1))
-        if len(tokens) - 1 < budget:
-            expand(len(tokens) - 1)
-    return DraftTree(tokens=torch.tensor(tokens), parents=torch.tensor(parents),
-                     draft_logp=torch.tensor(edge_logp), budget=budget)
+    grown = grow_best_first(session.root_token, budget, children)
+    return tree_from_prefix_scores(grown.tokens, grown.parents, grown.scores, budget)
