@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle", action="store_true",
                         help="also measure the ceiling: 1 + C of the best B-node tree under the target's own law "
                              "(one target forward per node, so slow)")
+    parser.add_argument("--by-set", action="store_true", help="also report each held-out set's share of the prompts")
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
 
 
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     for temperature in (float(t) for t in args.temperatures.split(",")):
         sets = args.greedy_sets if temperature == 0 else args.sample_sets
         prompts = eval_prompts(tuple(sets.split(",")), args.per_set)
-        cells += evaluate(target, proposer, prompts, temperature, budgets, args.max_new_tokens, args.seed)
+        cells += evaluate(target, proposer, prompts, temperature, budgets, args.max_new_tokens, args.seed,
+                          by_set=args.by_set)
         sizes = [b for b in budgets if b != "chain"]
         if args.oracle and sizes:
             cells += oracle_ceilings(target, prompts, temperature, sizes, args.max_new_tokens, args.seed)
