@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 import torch
 
 from tevcore.datasets import DATASETS, load_prompts
@@ -52,10 +55,6 @@ def test_training_prompts_never_include_held_out_text():
 
 
 def test_sets_join_with_commas_and_refuse_other_hidden_layers(tiny_target, tiny_data, tiny_data_setup, tmp_path):
-    import dataclasses
-
-    import pytest
-
     one = AnchorSet(tiny_data, context=4, depth=3)
     both = AnchorSet(f"{tiny_data},{tiny_data}", context=4, depth=3)
     assert len(both) == 2 * len(one) and len(both.shards) == 2 * len(one.shards)
@@ -64,3 +63,63 @@ def test_sets_join_with_commas_and_refuse_other_hidden_layers(tiny_target, tiny_
     build_dataset(tiny_target, dataclasses.replace(config, hidden_layers=(1,)), other, plan=plan[:1])
     with pytest.raises(ValueError, match="cannot be joined"):
         AnchorSet(f"{tiny_data},{other}", context=4, depth=3)
+
+
+def test_generation_jobs_give_each_prompt_its_samples_and_cycle_temperatures():
+    from tevcore.train.data import DataConfig, generation_jobs
+
+    config = DataConfig(samples=3, temperatures=(0.0, 1.0), max_prompt_tokens=4)
+    jobs = generation_jobs([[1, 2, 3], [4, 5, 6, 7, 8], [9, 10]], config)  # the middle prompt is too long
+    assert [j.ids for j in jobs] == [(1, 2, 3)] * 3 + [(9, 10)] * 3
+    assert [j.temperature for j in jobs] == [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+    assert all(j.start == len(j.ids) - 1 for j in jobs)
+    plain = generation_jobs([[1, 2], [3, 4], [5, 6]], DataConfig())  # the default: one response, greedy then T = 1
+    assert [j.temperature for j in plain] == [0.0, 1.0, 0.0]
+
+
+def test_training_prompts_can_come_from_chosen_sets():
+    chat = all_training_prompts(("mt-bench", "spec-bench"))
+    assert chat and {p.dataset for p in chat} <= {"mt-bench", "spec-bench"}
+    every = {p.text.strip() for p in all_training_prompts()}
+    assert {p.text.strip() for p in chat} <= every
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"samples": 0}, "samples"), ({"temperatures": ()}, "temperatures"),
+    ({"temperatures": (1.0, float("nan"))}, "temperatures"), ({"temperatures": (-0.5,)}, "temperatures"),
+    ({"sets": ("mt-bench", "nope")}, "nope"),
+])
+def test_data_config_rejects_bad_values(bad, words):
+    from tevcore.train.data import DataConfig
+
+    with pytest.raises(ValueError, match=words):
+        DataConfig(**bad)
+
+
+def test_build_data_flags_parse_comma_lists_into_the_config():
+    import argparse
+
+    from tevcore.train import data_cli
+
+    parser = argparse.ArgumentParser()
+    data_cli.add_arguments(parser)
+    args = parser.parse_args(["out", "--sets", "mt-bench,spec-bench", "--temperatures", "1", "--samples", "2",
+                              "--hidden-layers", "8,16"])
+    config = data_cli.config_from_args(args)
+    assert config.sets == ("mt-bench", "spec-bench") and config.temperatures == (1.0,)
+    assert config.samples == 2 and config.hidden_layers == (8, 16)
+    with pytest.raises(ValueError, match="float"):
+        data_cli.config_from_args(parser.parse_args(["out", "--temperatures", "hot"]))
+
+
+def test_a_folder_built_before_a_config_field_existed_still_resumes(tiny_target, tiny_data_setup, tmp_path):
+    import json
+
+    config, plan = tiny_data_setup
+    build_dataset(tiny_target, config, tmp_path, plan=plan[:1])
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    del manifest["config"]["samples"]  # as written before `samples` was a field
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert build_dataset(tiny_target, config, tmp_path, plan=plan[:2]) == 2
+    with pytest.raises(ValueError, match="another config"):
+        build_dataset(tiny_target, dataclasses.replace(config, samples=2), tmp_path, plan=plan[:2])

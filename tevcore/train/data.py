@@ -13,6 +13,7 @@ when present, so an interrupted build resumes; everything is seeded.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from dataclasses import asdict, dataclass
@@ -23,6 +24,7 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 from transformers import DynamicCache
 
+from ..datasets import DATASETS
 from ..models import Target
 from .prompts import all_training_prompts
 
@@ -39,6 +41,9 @@ class DataConfig:
     top_k: int = 32
     seed: int = 0
     generate: bool = True  # self-generated responses to the training prompts
+    sets: tuple[str, ...] = ()  # prompt sets to draw training prompts from; empty for all
+    samples: int = 1  # generated responses per prompt
+    temperatures: tuple[float, ...] = (0.0, 1.0)  # cycled over the responses, in plan order
     max_new_tokens: int = 192
     gen_batch: int = 16
     max_prompt_tokens: int = 448
@@ -50,6 +55,13 @@ class DataConfig:
     def __post_init__(self) -> None:
         if not self.hidden_layers or self.context < 1 or self.top_k < 1 or self.gen_batch < 1 or self.text_batch < 1:
             raise ValueError("hidden_layers, context, top_k and batch sizes must be positive")
+        if self.samples < 1 or not self.temperatures:
+            raise ValueError("samples must be at least 1 and temperatures must name at least one value")
+        if not all(math.isfinite(t) and t >= 0 for t in self.temperatures):
+            raise ValueError(f"temperatures must be finite and >= 0, got {self.temperatures}")
+        unknown = set(self.sets) - set(DATASETS)
+        if unknown:
+            raise ValueError(f"unknown prompt sets {sorted(unknown)}; choose from {DATASETS}")
 
 
 @dataclass(frozen=True)
@@ -78,17 +90,25 @@ def _python_texts(count: int, seed: int) -> list[str]:
     return [f.read_text(errors="replace") for f in files[:count]]
 
 
+def generation_jobs(prompts: list[list[int]], config: DataConfig) -> list[Job]:
+    """`samples` responses per prompt that fits, temperatures cycling over them in order."""
+    jobs = []
+    for i, ids in enumerate(prompts):
+        if len(ids) > config.max_prompt_tokens:
+            continue
+        for s in range(config.samples):
+            temperature = config.temperatures[(i * config.samples + s) % len(config.temperatures)]
+            jobs.append(Job("gen", tuple(ids), len(ids) - 1, temperature=float(temperature)))
+    return jobs
+
+
 def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     """The deterministic list of shards (each a list of jobs) for a target and config."""
     rng = random.Random(config.seed)
-    items = all_training_prompts()
+    items = all_training_prompts(config.sets or None)
     shards: list[list[Job]] = []
     if config.generate:
-        gen = []
-        for i, item in enumerate(items):
-            ids = _chat_ids(target, item.text)
-            if len(ids) <= config.max_prompt_tokens:
-                gen.append(Job("gen", tuple(ids), len(ids) - 1, temperature=float(i % 2)))
+        gen = generation_jobs([_chat_ids(target, item.text) for item in items], config)
         rng.shuffle(gen)
         window = config.gen_batch * 8  # sort by length inside windows: less padding, still mixed
         for w in range(0, len(gen), window):
@@ -222,9 +242,10 @@ def shard_path(folder: Path, index: int) -> Path:
 
 def _check_manifest(folder: Path, target: Target, config: DataConfig, shards: int) -> None:
     """Write the manifest, or refuse to resume a folder built with other settings."""
-    config_dict = {**asdict(config), "hidden_layers": list(config.hidden_layers)}
+    config_dict = json.loads(json.dumps(asdict(config)))  # tuples as lists, as the file holds them
+    defaults = json.loads(json.dumps(asdict(DataConfig())))  # a field newer than the folder had its default
     path = folder / MANIFEST
-    if path.is_file() and json.loads(path.read_text()).get("config") != config_dict:
+    if path.is_file() and {**defaults, **json.loads(path.read_text()).get("config", {})} != config_dict:
         raise ValueError(f"{folder} was built with another config; use a new folder or the same settings")
     folder.mkdir(parents=True, exist_ok=True)
     manifest = {"config": config_dict, "target_name": target.name, "vocab_size": target.vocab_size,

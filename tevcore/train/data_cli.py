@@ -25,10 +25,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
             parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=None)
-        elif f.name == "hidden_layers":
-            parser.add_argument(flag, default=None, help="comma-separated layer indices")
+        elif str(f.type).startswith("tuple"):
+            parser.add_argument(flag, default=None, help="comma-separated values")
         else:
             parser.add_argument(flag, type=float if f.type in ("float", float) else int, default=None)
+
+
+def _tuple(kind: str, text: str) -> tuple:
+    """A comma-separated flag as the tuple its config field declares (e.g. `tuple[int, ...]`)."""
+    parse = {"int": int, "float": float, "str": str}[kind.removeprefix("tuple[").split(",")[0]]
+    try:
+        return tuple(parse(part.strip()) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"expected comma-separated {parse.__name__} values, got {text!r}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> DataConfig:
@@ -37,7 +46,7 @@ def config_from_args(args: argparse.Namespace) -> DataConfig:
         value = getattr(args, f.name, None)
         if f.name == "target" or value is None:
             continue
-        values[f.name] = tuple(int(x) for x in value.split(",")) if f.name == "hidden_layers" else value
+        values[f.name] = _tuple(str(f.type), value) if str(f.type).startswith("tuple") else value
     return DataConfig(**values)
 
 

@@ -8,6 +8,7 @@ no set at all.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 
 from ..datasets import DATASETS, Prompt, load_prompts
@@ -29,11 +30,12 @@ def training_prompts(dataset: str) -> list[Prompt]:
     return [p for p in load_prompts(dataset, "train") if p.text.strip() not in banned]
 
 
-def all_training_prompts() -> list[Prompt]:
-    """Training items of every set, each prompt text once, in a fixed order."""
+def all_training_prompts(sets: Iterable[str] | None = None) -> list[Prompt]:
+    """Training items of every set (or of `sets`), each prompt text once, in a fixed order."""
     seen: set[str] = set()
     out = []
-    for name in DATASETS:
+    chosen = set(DATASETS if sets is None else sets)
+    for name in (n for n in DATASETS if n in chosen):
         for prompt in training_prompts(name):
             if prompt.text.strip() not in seen:
                 seen.add(prompt.text.strip())
