@@ -135,7 +135,7 @@ def test_get_builder():
     for name in ("beam", "", "Best_First"):
         with pytest.raises(ValueError, match="unknown builder"):
             get_builder(name)
-    with pytest.raises(ValueError, match="widths must look like"):
+    with pytest.raises(ValueError, match="expected comma-separated widths like"):
         get_builder("width:4,x")
 
 

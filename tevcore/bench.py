@@ -23,6 +23,7 @@ from tqdm import tqdm
 from .config import DecodeConfig
 from .datasets import load_prompts
 from .decode import generate, generate_ar, prompt_ids
+from .flags import comma_list
 from .models import Target, load_target
 from .records import STAGES
 from .trim import TRIM_HELP, parse_trim
@@ -161,10 +162,6 @@ def _cell(value, width: int, spec: str) -> str:
     return format(value, f">{width}{spec}") if value is not None else "-".rjust(width)
 
 
-def _csv(text: str, cast) -> list:
-    return [cast(x) for x in text.split(",") if x.strip()]
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="humaneval,mt-bench,gsm8k,spec-bench",
                         help="comma-separated prompt sets (held-out split) or .jsonl paths")
@@ -195,20 +192,20 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    temperatures = _csv(args.temperatures, float)
+    temperatures = comma_list(args.temperatures, float, "temperatures")
     for t in temperatures:
         DecodeConfig(temperature=t)  # validate before loading anything
-    trim_specs = _csv(args.trim, str)
+    trim_specs = comma_list(args.trim, str, "trim specs")
     for spec in trim_specs:
         parse_trim(spec)
     if args.budgets == "auto" and len(trim_specs) != 1:
         raise ValueError("--budget auto chooses for one --trim spec; give one")
     target = load_target(args.target, device=args.device)
     proposer = resolve_proposer(args.proposer, target)
-    datasets = _csv(args.dataset, str)
-    verifiers = _csv(args.verifiers, str)
+    datasets = comma_list(args.dataset, str, "prompt sets")
+    verifiers = comma_list(args.verifiers, str, "verifiers")
     if args.refresh_curve:
-        wanted = AUTO_BUDGETS if args.budgets == "auto" else _csv(args.budgets, int)
+        wanted = AUTO_BUDGETS if args.budgets == "auto" else comma_list(args.budgets, int, "budgets")
         forward_cost_curve(target, sizes=curve_sizes(wanted), refresh=True)
     auto: dict[float, BudgetChoice] = {}
     if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
@@ -218,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"T={t:g}: {auto[t].explain()}")
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:
-        plan = [(temperatures, _csv(args.budgets, int))]
+        plan = [(temperatures, comma_list(args.budgets, int, "budgets"))]
     for _, budgets in plan:
         for b in budgets:
             for v in verifiers:

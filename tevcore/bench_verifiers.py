@@ -26,6 +26,7 @@ import torch
 from .builders import best_first
 from .datasets import load_prompts
 from .drafters.base import GreedyRolloutProposer
+from .flags import comma_list
 from .flow import target_flow
 from .models import Target, encode_prompt, load_target
 from .sampling import make_generator
@@ -187,19 +188,11 @@ def _git_state() -> dict:
         return {"commit": "unknown", "dirty": None}
 
 
-def _csv_ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"budgets must look like '8,16,32,64', got {text!r}") from None
-    if not values or min(values) < 1:
-        raise ValueError(f"budgets must be positive integers, got {text!r}")
-    return values
-
-
 def run(args: argparse.Namespace) -> int:
-    budgets = _csv_ints(args.budgets)
-    names = [name.strip() for name in args.verifiers.split(",") if name.strip()]
+    budgets = comma_list(args.budgets, int, "budgets")
+    if min(budgets) < 1:
+        raise ValueError(f"budgets must be positive integers, got {args.budgets!r}")
+    names = comma_list(args.verifiers, str, "verifiers")
     for name in names:
         get_verifier(name)
     if args.rounds < 1:

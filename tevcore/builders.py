@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from .flags import comma_list
 from .tree import DraftTree
 
 
@@ -157,13 +158,6 @@ def tree_from_prefix_scores(tokens: list[int], parents: list[int], prefix_scores
     )
 
 
-def _parse_widths(text: str) -> list[int]:
-    try:
-        return [int(w) for w in text.split(",") if w.strip()]
-    except ValueError:
-        raise ValueError(f"widths must look like '4,2,1', got {text!r}") from None
-
-
 BuilderFn = Callable[[int, torch.Tensor, int], DraftTree]
 
 
@@ -177,9 +171,9 @@ def get_builder(name: str, budget: int | None = None) -> BuilderFn:
     if name == "chain":
         return chain
     if name.startswith("width:"):
-        widths = _parse_widths(name.split(":", 1)[1])
-        if not widths or any(w < 1 for w in widths):
-            raise ValueError(f"widths must be a non-empty list of positive integers, got {name!r}")
+        widths = comma_list(name.split(":", 1)[1], int, "widths like 'width:4,2,1'")
+        if any(w < 1 for w in widths):
+            raise ValueError(f"widths must be positive integers, got {name!r}")
         _check_width_budget(widths, budget)
         return lambda root, logq, budget: fixed_width(root, logq, widths, budget)
     raise ValueError(f"unknown builder {name!r}; choose best_first, chain or width:W1,W2,...")

@@ -3,6 +3,10 @@
 Every set is split deterministically by item index: items whose index is a
 multiple of `HELDOUT_EVERY` are held out for evaluation and benchmarks, the
 rest may be used to train drafters. Nothing here is tuned to any one set.
+MT-Bench and Spec-Bench list their items category by category, so the first
+n items of a split would all be one kind of task (creative writing, German
+translation); the held-out split takes the categories in turn instead, so
+its first n items sample every category.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ class Prompt:
     item_id: str
     text: str
     reference: str | None = None
+    category: str | None = None  # the set's own task category, where it has one
 
 
 def shared_dir() -> Path:
@@ -61,7 +66,7 @@ def _mt_bench() -> list[Prompt]:
     reference_file = shared_dir() / "mt_bench_reference_answers_gpt4.jsonl"
     if reference_file.is_file():
         answers = {r["question_id"]: r["choices"][0]["turns"][0] for r in _read_jsonl(reference_file)}
-    return [Prompt("mt-bench", str(r["question_id"]), r["turns"][0], answers.get(r["question_id"]))
+    return [Prompt("mt-bench", str(r["question_id"]), r["turns"][0], answers.get(r["question_id"]), r.get("category"))
             for r in _read_jsonl(shared_dir() / "mt_bench_questions.jsonl")]
 
 
@@ -71,7 +76,7 @@ def _gsm8k() -> list[Prompt]:
 
 
 def _spec_bench() -> list[Prompt]:
-    return [Prompt("spec-bench", str(r["question_id"]), r["turns"][0], _first_text(r.get("reference")))
+    return [Prompt("spec-bench", str(r["question_id"]), r["turns"][0], _first_text(r.get("reference")), r["category"])
             for r in _read_jsonl(shared_dir() / "spec_bench_questions.jsonl") if r["category"] in SPEC_BENCH_OWN]
 
 
@@ -88,15 +93,34 @@ def _custom(path: Path) -> list[Prompt]:
                 if isinstance(row, dict) else None)
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{path}, record {i + 1}: needs a 'prompt', 'question' or 'turns' field with text")
-        prompts.append(Prompt(path.stem, str(row.get("id", i)), text))
+        category = row.get("category")
+        prompts.append(Prompt(path.stem, str(row.get("id", i)), text,
+                              category=str(category) if category is not None else None))
     return prompts
 
 
 _LOADERS = {"humaneval": _humaneval, "mt-bench": _mt_bench, "gsm8k": _gsm8k, "spec-bench": _spec_bench}
 
 
+def categories_in_turn(items: list[Prompt]) -> list[Prompt]:
+    """Items reordered to take each category in turn (file order within one), so any cut samples them all.
+
+    Categories come in the order they first appear; items without a category
+    form one group, so a set without categories keeps its file order.
+    """
+    groups: dict[str | None, list[Prompt]] = {}
+    for item in items:
+        groups.setdefault(item.category, []).append(item)
+    longest = max((len(group) for group in groups.values()), default=0)
+    return [group[i] for i in range(longest) for group in groups.values() if i < len(group)]
+
+
 def load_prompts(name: str, split: str = "heldout", n: int | None = None) -> list[Prompt]:
-    """Prompts of a named set (or a JSONL path) in file order, from one split."""
+    """The first n (default all) prompts of a named set (or a JSONL path) from one split.
+
+    The held-out split takes categories in turn (`categories_in_turn`); the
+    others keep file order.
+    """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     if name in _LOADERS:
@@ -108,4 +132,6 @@ def load_prompts(name: str, split: str = "heldout", n: int | None = None) -> lis
     if split != "all":
         keep_heldout = split == "heldout"
         items = [p for i, p in enumerate(items) if (i % HELDOUT_EVERY == 0) == keep_heldout]
+        if keep_heldout:
+            items = categories_in_turn(items)
     return items[:n] if n is not None else items

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import shared_ui  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
+from tevcore.flags import budget_or_chain, comma_list  # noqa: E402
 
 import figures  # noqa: E402
 import trainruns  # noqa: E402
@@ -181,11 +182,9 @@ with tab_compare:
     cmp_temp = e3.number_input("temperature", 0.0, 2.0, 1.0, step=0.1, key="et_cmp_temp")
     cmp_tokens = e4.number_input("max new tokens", 8, 512, 32, step=8, key="et_cmp_tokens")
     try:
-        budgets = [b.strip() if b.strip() == "chain" else int(b) for b in budgets_text.split(",") if b.strip()]
-        if not budgets or any(isinstance(b, int) and b < 1 for b in budgets):
-            raise ValueError
-    except ValueError:
-        st.error("Budgets must be positive integers (or 'chain') separated by commas.")
+        budgets = comma_list(budgets_text, budget_or_chain, "budgets (positive integers or 'chain')")
+    except ValueError as err:
+        st.error(str(err))
         budgets = []
     if st.button("Evaluate E per budget", disabled=not picks or not budgets, key="et_cmp_run"):
         from tevcore.train import eval as engine_eval

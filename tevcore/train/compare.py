@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from ..flags import comma_list
 from .config import TrainConfig
 
 VARIANTS = {
@@ -57,10 +58,10 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     target = load_target("default")
     shape = read_config(Path(args.init))
-    prompts = eval_prompts(tuple(args.sets.split(",")), args.per_set)
-    budgets = [int(b) for b in args.budgets.split(",")]
+    prompts = eval_prompts(tuple(comma_list(args.sets, str, "prompt sets")), args.per_set)
+    budgets = comma_list(args.budgets, int, "budgets")
     results = {}
-    for name in args.variants.split(","):
+    for name in comma_list(args.variants, str, "variants"):
         start = time.time()
         if name == "start":
             folder, trained = Path(args.init), None

@@ -25,6 +25,7 @@ from tqdm import tqdm
 from transformers import DynamicCache
 
 from ..datasets import DATASETS
+from ..flags import comma_list
 from ..models import Target
 from .prompts import all_training_prompts
 
@@ -296,10 +297,7 @@ def load_shards(folder: Path) -> list[dict[str, torch.Tensor]]:
 
 def data_folders(spec: str | Path) -> list[Path]:
     """The folders of a data spec: one folder, or several joined by commas (one set, in that order)."""
-    folders = [Path(part.strip()) for part in str(spec).split(",") if part.strip()]
-    if not folders:
-        raise ValueError("no distillation set folder given")
-    return folders
+    return comma_list(str(spec), Path, "distillation set folders")
 
 
 def read_manifests(spec: str | Path) -> list[dict]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from ..flags import comma_list
 from .data import DataConfig, build_dataset, plan_jobs
 
 
@@ -34,10 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _tuple(kind: str, text: str) -> tuple:
     """A comma-separated flag as the tuple its config field declares (e.g. `tuple[int, ...]`)."""
     parse = {"int": int, "float": float, "str": str}[kind.removeprefix("tuple[").split(",")[0]]
-    try:
-        return tuple(parse(part.strip()) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise ValueError(f"expected comma-separated {parse.__name__} values, got {text!r}") from None
+    return tuple(comma_list(text, parse, f"{parse.__name__} values"))
 
 
 def config_from_args(args: argparse.Namespace) -> DataConfig:

@@ -10,11 +10,8 @@ from pathlib import Path
 
 import torch
 
+from ..flags import budget_or_chain, comma_list
 from .eval import BUDGETS, MIX, cells_to_json, eval_prompts, evaluate, format_table, oracle_ceilings
-
-
-def _budget(text: str) -> str | int:
-    return "chain" if text == "chain" else int(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,11 +46,11 @@ def run(args: argparse.Namespace) -> int:
     proposer = BlockProposer(load_drafter(folder, target), name=str(folder))
     if args.lookup:
         proposer = ContextLookupProposer(proposer)
-    budgets = [_budget(b) for b in args.budgets.split(",") if b]
+    budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
     cells, start = [], time.time()
-    for temperature in (float(t) for t in args.temperatures.split(",")):
+    for temperature in comma_list(args.temperatures, float, "temperatures"):
         sets = args.greedy_sets if temperature == 0 else args.sample_sets
-        prompts = eval_prompts(tuple(sets.split(",")), args.per_set)
+        prompts = eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)
         cells += evaluate(target, proposer, prompts, temperature, budgets, args.max_new_tokens, args.seed,
                           by_set=args.by_set)
         sizes = [b for b in budgets if b != "chain"]
