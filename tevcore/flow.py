@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .sampling import log_probs, token_log_probs
+from .sampling import check_temperature, is_greedy, log_probs, token_log_probs
 from .tree import DraftTree
 
 DEFAULT_MISSING_K = 5
@@ -146,31 +146,56 @@ class TargetFlow:
 def target_flow(
     tree: DraftTree, node_logits: torch.Tensor, temperature: float, missing_k: int = DEFAULT_MISSING_K
 ) -> TargetFlow:
-    """The target flow of `tree` from its (N+1) x V node logits at `temperature`."""
+    """The target flow of `tree` from its (N+1) x V node logits at `temperature`.
+
+    Every round of a decode records one, so it reads the rows only where it
+    must: the edge and missing-token log-probabilities as entries of float64
+    rows (fp32 rows over a real vocabulary sum to 1 only within ~1e-5, which
+    would break sum X = 1), 1 - m as log1p(-m) where m <= 1/2 and as a log-sum-exp
+    over the non-children where m is near 1 (no cancellation), and the missing
+    tokens from each row's top k + (its most children) logits.
+    """
     check_node_logits(tree, node_logits)
-    # float64 rows: fp32 rows sum to 1 only within ~1e-5 at a real vocabulary, which would
-    # break sum X = 1 and sum over a subtree of X = P at that level
-    lp = log_probs(node_logits.double(), temperature)
-    log_a = edge_log_probs(tree, lp)
+    temperature = check_temperature(temperature)
+    n = tree.num_nodes
+    miss_tok = _top_non_children(tree, node_logits, missing_k)
+    # one float64 read of the entries needed: each edge in its parent's row, each missing token in its own
+    rows = torch.cat([tree.parents[1:], torch.arange(n).repeat_interleave(miss_tok.shape[1])])
+    tokens = torch.cat([tree.tokens[1:], miss_tok.flatten().cpu()])
+    entries = token_log_probs(node_logits.double(), rows, tokens, temperature)
+    log_a = torch.cat([entries.new_zeros(1), entries[:tree.size]])
     log_p = path_log_probs(tree, log_a)
-    log_miss = log_missing_mass(tree, lp)
+    child_mass = torch.zeros_like(log_a).index_add_(0, tree.parents[1:].to(log_a.device), log_a[1:].exp())
+    log_miss = torch.log1p(-child_mass.clamp(0.0, 1.0))
+    near_one = torch.nonzero(child_mass > 0.5).flatten()
+    if near_one.numel() and not is_greedy(temperature):  # at T = 0, m is exactly 0 or 1
+        near_rows = log_probs(node_logits[near_one].double(), temperature)
+        banned = tree.child_token_mask(near_rows.shape[-1])[near_one.cpu()].to(near_rows.device)
+        log_miss[near_one] = torch.logsumexp(near_rows.masked_fill(banned, float("-inf")), dim=-1)
     exit_mass = torch.exp(log_p + log_miss)
-    child_mass = (-torch.expm1(log_miss)).clamp(0.0, 1.0)
-    banned = tree.child_token_mask(lp.shape[-1]).to(lp.device)
-    # never list a child: k is capped by the fewest non-children any node has, and
-    # zero-probability non-children (all but the argmax at T = 0) still rank above children
-    most_children = int(torch.bincount(tree.parents[1:], minlength=tree.num_nodes).max())
-    k = min(int(missing_k), lp.shape[-1] - most_children)
-    key = lp.masked_fill(torch.isneginf(lp), torch.finfo(lp.dtype).min).masked_fill(banned, float("-inf"))
-    miss_tok = key.topk(k, dim=-1).indices
-    miss_lp = lp.gather(-1, miss_tok)
     return TargetFlow(
         temperature=float(temperature),
         edge_prob=log_a.exp().cpu(),
         path_prob=log_p.exp().cpu(),
         log_path_prob=log_p.cpu(),
-        child_mass=child_mass.cpu(),
+        child_mass=(-torch.expm1(log_miss)).clamp(0.0, 1.0).cpu(),
         exit_mass=exit_mass.cpu(),
         missing_tokens=miss_tok.cpu(),
-        missing_probs=miss_lp.exp().cpu(),
+        missing_probs=entries[tree.size:].view(miss_tok.shape).exp().cpu(),
     )
+
+
+def _top_non_children(tree: DraftTree, node_logits: torch.Tensor, missing_k: int) -> torch.Tensor:
+    """(N+1, k): per node, the k highest-logit tokens that are not its children, best first.
+
+    k is capped by the fewest non-children any node has. Ranking by logits is
+    ranking by probability at every T > 0; at T = 0 the argmax comes first and
+    the zero-probability rest follow by logit.
+    """
+    vocab = node_logits.shape[-1]
+    most_children = int(torch.bincount(tree.parents[1:], minlength=tree.num_nodes).max())
+    k = min(int(missing_k), vocab - most_children)
+    candidates = node_logits.topk(min(vocab, k + most_children), dim=-1).indices
+    is_child = tree.child_token_mask(vocab).to(candidates.device).gather(-1, candidates)
+    keep = torch.sort(is_child.to(torch.uint8), dim=-1, stable=True).indices[:, :k]  # non-children first, rank kept
+    return candidates.gather(-1, keep)
