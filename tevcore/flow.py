@@ -3,9 +3,9 @@
 From the target's row p(.|v) at every node: edge probability a(v), path
 probability P(v), child mass m(v), exit mass X(v) = P(v)(1 - m(v)), coverage
 C = sum of P over non-root nodes, and the tokens the target wanted at v that
-the tree lacks. P is accumulated in log space level by level, and 1 - m is a
-log-sum-exp over the non-child tokens, so deep trees and near-one child mass
-stay exact. P lives here only; X has the exact form used for records and
+the tree lacks. P is accumulated in log space level by level, and 1 - m is
+log1p(-m) where m <= 1/2 and a log-sum-exp over the non-child tokens above,
+so deep trees and near-one child mass stay exact. P lives here only; X has the exact form used for records and
 laws (`target_flow`) and the fast scatter-add form TEV samples from
 (`exit_mass_from_edges`), both built on the same `path_log_probs`.
 """
@@ -85,10 +85,13 @@ def exit_mass_from_edges(tree: DraftTree, log_a: torch.Tensor) -> torch.Tensor:
     return (path_log_probs(tree, log_a).exp() * (1.0 - child_mass)).clamp_min(0.0)
 
 
-def log_missing_mass(tree: DraftTree, node_log_probs: torch.Tensor) -> torch.Tensor:
-    """log(1 - m(v)): log-sum-exp of p(.|v) over the tokens that are not children of v."""
-    banned = tree.child_token_mask(node_log_probs.shape[-1]).to(node_log_probs.device)
-    return torch.logsumexp(node_log_probs.masked_fill(banned, float("-inf")), dim=-1)
+def log_missing_mass(tree: DraftTree, row_log_probs: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+    """log(1 - m(v)) for `nodes`, from their rows of log p(.|v): a log-sum-exp over the non-child tokens.
+
+    It never subtracts m from 1, so it stays exact where m is within ~1e-16 of 1.
+    """
+    banned = tree.child_token_mask(row_log_probs.shape[-1])[nodes.cpu()].to(row_log_probs.device)
+    return torch.logsumexp(row_log_probs.masked_fill(banned, float("-inf")), dim=-1)
 
 
 @dataclass(frozen=True)
@@ -169,9 +172,7 @@ def target_flow(
     log_miss = torch.log1p(-child_mass.clamp(0.0, 1.0))
     near_one = torch.nonzero(child_mass > 0.5).flatten()
     if near_one.numel() and not is_greedy(temperature):  # at T = 0, m is exactly 0 or 1
-        near_rows = log_probs(node_logits[near_one].double(), temperature)
-        banned = tree.child_token_mask(near_rows.shape[-1])[near_one.cpu()].to(near_rows.device)
-        log_miss[near_one] = torch.logsumexp(near_rows.masked_fill(banned, float("-inf")), dim=-1)
+        log_miss[near_one] = log_missing_mass(tree, log_probs(node_logits[near_one].double(), temperature), near_one)
     exit_mass = torch.exp(log_p + log_miss)
     return TargetFlow(
         temperature=float(temperature),
