@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from tevcore.builders import best_first, chain, fixed_width, get_builder
+from tevcore.draft_rows import DraftRows
 
 ROOT = 9
 
@@ -137,6 +138,51 @@ def test_get_builder():
             get_builder(name)
     with pytest.raises(ValueError, match="expected comma-separated widths like"):
         get_builder("width:4,x")
+
+
+def branching_rows(seed, depth=3, vocab=5, branches=(1, 3)):
+    """Shared rows plus different rows below the depth-1 tokens in `branches`."""
+    return DraftRows(rows(seed, depth, vocab), {t: rows(seed * 31 + t + 1, depth - 1, vocab) for t in branches})
+
+
+def path_score(draft, prefix):
+    return sum(float(draft.row(d, prefix[0])[token]) for d, token in enumerate(prefix, start=1))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_best_first_with_conditioned_rows_is_top_budget_prefixes(seed):
+    draft = branching_rows(seed)
+    every = [p for d in range(1, 4) for p in itertools.product(range(5), repeat=d)]
+    ranked = sorted(every, key=lambda p: path_score(draft, p), reverse=True)
+    for budget in (1, 4, 8, 16, 30):
+        tree = best_first(ROOT, draft, budget)
+        got = prefixes(tree)
+        cut = path_score(draft, ranked[budget - 1])
+        assert {p for p in got if path_score(draft, p) > cut + 1e-6} == {p for p in ranked if path_score(draft, p) > cut + 1e-6}
+        assert sorted(path_score(draft, p) for p in got) == pytest.approx(
+            sorted(path_score(draft, p) for p in ranked[:budget]), abs=1e-5)
+        for node in range(1, tree.num_nodes):
+            prefix = tuple(int(tree.tokens[n]) for n in tree.path(node)[1:])
+            want = float(draft.row(len(prefix), prefix[0])[prefix[-1]])
+            assert float(tree.draft_logp[node]) == pytest.approx(want, abs=1e-5)
+    plain = DraftRows(draft.shared)
+    assert best_first(ROOT, plain, 8).to_dict() == best_first(ROOT, draft.shared, 8).to_dict()
+
+
+def test_chain_and_fixed_width_follow_the_rows_below_their_depth1_token():
+    draft = DraftRows(rows(3), {int(rows(3)[0].argmax()): rows(4, depth=2)})
+    first = int(draft.shared[0].argmax())
+    tree = chain(ROOT, draft)
+    assert tree.tokens.tolist() == [ROOT, first] + rows(4, depth=2).argmax(-1).tolist()
+    wide = fixed_width(ROOT, draft, [2, 1])
+    for node in wide.levels()[1]:
+        parent = int(wide.parents[int(node)])
+        assert int(wide.tokens[int(node)]) == int(draft.row(2, int(wide.tokens[parent])).argmax())
+
+
+def test_conditioned_rows_of_the_wrong_shape_are_refused():
+    with pytest.raises(ValueError, match="must be 2 x 5"):
+        DraftRows(rows(0), {1: rows(1)})
 
 
 NAN_ROWS = torch.tensor([[0.0, math.nan], [-1.0, -2.0]])

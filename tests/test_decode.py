@@ -11,23 +11,28 @@ from scipy.stats import chisquare
 
 from tevcore.config import DecodeConfig
 from tevcore.decode import generate, generate_ar, rounds
+from tevcore.draft_rows import DraftRows
 from tevcore.trim import flat_costs
 
 EXACT = ("tev", "predraw", "residual", "greedy", "chain")
 
 
 class FixedRowsProposer:
-    """Test double: the same seeded per-depth rows every round (a deterministic drafter)."""
+    """Test double: the same seeded rows every round (a deterministic drafter), with rows of their own
+    below the two likeliest depth-1 tokens, as a drafter's conditioned second pass gives."""
 
     hidden_layers = ()
 
     def __init__(self, vocab: int, depth: int = 3, seed: int = 0) -> None:
         generator = torch.Generator().manual_seed(seed)
-        self.rows = torch.log_softmax(2 * torch.randn(depth, vocab, generator=generator), -1)
+        shared = torch.log_softmax(2 * torch.randn(depth, vocab, generator=generator), -1)
+        below = {int(t): torch.log_softmax(2 * torch.randn(depth - 1, vocab, generator=generator), -1)
+                 for t in shared[0].topk(2).indices}
+        self.rows = DraftRows(shared, below)
         self.depth = depth
         self.name = "fixed random rows (test double)"
 
-    def propose(self, session) -> torch.Tensor:
+    def propose(self, session) -> DraftRows:
         return self.rows
 
 

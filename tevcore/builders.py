@@ -1,8 +1,9 @@
-"""Builders: per-depth draft log-probabilities (K x V) -> a `DraftTree`.
+"""Builders: per-depth draft log-probabilities (K x V, or `DraftRows`) -> a `DraftTree`.
 
-A block drafter gives one distribution per depth, independent of the prefix,
-so a prefix's draft score is the sum of its per-depth log-probabilities. The
-best-first builder returns the top-B prefixes by that score (DDTree).
+A block drafter gives one distribution per depth (below a depth-1 token it
+was given, rows that know that token), so a prefix's draft score is the sum
+of its rows' log-probabilities. The best-first builder returns the top-B
+prefixes by that score (DDTree).
 """
 
 from __future__ import annotations
@@ -14,16 +15,22 @@ from typing import Callable
 
 import torch
 
+from .draft_rows import DraftRows, as_draft_rows
 from .flags import comma_list
 from .tree import DraftTree
 
+Rows = torch.Tensor | DraftRows
 
-def _check_rows(depth_logq: torch.Tensor) -> torch.Tensor:
-    if depth_logq.dim() != 2 or depth_logq.shape[0] == 0:
-        raise ValueError(f"per-depth draft log-probs must be a non-empty K x V tensor, got shape {tuple(depth_logq.shape)}")
-    if torch.isnan(depth_logq).any():
-        raise ValueError("per-depth draft log-probs contain NaN")
-    return depth_logq.detach().float().cpu()
+
+def _check_rows(depth_logq: Rows) -> DraftRows:
+    return as_draft_rows(depth_logq).to_cpu_float()
+
+
+def _first_token(node: int, grown: PartialTree) -> int | None:
+    """The depth-1 token on a node's path (None at the root)."""
+    while grown.depths[node] > 1:
+        node = grown.parents[node]
+    return grown.tokens[node] if grown.depths[node] == 1 else None
 
 
 def check_budget(budget: int) -> int:
@@ -89,50 +96,61 @@ def grow_best_first(root_token: int, budget: int, children: RankedChildren) -> P
     return grown
 
 
-def best_first(root_token: int, depth_logq: torch.Tensor, budget: int) -> DraftTree:
+def best_first(root_token: int, depth_logq: Rows, budget: int) -> DraftTree:
     """Top-`budget` prefixes by draft score, the sum of per-depth log-probabilities (DDTree)."""
-    logq = _check_rows(depth_logq)
+    rows = _check_rows(depth_logq)
     budget = check_budget(budget)
-    top_logq, top_tokens = logq.topk(min(budget, logq.shape[1]), dim=-1)
-    rows = list(zip(top_logq.tolist(), top_tokens.tolist()))
+    width = min(budget, rows.vocab_size)
+    ranked: dict[tuple[int, int | None], tuple[list[float], list[int]]] = {}
 
     def children(node: int, grown: PartialTree) -> tuple[list[float], list[int]]:
-        depth = grown.depths[node]
-        return rows[depth] if depth < len(rows) else ([], [])
+        depth = grown.depths[node] + 1
+        if depth > rows.depth:
+            return [], []
+        first = _first_token(node, grown)
+        key = (depth, first if first in rows.after_first else None)
+        if key not in ranked:
+            top_logq, top_tokens = rows.row(depth, first).topk(width)
+            ranked[key] = (top_logq.tolist(), top_tokens.tolist())
+        return ranked[key]
 
     grown = grow_best_first(root_token, budget, children)
     return tree_from_prefix_scores(grown.tokens, grown.parents, grown.scores, budget)
 
 
-def chain(root_token: int, depth_logq: torch.Tensor, budget: int | None = None) -> DraftTree:
+def chain(root_token: int, depth_logq: Rows, budget: int | None = None) -> DraftTree:
     """The top-1 path, as deep as the drafter's rows (or the budget) allow."""
-    logq = _check_rows(depth_logq)
-    depth = logq.shape[0] if budget is None else min(logq.shape[0], check_budget(budget))
-    best_logq, best_tokens = logq[:depth].max(dim=-1)
-    tokens = [root_token] + best_tokens.tolist()
+    rows = _check_rows(depth_logq)
+    depth = rows.depth if budget is None else min(rows.depth, check_budget(budget))
+    tokens, scores, first = [root_token], [0.0], None
+    for d in range(1, depth + 1):
+        best_logq, best_token = rows.row(d, first).max(dim=-1)
+        tokens.append(int(best_token))
+        scores.append(scores[-1] + float(best_logq))
+        first = tokens[1]
     parents = list(range(-1, depth))
-    scores = [0.0] + torch.cumsum(best_logq, 0).tolist()
     return tree_from_prefix_scores(tokens, parents, scores, budget)
 
 
-def fixed_width(root_token: int, depth_logq: torch.Tensor, widths: list[int], budget: int | None = None) -> DraftTree:
-    """Top-k per depth: every node at depth d-1 gets the top widths[d-1] tokens of depth d."""
-    logq = _check_rows(depth_logq)
+def fixed_width(root_token: int, depth_logq: Rows, widths: list[int], budget: int | None = None) -> DraftTree:
+    """Top-k per depth: every node at depth d-1 gets the top widths[d-1] tokens of its depth-d row."""
+    rows = _check_rows(depth_logq)
     if not widths or any(int(w) < 1 for w in widths):
         raise ValueError(f"widths must be a non-empty list of positive integers, got {widths!r}")
-    if len(widths) > logq.shape[0]:
-        raise ValueError(f"{len(widths)} widths but the drafter only gives {logq.shape[0]} depths")
-    tokens, parents, scores = [root_token], [-1], [0.0]
+    if len(widths) > rows.depth:
+        raise ValueError(f"{len(widths)} widths but the drafter only gives {rows.depth} depths")
+    tokens, parents, scores, firsts = [root_token], [-1], [0.0], [None]
     frontier = [0]
-    for depth, width in enumerate(widths):
-        top_logq, top_tokens = logq[depth].topk(min(int(width), logq.shape[1]))
+    for depth, width in enumerate(widths, start=1):
         next_frontier = []
         for parent in frontier:
+            top_logq, top_tokens = rows.row(depth, firsts[parent]).topk(min(int(width), rows.vocab_size))
             for lq, tok in zip(top_logq.tolist(), top_tokens.tolist()):
                 next_frontier.append(len(tokens))
                 tokens.append(tok)
                 parents.append(parent)
                 scores.append(scores[parent] + lq)
+                firsts.append(tok if depth == 1 else firsts[parent])
         frontier = next_frontier
     _check_width_budget(widths, budget)
     return tree_from_prefix_scores(tokens, parents, scores, budget)
@@ -158,7 +176,7 @@ def tree_from_prefix_scores(tokens: list[int], parents: list[int], prefix_scores
     )
 
 
-BuilderFn = Callable[[int, torch.Tensor, int], DraftTree]
+BuilderFn = Callable[[int, Rows, int], DraftTree]
 
 
 def get_builder(name: str, budget: int | None = None) -> BuilderFn:

@@ -13,6 +13,7 @@ from tevcore.drafters.block import (
     BlockDrafter,
     BlockDrafterConfig,
     BlockProposer,
+    context_features,
     load_drafter,
     save_drafter,
 )
@@ -20,13 +21,16 @@ from tevcore.models import Target
 from tevcore.target import TargetSession
 
 
-def tiny_drafter(target, seed: int = 0) -> BlockDrafter:
+def tiny_drafter(target, seed: int = 0, known_slots: int = 0) -> BlockDrafter:
     config = BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40,
-                                hidden_layers=(1, 2), context=4, depth=3, layers=1, heads=4, ffn=64)
+                                hidden_layers=(1, 2), context=4, depth=3, layers=1, heads=4, ffn=64,
+                                known_slots=known_slots)
     torch.manual_seed(seed)
     drafter = BlockDrafter(config, torch.arange(3, 43)).attach(target)
     with torch.no_grad():
         drafter.bias.normal_()
+        if known_slots:
+            drafter.known_marker.normal_()
     return drafter
 
 
@@ -38,14 +42,14 @@ def _session(target, n: int = 10) -> TargetSession:
 
 def test_proposal_is_depth_by_vocab_log_probs_with_minus_inf_outside_the_draft_vocab(tiny_target):
     proposer = BlockProposer(tiny_drafter(tiny_target))
-    rows = proposer.propose(_session(tiny_target))
-    assert rows.shape == (3, 97)
+    rows = proposer.propose(_session(tiny_target)).shared
+    assert rows.shape == (3, 97) and proposer.branches == 0
     assert torch.isinf(rows[:, :3]).all() and torch.isinf(rows[:, 43:]).all()
     assert torch.allclose(torch.logsumexp(rows, -1), torch.zeros(3), atol=1e-5)
 
 
 def test_short_context_is_left_padded(tiny_target):
-    rows = BlockProposer(tiny_drafter(tiny_target)).propose(_session(tiny_target, n=2))
+    rows = BlockProposer(tiny_drafter(tiny_target)).propose(_session(tiny_target, n=2)).shared
     assert torch.isfinite(rows[:, 3:43]).all()
 
 
@@ -54,7 +58,7 @@ def test_save_load_round_trip_keeps_outputs_and_stores_no_target_rows(tiny_targe
     save_drafter(drafter, tmp_path)
     loaded = load_drafter(tmp_path, tiny_target)
     session = _session(tiny_target)
-    assert torch.equal(BlockProposer(drafter).propose(session), BlockProposer(loaded).propose(session))
+    assert torch.equal(BlockProposer(drafter).propose(session).shared, BlockProposer(loaded).propose(session).shared)
     from safetensors.torch import load_file
 
     stored = load_file(str(tmp_path / "model.safetensors"))
@@ -66,8 +70,8 @@ def test_fp16_export_loads_close(tiny_target, tmp_path):
     drafter = tiny_drafter(tiny_target)
     save_drafter(drafter, tmp_path, dtype=torch.float16)
     session = _session(tiny_target)
-    a = BlockProposer(drafter).propose(session)[:, 3:43]
-    b = BlockProposer(load_drafter(tmp_path, tiny_target)).propose(session)[:, 3:43]
+    a = BlockProposer(drafter).propose(session).shared[:, 3:43]
+    b = BlockProposer(load_drafter(tmp_path, tiny_target)).propose(session).shared[:, 3:43]
     assert torch.allclose(a, b, atol=2e-2)
 
 
@@ -119,3 +123,46 @@ def test_config_validation():
         BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40, heads=5)
     with pytest.raises(ValueError, match="draft vocabulary"):
         BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=98, heads=4)
+
+
+def test_a_known_slot_drafter_gives_rows_below_its_likeliest_depth1_tokens(tiny_target):
+    drafter = tiny_drafter(tiny_target, known_slots=1)
+    session = _session(tiny_target)
+    rows = BlockProposer(drafter, branches=2).propose(session)
+    plain = BlockProposer(drafter, branches=0).propose(session)
+    assert torch.equal(rows.shared, plain.shared) and not plain.after_first
+    assert set(rows.after_first) == set(rows.shared[0].topk(2).indices.tolist())
+    features, mask = context_features(session, drafter.config)
+    roots = torch.tensor([session.root_token])
+    with torch.no_grad():
+        for token, below in rows.after_first.items():
+            given = drafter.full_vocab(drafter(features, mask, roots, known=torch.tensor([[token]]))[0, 1:])
+            assert torch.allclose(below, given, atol=1e-5)
+            assert not torch.allclose(below, rows.shared[1:], atol=1e-3)  # the known token changes the rows
+        unknown = drafter.full_vocab(drafter(features, mask, roots, known=torch.tensor([[-1]]))[0])
+    assert torch.allclose(unknown, rows.shared, atol=1e-5)  # -1 = not given: the plain pass
+
+
+def test_known_slots_round_trip_and_are_refused_where_untrained(tiny_target, tmp_path):
+    drafter = tiny_drafter(tiny_target, known_slots=1)
+    save_drafter(drafter, tmp_path)
+    loaded = load_drafter(tmp_path, tiny_target)
+    assert loaded.config.known_slots == 1 and torch.equal(loaded.known_marker, drafter.known_marker)
+    assert BlockProposer(loaded).branches == 2
+    with pytest.raises(ValueError, match="known slot"):
+        BlockProposer(tiny_drafter(tiny_target), branches=2)
+    with pytest.raises(ValueError, match="trained with 0"):
+        tiny_drafter(tiny_target)(*context_features(_session(tiny_target), drafter.config),
+                                  torch.tensor([5]), known=torch.tensor([[7]]))
+    with pytest.raises(ValueError, match="known_slots"):
+        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40, heads=4, depth=3,
+                           known_slots=3)
+
+
+def test_enabling_known_slots_keeps_the_plain_pass(tiny_target):
+    drafter = tiny_drafter(tiny_target)
+    session = _session(tiny_target)
+    before = BlockProposer(drafter).propose(session).shared
+    drafter.enable_known_slots(1)
+    assert drafter.config.known_slots == 1 and torch.count_nonzero(drafter.known_marker) == 0
+    assert torch.equal(BlockProposer(drafter, branches=0).propose(session).shared, before)

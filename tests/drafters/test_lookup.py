@@ -9,6 +9,7 @@ import torch
 
 from tevcore.config import DecodeConfig
 from tevcore.decode import generate, generate_ar
+from tevcore.draft_rows import DraftRows
 from tevcore.drafters import GreedyRolloutProposer, NoDrafter, resolve_proposer
 from tevcore.drafters.lookup import ContextLookupProposer, lookup_continuation
 from tevcore.trim import flat_costs
@@ -60,7 +61,7 @@ def test_bad_ngram_range_is_refused():
 
 def test_mixture_rows_stay_distributions_and_lift_the_chain():
     proposer = ContextLookupProposer(UniformProposer(), chain_depth=3)
-    rows = proposer.propose(FakeSession([1, 2, 5, 6, 7, 1, 2]))
+    rows = proposer.propose(FakeSession([1, 2, 5, 6, 7, 1, 2])).shared
     assert torch.allclose(rows.exp().sum(-1), torch.ones(3), atol=1e-6)
     # no evidence yet: weight 1/2 on the chain 5, 6, 7 plus half the flat row
     for d, token in enumerate([5, 6, 7]):
@@ -71,7 +72,7 @@ def test_mixture_rows_stay_distributions_and_lift_the_chain():
 def test_without_a_match_the_inner_rows_pass_through():
     inner = UniformProposer()
     rows = ContextLookupProposer(inner, chain_depth=3).propose(FakeSession([1, 2, 3]))
-    assert torch.equal(rows, inner.propose(None))
+    assert torch.equal(rows.shared, inner.propose(None)) and not rows.after_first
 
 
 def test_a_match_is_cheap_evidence_and_follows_the_growing_context():
@@ -80,17 +81,36 @@ def test_a_match_is_cheap_evidence_and_follows_the_growing_context():
     assert not proposer.has_cheap_evidence(session)
     session.committed += [4, 1, 2]  # "1 2" occurred before: a match
     assert proposer.has_cheap_evidence(session)
-    assert proposer.propose(session).argmax(-1).tolist() == [3, 4, 1]
+    assert proposer.propose(session).shared.argmax(-1).tolist() == [3, 4, 1]
 
 
 def test_chains_run_deeper_than_the_inner_drafter_over_uniform_rows():
     proposer = ContextLookupProposer(UniformProposer(), chain_depth=5)
     assert proposer.depth == 5
-    rows = proposer.propose(FakeSession([1, 2, 5, 6, 7, 8, 9, 1, 2]))
+    rows = proposer.propose(FakeSession([1, 2, 5, 6, 7, 8, 9, 1, 2])).shared
     assert rows.shape == (5, 10) and torch.allclose(rows.exp().sum(-1), torch.ones(5), atol=1e-6)
     assert rows.argmax(-1).tolist() == [5, 6, 7, 8, 9]
     with pytest.raises(ValueError, match="chain_depth"):
         ContextLookupProposer(UniformProposer(), chain_depth=0)
+
+
+class BranchingUniformProposer(UniformProposer):
+    """Flat rows, plus flat rows below depth-1 tokens 5 and 3 (as a drafter's second pass gives)."""
+
+    def propose(self, session) -> DraftRows:
+        flat = super().propose(session)
+        return DraftRows(flat, {5: flat[1:].clone(), 3: flat[1:].clone()})
+
+
+def test_the_chain_is_mixed_into_its_own_branch_only():
+    proposer = ContextLookupProposer(BranchingUniformProposer(), chain_depth=4)
+    rows = proposer.propose(FakeSession([1, 2, 5, 6, 7, 8, 1, 2]))  # chain 5, 6, 7, 8
+    assert rows.shared.argmax(-1).tolist() == [5, 6, 7, 8]
+    below = rows.after_first[5]
+    assert below.shape == (3, 10) and below.argmax(-1).tolist() == [6, 7, 8]
+    assert torch.allclose(below.exp().sum(-1), torch.ones(3), atol=1e-6)
+    other = rows.after_first[3]  # a branch the chain does not take: flat, padded to the lookup's depth
+    assert other.shape == (3, 10) and torch.allclose(other, torch.full((3, 10), -math.log(10)))
 
 
 def test_hit_counts_follow_what_the_target_committed_per_session():

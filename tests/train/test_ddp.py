@@ -16,7 +16,8 @@ from tevcore.train.config import TrainConfig
 from tevcore.train.loop import train
 
 CONFIG = dict(target="tiny", depth=3, context=4, layers=1, heads=4, ffn=64, draft_vocab=40, steps=4,
-              batch_size=8, warmup=1, lr=3e-3, tree_lambda=0.1, tree_anchors=2, tree_pool=3, checkpoint_every=2)
+              batch_size=8, warmup=1, lr=3e-3, tree_lambda=0.1, tree_anchors=2, tree_pool=3, checkpoint_every=2,
+              known_prob=0.5)
 
 
 def _worker(rank: int, world: int, port: int, model_dir: str, data: str, out: str) -> None:

@@ -65,6 +65,13 @@ def test_distillation_only_run_has_no_tree_terms(tiny_target, tiny_data, tmp_pat
     assert "tree" not in _metrics(tmp_path)[0]
 
 
+def test_training_with_a_known_depth1_slot_learns_its_marker(tiny_target, tiny_data, tmp_path):
+    final = train(tiny_config(tiny_data, steps=3, known_prob=0.5, tree_lambda=0.0, tree_anchors=0), tmp_path,
+                  tiny_target)
+    assert json.loads((final / "config.json").read_text())["known_slots"] == 1
+    assert torch.count_nonzero(_weights(final)["known_marker"]) > 0
+
+
 def test_a_second_run_on_a_locked_folder_is_refused(tiny_target, tiny_data, tmp_path):
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -1,8 +1,9 @@
 """The drafter interface and the oracle stand-in proposer.
 
 A proposer looks at a target session (its committed tokens, cached hidden
-states and root token) and returns a K x V tensor of per-depth draft
-log-probabilities over the target vocabulary; a builder turns it into a tree.
+states and root token) and returns per-depth draft log-probabilities over the
+target vocabulary (a K x V tensor, or `DraftRows` when some rows are
+conditioned on the depth-1 token); a builder turns them into a tree.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Protocol
 
 import torch
 
+from ..draft_rows import DraftRows
 from ..target import TargetSession
 from ..tree import DraftTree
 
@@ -29,7 +31,7 @@ class Proposer(Protocol):
     hidden_layers: tuple[int, ...]  # target layers whose hidden states it reads from the session
     stand_in: bool  # True for a teaching stand-in that is not a real drafter
 
-    def propose(self, session: TargetSession) -> torch.Tensor:
+    def propose(self, session: TargetSession) -> torch.Tensor | DraftRows:
         """(depth x V) draft log-probabilities for depths 1..depth after the session's root."""
         ...
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +22,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from ..draft_rows import DraftRows
 from ..models import Target
 from ..packed_linear import PackedLinear, can_pack, pack_linears
 from ..target import TargetSession
@@ -29,6 +30,7 @@ from ..target import TargetSession
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 MODEL_TYPE = "tevcore-block-drafter"
+DEFAULT_BRANCHES = 2  # second-pass depth-1 tokens of a drafter trained with a known slot
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class BlockDrafterConfig:
     heads: int = 9
     ffn: int = 1536
     dropout: float = 0.0  # training only; eval mode turns it off
+    known_slots: int = 0  # leading slots trained to take a known token (path-conditioned rows)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden_layers", tuple(int(x) for x in self.hidden_layers))
@@ -58,6 +61,8 @@ class BlockDrafterConfig:
             raise ValueError(f"heads ({self.heads}) must divide the hidden size {self.target_hidden_size}")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if not 0 <= self.known_slots < self.depth:
+            raise ValueError(f"known_slots must lie in [0, depth), got {self.known_slots}")
         if self.draft_vocab_size > self.target_vocab_size:
             raise ValueError("the draft vocabulary cannot exceed the target vocabulary")
 
@@ -106,12 +111,23 @@ class BlockDrafter(nn.Module):
         self.encoder = nn.TransformerEncoder(layer, c.layers, enable_nested_tensor=False)
         self.norm = RMSNorm(h)
         self.bias = nn.Parameter(torch.zeros(c.draft_vocab_size))
+        if c.known_slots:
+            self.known_marker = nn.Parameter(torch.zeros(h))
         self.register_buffer("embed", torch.zeros(0, h), persistent=False)
         self.register_buffer("head", torch.zeros(0, h), persistent=False)
 
     @property
     def depth(self) -> int:
         return self.config.depth
+
+    def enable_known_slots(self, count: int) -> BlockDrafter:
+        """Let the first `count` slots take known tokens (a fresh marker; for fine-tuning an older drafter)."""
+        if count <= self.config.known_slots:
+            return self
+        self.config = replace(self.config, known_slots=count)
+        if not hasattr(self, "known_marker"):
+            self.known_marker = nn.Parameter(torch.zeros(self.config.target_hidden_size, device=self.bias.device))
+        return self
 
     def attach(self, target: Target) -> BlockDrafter:
         """Take the frozen embedding and lm_head rows from `target` (checks its shape)."""
@@ -123,13 +139,16 @@ class BlockDrafter(nn.Module):
         return self
 
     def forward(self, features: torch.Tensor, context_mask: torch.Tensor, roots: torch.Tensor,
-                head: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+                head: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                known: torch.Tensor | None = None) -> torch.Tensor:
         """Draft log-probs over the draft vocabulary, (B, K, Vd).
 
         features: (B, C, layers, H) target hidden states, oldest first;
         context_mask: (B, C) True where a position exists (left padding is False);
         roots: (B,) root token ids; head: the product with the attached rows plus
-        the bias, if given in a faster form (see `BlockProposer`).
+        the bias, if given in a faster form (see `BlockProposer`); known: (B, P)
+        target token ids already fixed at depths 1..P (-1 where not), P <= known_slots,
+        so the deeper rows are conditioned on that path.
         """
         if self.head.numel() == 0:
             raise RuntimeError("attach(target) before running the drafter")
@@ -138,12 +157,22 @@ class BlockDrafter(nn.Module):
         ctx = self.project(normed) + self.context_pos
         root = (self.embed[roots] + self.root_pos)[:, None]
         slots = self.slots.expand(features.shape[0], -1, -1)
+        if known is not None:
+            slots = self._fill_known(slots, known)
         x = torch.cat([ctx, root, slots], 1)
         keep = torch.cat([context_mask, torch.ones(x.shape[0], 1 + c.depth, dtype=torch.bool, device=x.device)], 1)
         x = self.encoder(x, src_key_padding_mask=~keep)
         out = self.norm(x[:, -c.depth:])
         logits = head(out) if head is not None else out @ self.head.T + self.bias
         return torch.log_softmax(logits, dim=-1)
+
+    def _fill_known(self, slots: torch.Tensor, known: torch.Tensor) -> torch.Tensor:
+        count = known.shape[1]
+        if count > self.config.known_slots:
+            raise ValueError(f"{count} known tokens, but this drafter was trained with {self.config.known_slots}")
+        given = (known >= 0)[..., None]
+        tokens = self.embed[known.clamp_min(0)] + self.known_marker
+        return torch.cat([slots[:, :count] + tokens * given, slots[:, count:]], 1)
 
     def full_vocab(self, draft_logq: torch.Tensor) -> torch.Tensor:
         """Scatter draft-vocabulary log-probs into the target vocabulary; other rows get -inf."""
@@ -185,12 +214,15 @@ class BlockProposer:
     """A `Proposer` around a trained block drafter.
 
     On a CPU its linears and its draft-vocabulary head are packed for oneDNN
-    (see `packed_linear`): that cut its time per round by a third here.
+    (see `packed_linear`): that cut its time per round by a third here. A
+    drafter trained with a known depth-1 slot also runs a second pass for its
+    `branches` likeliest depth-1 tokens (all of them in one batch), whose
+    deeper rows then know the token above them.
     """
 
     stand_in = False
 
-    def __init__(self, drafter: BlockDrafter, name: str = "block drafter") -> None:
+    def __init__(self, drafter: BlockDrafter, name: str = "block drafter", branches: int | None = None) -> None:
         self.drafter = drafter.eval()
         self._head = None
         if can_pack(self.drafter):
@@ -198,15 +230,30 @@ class BlockProposer:
             self._head = PackedLinear(self.drafter.head, self.drafter.bias)
         self.depth = drafter.config.depth
         self.hidden_layers = drafter.config.hidden_layers
-        self.name = name
+        if branches is None:
+            branches = DEFAULT_BRANCHES if drafter.config.known_slots else 0
+        if branches < 0 or (branches and not drafter.config.known_slots):
+            raise ValueError(f"branches must be >= 0, and > 0 needs a drafter trained with a known slot; "
+                             f"got {branches} for known_slots={drafter.config.known_slots}")
+        self.branches = int(branches)
+        self.name = name + (f", {self.branches} conditioned branches" if self.branches else "")
 
     @torch.inference_mode()
-    def propose(self, session: TargetSession) -> torch.Tensor:
+    def propose(self, session: TargetSession) -> DraftRows:
         device = self.drafter.bias.device
         features, mask = context_features(session, self.drafter.config)
+        features, mask = features.to(device), mask.to(device)
         roots = torch.tensor([session.root_token], device=device)
-        logq = self.drafter(features.to(device), mask.to(device), roots, head=self._head)[0]
-        return self.drafter.full_vocab(logq)
+        logq = self.drafter(features, mask, roots, head=self._head)[0]
+        shared = self.drafter.full_vocab(logq)
+        if not self.branches or self.depth < 2:
+            return DraftRows(shared)
+        firsts = self.drafter.draft_ids[logq[0].topk(self.branches).indices]
+        count = len(firsts)
+        below = self.drafter(features.expand(count, -1, -1, -1), mask.expand(count, -1), roots.expand(count),
+                             head=self._head, known=firsts[:, None])[:, 1:]
+        below = self.drafter.full_vocab(below)
+        return DraftRows(shared, dict(zip(firsts.tolist(), below.unbind(0))))
 
 
 def save_drafter(drafter: BlockDrafter, folder: Path, dtype: torch.dtype = torch.float32) -> None:

@@ -5,7 +5,8 @@ which a small drafter predicts badly and a search of the committed tokens
 predicts well. When the longest suffix of the context (root included) of
 length `min_ngram`..`max_ngram` occurred before, the tokens that followed it
 form a chain c_1..c_K, and depth d's row becomes the mixture
-(1 - b_d) q_d + b_d 1[c_d]. b_d is the running hit rate of depth-d lookups
+(1 - b_d) q_d + b_d 1[c_d] (on the shared rows, and on the rows below c_1
+when the drafter gave rows conditioned on it). b_d is the running hit rate of depth-d lookups
 in this session (a Beta(1, 1) prior), read off the tokens the target went on
 to commit, so the mixture trusts the lookup exactly as much as it has earned.
 Chains may run deeper than the inner drafter (`chain_depth`, 10 as in HF's
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..draft_rows import DraftRows, as_draft_rows
 from ..target import TargetSession
 from .base import Proposer
 
@@ -106,19 +108,35 @@ class ContextLookupProposer:
         """A lookup match is known without running the inner drafter (see `skip_gate`)."""
         return bool(self._chain(session))
 
-    def propose(self, session: TargetSession) -> torch.Tensor:
+    def propose(self, session: TargetSession) -> DraftRows:
         counts = self._session_counts(session)
         counts.learn(session.committed)
-        rows = self.inner.propose(session)
-        if rows.shape[0] < self.depth:  # deeper than the inner drafter: a uniform row
-            flat = rows.new_full((self.depth - rows.shape[0], rows.shape[1]), -math.log(rows.shape[1]))
-            rows = torch.cat([rows, flat])
+        rows = as_draft_rows(self.inner.propose(session))
+        shared = _pad_uniform(rows.shared, self.depth)
+        below = {t: _pad_uniform(r, self.depth - 1) for t, r in rows.after_first.items()}
         chain = self._chain(session)
         counts.pending_start, counts.pending_chain = len(session.committed), chain
         if not chain:
-            return rows
-        mixed = rows.clone()
-        for d, (token, weight) in enumerate(zip(chain, counts.rates())):
-            mixed[d] = rows[d] + math.log1p(-weight)
-            mixed[d, token] = torch.logaddexp(mixed[d, token], torch.tensor(math.log(weight), dtype=rows.dtype))
-        return mixed
+            return DraftRows(shared, below)
+        rates = counts.rates()
+        shared = _mix(shared, chain, rates)
+        if chain[0] in below:  # the chain's own branch: its deeper tokens follow that first token
+            below[chain[0]] = _mix(below[chain[0]], chain[1:], rates[1:])
+        return DraftRows(shared, below)
+
+
+def _pad_uniform(rows: torch.Tensor, depth: int) -> torch.Tensor:
+    """Rows deeper than the inner drafter's are uniform."""
+    if rows.shape[0] >= depth:
+        return rows
+    flat = rows.new_full((depth - rows.shape[0], rows.shape[1]), -math.log(rows.shape[1]))
+    return torch.cat([rows, flat])
+
+
+def _mix(rows: torch.Tensor, chain: list[int], rates: list[float]) -> torch.Tensor:
+    """Row d becomes (1 - b_d) q_d + b_d 1[c_d] for each chain token c_d."""
+    mixed = rows.clone()
+    for d, (token, weight) in enumerate(zip(chain, rates)):
+        mixed[d] = rows[d] + math.log1p(-weight)
+        mixed[d, token] = torch.logaddexp(mixed[d, token], torch.tensor(math.log(weight), dtype=rows.dtype))
+    return mixed

@@ -3,7 +3,8 @@
 An anchor is a root position t of a stored sequence. Its drafter inputs are
 the hidden states of positions t-C..t-1 and the root token; the teacher for
 depth k is the stored target top-k at position t+k-1 (the distribution of
-token t+k given the sequence so far).
+token t+k given the sequence so far). The sequence's own tokens t+1..t+K come
+along, for training rows conditioned on a known path.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class AnchorBatch:
     teacher_ids: torch.Tensor  # (B, K, k) long, indices into the DRAFT vocabulary (0 where unused)
     teacher_probs: torch.Tensor  # (B, K, k) float32, 0 where outside the draft vocab or past the end
     anchors: torch.Tensor  # (B, 3) long: shard, sequence, position
+    next_tokens: torch.Tensor  # (B, K) long: the sequence's tokens at depths 1..K (-1 past the end)
 
 
 class AnchorSet:
@@ -74,7 +76,7 @@ class AnchorSet:
         """Gather a batch; `vocab_map` maps target ids to draft ids (-1 outside the draft vocab)."""
         c, k_depth = self.context, self.depth
         anchors = self.index[rows]
-        feats, masks, roots, t_ids, t_probs = [], [], [], [], []
+        feats, masks, roots, t_ids, t_probs, nexts = [], [], [], [], [], []
         for s, q, t in anchors.tolist():
             shard = self.shards[s]
             o0, o1 = int(shard["offsets"][q]), int(shard["offsets"][q + 1])
@@ -90,13 +92,17 @@ class AnchorSet:
             n = ends - (o0 + t)
             ids[:n] = shard["top_ids"][o0 + t:ends].long()
             probs[:n] = shard["top_logp"][o0 + t:ends].float().exp()
+            following = torch.full((k_depth,), -1, dtype=torch.long)
+            after = shard["tokens"][o0 + t + 1:min(o1, o0 + t + 1 + k_depth)].long()
+            following[:len(after)] = after
             feats.append(feat)
             masks.append(mask)
             roots.append(int(shard["tokens"][o0 + t]))
             t_ids.append(ids)
             t_probs.append(probs)
+            nexts.append(following)
         ids = torch.stack(t_ids)
         draft = vocab_map[ids]
         probs = torch.stack(t_probs) * (draft >= 0)
         return AnchorBatch(torch.stack(feats).float(), torch.stack(masks), torch.tensor(roots),
-                           draft.clamp_min(0), probs, anchors)
+                           draft.clamp_min(0), probs, anchors, torch.stack(nexts))

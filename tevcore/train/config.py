@@ -31,6 +31,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     seed: int = 0
+    known_prob: float = 0.0  # share of anchors trained with their depth-1 token given (path-conditioned rows)
     tree_lambda: float = 0.0  # 0 = plain distillation; ExitTrain default is 0.1
     tree_weight: str = "path"  # "path": floored P(v); "exit": X(v) * depth(v)
     tree_alpha: float = 1e-4
@@ -60,6 +61,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if not 0 <= self.known_prob <= 1:
+            raise ValueError(f"known_prob must lie in [0, 1], got {self.known_prob}")
         if not 0 <= self.min_lr_ratio <= 1:
             raise ValueError(f"min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
         if self.tree_weight not in TREE_WEIGHTS:

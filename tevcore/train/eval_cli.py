@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--lookup", action="store_true", help="mix in the context lookup (as the default proposer does)")
+    parser.add_argument("--branches", type=int, default=None,
+                        help="depth-1 tokens given a second, conditioned drafter pass (drafters trained with a "
+                             "known slot; default 2 for those, 0 otherwise)")
     parser.add_argument("--oracle", action="store_true",
                         help="also measure the ceiling: 1 + C of the best B-node tree under the target's own law "
                              "(one target forward per node, so slow)")
@@ -43,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     target = load_target(args.target, device=args.device)
     folder = Path(args.drafter) if args.drafter else default_drafter_path()
-    proposer = BlockProposer(load_drafter(folder, target), name=str(folder))
+    proposer = BlockProposer(load_drafter(folder, target), name=str(folder), branches=args.branches)
     if args.lookup:
         proposer = ContextLookupProposer(proposer)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")

@@ -80,13 +80,28 @@ def _vocab_map(drafter: BlockDrafter) -> torch.Tensor:
 
 
 def _step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: torch.Tensor | None,
-               rank: int, world: int) -> tuple[torch.Tensor, torch.Tensor]:
+               rank: int, world: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """This rank's distillation rows, tree rows, and which distillation rows get their depth-1 token."""
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
     rows = torch.randint(len(anchors), (config.batch_size,), generator=generator)
     tree_rows = torch.zeros(0, dtype=torch.long)
     if pool_rows is not None and config.tree_anchors:
         tree_rows = pool_rows[torch.randint(len(pool_rows), (config.tree_anchors,), generator=generator)]
-    return rows[rank::world], tree_rows[rank::world]
+    known = torch.zeros(config.batch_size, dtype=torch.bool)
+    if config.known_prob:
+        known = torch.rand(config.batch_size, generator=generator) < config.known_prob
+    return rows[rank::world], tree_rows[rank::world], known[rank::world]
+
+
+def _known_inputs(batch: AnchorBatch, known: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, 1) depth-1 tokens given to the drafter (-1 = not given), and teacher probs without the given depth.
+
+    Rows past the end of their sequence have no depth-1 token to give and stay unconditioned.
+    """
+    given = batch.next_tokens[:, :1].where(known[:, None], torch.full_like(batch.next_tokens[:, :1], -1))
+    probs = batch.teacher_probs.clone()
+    probs[:, 0] *= (given < 0).float()
+    return given, probs
 
 
 def _tree_pool(config: TrainConfig, anchors: AnchorSet, target: Target) -> tuple[PooledContexts, torch.Tensor]:
@@ -154,7 +169,7 @@ def train(config: TrainConfig, out: Path, target: Target,
 def _prepare_folder(config: TrainConfig, out: Path) -> None:
     saved = out / "config.json"
     if saved.is_file():
-        old = json.loads(saved.read_text())
+        old = TrainConfig.from_dict(json.loads(saved.read_text())).to_dict()  # keys added since: defaults
         if old != config.to_dict():
             changed = sorted(k for k in set(old) | set(config.to_dict()) if old.get(k) != config.to_dict().get(k))
             raise ValueError(f"{out} holds a run with another config (differs in {changed}); "
@@ -185,6 +200,8 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
     if (drafter.config.depth, drafter.config.context, drafter.config.hidden_layers) != (
             config.depth, config.context, anchors.layers):
         raise ValueError("the starting drafter's depth, context or hidden layers differ from the config and data")
+    if config.known_prob:
+        drafter.enable_known_slots(1)
     drafter.train()
     vocab_map = _vocab_map(drafter)
     params = [p for p in drafter.parameters() if p.requires_grad]
@@ -205,12 +222,16 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
     state = "running"
     try:
         for step in bar:
-            rows, tree_rows = _step_rows(config, step, anchors, pool_rows, rank, world)
+            rows, tree_rows, known = _step_rows(config, step, anchors, pool_rows, rank, world)
             torch.manual_seed(config.seed * 1_000_003 + step * 101 + rank)  # dropout: same masks after a resume
             batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
-            logq = model(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device))
             n = len(rows)
-            distill = distill_loss(logq[:n], batch.teacher_ids[:n].to(device), batch.teacher_probs[:n].to(device))
+            teacher_probs, given = batch.teacher_probs, None
+            if config.known_prob:
+                given, teacher_probs = _known_inputs(batch, torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)]))
+                given = given.to(device)
+            logq = model(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device), known=given)
+            distill = distill_loss(logq[:n], batch.teacher_ids[:n].to(device), teacher_probs[:n].to(device))
             loss, metrics = distill, {"step": step + 1, "lr": learning_rate(config, step), "distill": distill.item()}
             if len(tree_rows):
                 tree_batch = _slice_batch(batch, n)
