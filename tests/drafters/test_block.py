@@ -143,6 +143,14 @@ def test_a_known_slot_drafter_gives_rows_below_its_likeliest_depth1_tokens(tiny_
     assert torch.allclose(unknown, rows.shared, atol=1e-5)  # -1 = not given: the plain pass
 
 
+def test_a_near_certain_depth1_token_skips_the_second_pass(tiny_target):
+    drafter = tiny_drafter(tiny_target, known_slots=1)
+    with torch.no_grad():
+        drafter.bias[7] = 50.0  # draft token 7 (target id 10) takes almost all of every row
+    rows = BlockProposer(drafter, branches=2).propose(_session(tiny_target))
+    assert int(rows.shared[0].argmax()) == 10 and not rows.after_first
+
+
 def test_known_slots_round_trip_and_are_refused_where_untrained(tiny_target, tmp_path):
     drafter = tiny_drafter(tiny_target, known_slots=1)
     save_drafter(drafter, tmp_path)
