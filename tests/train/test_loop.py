@@ -70,6 +70,9 @@ def test_training_with_a_known_depth1_slot_learns_its_marker(tiny_target, tiny_d
                   tiny_target)
     assert json.loads((final / "config.json").read_text())["known_slots"] == 1
     assert torch.count_nonzero(_weights(final)["known_marker"]) > 0
+    again = train(tiny_config(tiny_data, steps=1, tree_lambda=0.0, tree_anchors=0, init=str(final)),
+                  tmp_path / "plain", tiny_target)  # fine-tuned further without given tokens: the slot stays
+    assert json.loads((again / "config.json").read_text())["known_slots"] == 1
 
 
 def test_a_second_run_on_a_locked_folder_is_refused(tiny_target, tiny_data, tmp_path):

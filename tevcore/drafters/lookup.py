@@ -5,10 +5,11 @@ which a small drafter predicts badly and a search of the committed tokens
 predicts well. When the longest suffix of the context (root included) of
 length `min_ngram`..`max_ngram` occurred before, the tokens that followed it
 form a chain c_1..c_K, and depth d's row becomes the mixture
-(1 - b_d) q_d + b_d 1[c_d] (on the shared rows, and on the rows below c_1
-when the drafter gave rows conditioned on it). b_d is the running hit rate of depth-d lookups
-in this session (a Beta(1, 1) prior), read off the tokens the target went on
-to commit, so the mixture trusts the lookup exactly as much as it has earned.
+(1 - b_d) q_d + b_d 1[c_d] (in the shared rows, and in the rows below c_1
+when the drafter gave rows that know c_1). b_d is the running hit rate of
+depth-d lookups in this session (a Beta(1, 1) prior), read off the tokens the
+target went on to commit, so the mixture trusts the lookup exactly as much as
+it has earned.
 Chains may run deeper than the inner drafter (`chain_depth`, 10 as in HF's
 prompt-lookup decoding); there the inner row is uniform.
 Any tree stays exact under the exact verifiers; the mixture only decides

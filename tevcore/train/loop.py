@@ -227,7 +227,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
             batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
             n = len(rows)
             teacher_probs, given = batch.teacher_probs, None
-            if config.known_prob:
+            if drafter.config.known_slots:  # always given (maybe all -1): DDP expects every parameter to take part
                 given, teacher_probs = _known_inputs(batch, torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)]))
                 given = given.to(device)
             logq = model(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device), known=given)
