@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tevcore.autobudget import (choose_budget, curve_sizes, expected_length_by_budget, forward_cost_curve,
-                                trim_costs)
+from tevcore.autobudget import (SAME_THROUGHPUT, choose_budget, curve_sizes, expected_length_by_budget,
+                                forward_cost_curve, trim_costs)
 from tevcore.drafters import GreedyRolloutProposer
 from tevcore.drafters.lookup import ContextLookupProposer
 
@@ -42,7 +42,8 @@ def test_the_choice_maximises_predicted_throughput(tiny_target, cache):
     choice = choose_budget(tiny_target, GreedyRolloutProposer(depth=2), PROMPTS, temperature=0.0, budgets=(1, 2, 4))
     assert choice.budget in (0, 1, 2, 4)
     best = max(choice.predicted_tokens_per_s.values())
-    assert choice.predicted_tokens_per_s[choice.budget] == best
+    ties = [b for b, v in choice.predicted_tokens_per_s.items() if v >= best * (1 - SAME_THROUGHPUT)]
+    assert choice.budget == min(ties)  # the best, or a smaller budget within 2% of it
     for b in (1, 2, 4):  # predicted = E(B) / (draft + forward(B)); budget 0 is plain decoding
         assert choice.predicted_tokens_per_s[b] == pytest.approx(
             choice.expected_length[b] / (choice.draft_seconds + choice.forward_seconds[b]))

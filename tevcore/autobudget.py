@@ -28,6 +28,7 @@ from .trim import best_prefix_size, flat_costs, interpolated_costs, parse_trim
 
 CURVE_SIZES = (0, 1, 2, 4, 8, 16, 32, 64)
 AUTO_BUDGETS = (1, 2, 4, 8, 16, 32, 64)  # what `--budget auto` chooses among
+SAME_THROUGHPUT = 0.02  # predictions this close to the best count as a tie, which the smallest budget wins
 
 
 def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[int, ...] = CURVE_SIZES,
@@ -121,6 +122,11 @@ def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], 
                   budgets: tuple[int, ...] = AUTO_BUDGETS, trim: str = "off") -> BudgetChoice:
     """Budget with the highest predicted throughput on this machine for this drafter.
 
+    Within 2% of the best, the smallest budget wins: with trimming, budgets past
+    the point where the drafter's trees stop growing in coverage predict the
+    same throughput to within the noise of the measured cost curve (its
+    repeats here differ by more than that), and a smaller tree costs less to build.
+
     Predicted throughput = tokens / time summed over calibration rounds, where
     each round scores what trimming (see `trim_costs`) would keep of its tree:
     1 + the target coverage of those nodes, for their measured forward time.
@@ -151,7 +157,8 @@ def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], 
         predicted[b] = tokens / seconds if seconds else 0.0
         lengths[b], skipped[b], kept[b] = tokens / count, skips / count, nodes / count
     predicted[0], lengths[0], skipped[0], kept[0] = 1.0 / curve[0], 1.0, 0.0, 0.0  # budget 0 = plain decoding
-    best = max(predicted, key=lambda b: (predicted[b], -b))
+    top = max(predicted.values())
+    best = min(b for b in predicted if predicted[b] >= top * (1 - SAME_THROUGHPUT))
     return BudgetChoice(best, predicted, lengths, {b: curve[b] for b in predicted}, draft, skipped, kept)
 
 
