@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tevcore.autobudget import (SAME_THROUGHPUT, choose_budget, curve_sizes, expected_length_by_budget,
-                                forward_cost_curve, trim_costs)
+from tevcore.autobudget import (SAME_THROUGHPUT, choose_budget, curve_from_timings, curve_sizes,
+                                expected_length_by_budget, forward_cost_curve, trim_costs)
 from tevcore.drafters import GreedyRolloutProposer
 from tevcore.drafters.lookup import ContextLookupProposer
 
@@ -92,3 +92,9 @@ def test_a_new_size_measures_the_whole_cached_curve_again(tiny_target, cache):
     [stored] = list(cache.glob("forward-cost-*.json"))
     kept = json.loads(stored.read_text())  # one consistent measurement: 2 is measured again too
     assert set(kept) == {"0", "2", "4", "8"} and kept["2"] != 0.15 and set(curve) == {0, 4, 8}
+
+
+def test_the_curve_prices_each_size_against_the_same_repeat_and_never_falls_with_size():
+    times = {0: [0.02, 0.04, 0.02], 4: [0.03, 0.06, 0.02], 8: [0.024, 0.048, 0.03], 16: [0.05, 0.09, 0.05]}
+    curve = curve_from_timings(times)  # repeat 2 ran at half speed; 4 once stalled below 0
+    assert curve == pytest.approx({0: 0.02, 4: 0.03, 8: 0.03, 16: 0.05})

@@ -33,11 +33,13 @@ SAME_THROUGHPUT = 0.02  # predictions this close to the best count as a tie, whi
 
 def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[int, ...] = CURVE_SIZES,
                        repeats: int = 7, refresh: bool = False) -> dict[int, float]:
-    """Median seconds of one tree forward per tree size, measured here and cached per machine."""
+    """Seconds of one tree forward per tree size, measured here and cached per machine (see `curve_from_timings`)."""
     threads = torch.get_num_threads()
     context_length = max(1, min(context_length, target.max_context - max(sizes) - 1))  # small-context models
     layout = f"packed{PACKED_FOR_ROWS}" if is_packed(target.model) else "plain"
-    key = f"forward-cost-{target.name}-{target.device.type}-{layout}-{threads}t-{context_length}.json".replace(" ", "_")
+    capability = torch.backends.cpu.get_cpu_capability() if target.device.type == "cpu" else target.device.type
+    key = (f"forward-cost-{target.name}-{target.device.type}-{capability}-{layout}-{threads}t-{context_length}.json"
+           .replace(" ", "_"))
     path = cache_dir() / key.replace("/", "_")
     stored = json.loads(path.read_text()) if path.is_file() else {}
     if not refresh and all(str(s) in stored for s in sizes):
@@ -56,10 +58,31 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
             session.score_tree(tree)
             times[size].append(time.perf_counter() - start)
             session.rollback()
-    curve = {size: median(found[1:]) for size, found in times.items()}  # the first pass warms up
+    curve = curve_from_timings({size: found[1:] for size, found in times.items()})  # the first pass warms up
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({str(k): v for k, v in curve.items()}))
     return {s: curve[s] for s in sizes}
+
+
+def curve_from_timings(times: dict[int, list[float]]) -> dict[int, float]:
+    """One cost per size from repeats that ran the sizes in turn (times[s][r] = size s in repeat r).
+
+    A shared machine drifts and stalls, both ways: a median of 7 once read 16
+    nodes as cheaper than 0 (trimming then kept every 16-node tree), and a
+    minimum once read 8 nodes as 1.41x a plain step where decoding paid
+    ~1.2x. Each size is therefore priced relative to the smallest size of
+    the same repeat (a slow stretch slows both), as the median of those
+    ratios times the smallest size's median; and a bigger tree never costs
+    less, so a dip below a smaller size is noise.
+    """
+    base = min(times)
+    base_seconds = median(times[base])
+    curve, floor = {}, 0.0
+    for size in sorted(times):
+        ratio = median(t / b for t, b in zip(times[size], times[base]))
+        floor = max(floor, base_seconds * ratio)
+        curve[size] = floor
+    return curve
 
 
 def curve_sizes(budgets: list[int] | tuple[int, ...]) -> tuple[int, ...]:
