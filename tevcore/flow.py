@@ -5,9 +5,10 @@ probability P(v), child mass m(v), exit mass X(v) = P(v)(1 - m(v)), coverage
 C = sum of P over non-root nodes, and the tokens the target wanted at v that
 the tree lacks. P is accumulated in log space level by level, and 1 - m is
 log1p(-m) where m <= 1/2 and a log-sum-exp over the non-child tokens above,
-so deep trees and near-one child mass stay exact. P lives here only; X has the exact form used for records and
-laws (`target_flow`) and the fast scatter-add form TEV samples from
-(`exit_mass_from_edges`), both built on the same `path_log_probs`.
+so deep trees and near-one child mass stay exact. P lives here only; X has
+the exact form used for records and laws (`target_flow`) and the fast
+scatter-add form TEV samples from (`exit_mass_from_edges`), both built on
+the same `path_log_probs`.
 """
 
 from __future__ import annotations
