@@ -67,13 +67,13 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
 def curve_from_timings(times: dict[int, list[float]]) -> dict[int, float]:
     """One cost per size from repeats that ran the sizes in turn (times[s][r] = size s in repeat r).
 
-    A shared machine drifts and stalls, both ways: a median of 7 once read 16
-    nodes as cheaper than 0 (trimming then kept every 16-node tree), and a
-    minimum once read 8 nodes as 1.41x a plain step where decoding paid
-    ~1.2x. Each size is therefore priced relative to the smallest size of
-    the same repeat (a slow stretch slows both), as the median of those
-    ratios times the smallest size's median; and a bigger tree never costs
-    less, so a dip below a smaller size is noise.
+    A shared machine drifts and stalls: a median of 7 per size once read 16
+    nodes as cheaper than 0 (trimming then kept every 16-node tree), and the
+    fastest repeat is no cure, since one-token forwards have fast outliers
+    too. Each size is therefore priced relative to the smallest size of the
+    same repeat (a slow stretch slows both), as the median of those ratios
+    times the smallest size's median; and a bigger tree never costs less, so
+    a dip below a smaller size is noise.
     """
     base = min(times)
     base_seconds = median(times[base])
