@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.packed_linear import PackedLinear, can_pack, is_packed, pack_linears
+from tevcore.packed_linear import PackedLinear, can_pack, cpu_has_native_bf16, fast_cpu_dtype, is_packed, pack_linears
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
 
@@ -65,6 +65,20 @@ def test_only_float32_cpu_models_are_packed():
     model = torch.nn.Sequential(torch.nn.Linear(4, 4)).double()
     assert not can_pack(model)
     assert pack_linears(model) == 0 and not is_packed(model)
+
+
+def test_bfloat16_models_are_packed_exactly_where_the_cpu_runs_bfloat16_natively():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(48, 96)).to(torch.bfloat16)
+    x = torch.randn(5, 48, dtype=torch.bfloat16)
+    with torch.inference_mode():
+        want = model(x)
+    assert fast_cpu_dtype() == (torch.bfloat16 if cpu_has_native_bf16() else torch.float32)
+    assert can_pack(model) == cpu_has_native_bf16() == (pack_linears(model) == 1)
+    with torch.inference_mode():
+        got = model(x)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=2e-2)
 
 
 def test_the_default_target_is_loaded_packed(default_target):

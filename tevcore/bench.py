@@ -23,6 +23,7 @@ from tqdm import tqdm
 from .config import DecodeConfig
 from .datasets import load_prompts
 from .decode import generate, generate_ar, prompt_ids
+from .drafters import DRAFTER_DTYPE_HELP
 from .flags import comma_list
 from .models import Target, load_target
 from .records import STAGES
@@ -179,6 +180,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--proposer", default="default",
                         help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
                              "a drafter folder, '<any>+lookup'")
+    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
@@ -188,8 +190,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
-    from .drafters import resolve_proposer
+    from .drafters import parse_drafter_dtype, resolve_proposer
 
+    drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     if args.threads:
         torch.set_num_threads(args.threads)
     temperatures = comma_list(args.temperatures, float, "temperatures")
@@ -201,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     if args.budgets == "auto" and len(trim_specs) != 1:
         raise ValueError("--budget auto chooses for one --trim spec; give one")
     target = load_target(args.target, device=args.device)
-    proposer = resolve_proposer(args.proposer, target)
+    proposer = resolve_proposer(args.proposer, target, drafter_dtype)
     datasets = comma_list(args.dataset, str, "prompt sets")
     verifiers = comma_list(args.verifiers, str, "verifiers")
     if args.refresh_curve:

@@ -22,6 +22,7 @@ COMMANDS = {
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from .config import DecodeConfig
+    from .drafters import DRAFTER_DTYPE_HELP
     from .trim import TRIM_HELP
 
     helps = DecodeConfig.help()
@@ -31,6 +32,7 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
                         help="'default' (the committed drafter + context lookup), 'drafter' (drafter alone), 'lookup' "
                              "(context lookup, no drafter), 'rollout' (stand-in: target greedy rollout), a drafter "
                              "folder; append '+lookup' to mix in context lookup")
+    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--budget", type=int, default=8, help=helps["budget"])
     parser.add_argument("--temperature", type=float, default=0.0, help=helps["temperature"])
     parser.add_argument("--builder", default="best_first", help=helps["builder"])
@@ -46,17 +48,18 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
 def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
     from .autobudget import trim_costs
     from .config import DecodeConfig
-    from .drafters import resolve_proposer
+    from .drafters import parse_drafter_dtype, resolve_proposer
     from .models import load_target
     from .trim import parse_trim
 
     settings = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
                     builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)
     parse_trim(args.trim)
+    drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     DecodeConfig(**settings)  # refuse bad settings before loading the model
     target = load_target(args.target, device=args.device)
     settings["tree_costs"] = trim_costs(target, [args.budget], args.trim)[args.budget]
-    return DecodeConfig(**settings), target, resolve_proposer(args.proposer, target)
+    return DecodeConfig(**settings), target, resolve_proposer(args.proposer, target, drafter_dtype)
 
 
 def _write(args: argparse.Namespace, records: list, target, config) -> None:

@@ -8,7 +8,9 @@ by ~30%. The packing is chosen for a batch of `PACKED_FOR_ROWS` rows: packed
 for one row (oneDNN's hint), 2-17 rows took a slow kernel and a 2-token
 forward cost 1.4x a one-token one; packed for 4, one row is no slower and
 2 tokens cost ~1.1x. Packing changes no weights; results differ from
-`nn.Linear` by float rounding only.
+`nn.Linear` by float rounding only. On CPUs with native bfloat16 (AVX-512
+BF16 or AMX) a bfloat16 model packs the same way: half the bytes per weight,
+which is what a decode-sized forward waits on (`fast_cpu_dtype`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,21 @@ import torch
 PACKED_FOR_ROWS = 4  # oneDNN picks its kernel for this batch size; draft trees are a few rows
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether oneDNN runs bfloat16 matmuls natively on this CPU (AVX-512 BF16 or AMX)."""
+    return torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def fast_cpu_dtype() -> torch.dtype:
+    """The dtype a small inference-only CPU model runs fastest in here: bfloat16 where native, else float32."""
+    return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+
+
 def can_pack(model: torch.nn.Module) -> bool:
-    """Packing helps float32 models on a CPU with oneDNN, and only there."""
+    """Packing helps float32 (and natively supported bfloat16) models on a CPU with oneDNN, and only there."""
     parameter = next(model.parameters())
-    return (parameter.device.type == "cpu" and parameter.dtype == torch.float32
+    packable = (torch.float32, torch.bfloat16) if cpu_has_native_bf16() else (torch.float32,)
+    return (parameter.device.type == "cpu" and parameter.dtype in packable
             and torch.backends.mkldnn.is_available())
 
 
@@ -50,7 +63,8 @@ class PackedLinear(torch.nn.Module):
         self._packed_version = self.weight._version
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.device.type != "cpu" or x.dtype != torch.float32 or self.weight.device.type != "cpu" or x.requires_grad:
+        on_cpu = x.device.type == "cpu" and self.weight.device.type == "cpu"
+        if not on_cpu or x.dtype != self.weight.dtype or x.requires_grad:
             return torch.nn.functional.linear(x, self.weight, self.bias)
         if self.weight._version != self._packed_version:
             self._pack()
@@ -62,7 +76,7 @@ class PackedLinear(torch.nn.Module):
 
 
 def pack_linears(model: torch.nn.Module) -> int:
-    """Swap every `nn.Linear` of a frozen float32 CPU model for a `PackedLinear`; returns how many."""
+    """Swap every `nn.Linear` of a frozen CPU model (see `can_pack`) for a `PackedLinear`; returns how many."""
     if not can_pack(model):
         return 0
     swaps = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()

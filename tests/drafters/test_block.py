@@ -48,6 +48,18 @@ def test_proposal_is_depth_by_vocab_log_probs_with_minus_inf_outside_the_draft_v
     assert torch.allclose(torch.logsumexp(rows, -1), torch.zeros(3), atol=1e-5)
 
 
+def test_a_bfloat16_proposer_drafts_nearly_the_float32_rows_and_says_so(tiny_target):
+    session = _session(tiny_target)
+    exact = BlockProposer(tiny_drafter(tiny_target), dtype=torch.float32)
+    half = BlockProposer(tiny_drafter(tiny_target), dtype=torch.bfloat16)
+    assert half.drafter.encoder.layers[0].linear1.weight.dtype == torch.bfloat16 and "bfloat16" in half.name
+    assert half.drafter.head.dtype == half.drafter.bias.dtype == torch.float32 and "float" not in exact.name
+    a, b = exact.propose(session).shared, half.propose(session).shared
+    assert b.dtype == torch.float32 and torch.equal(torch.isinf(a), torch.isinf(b))
+    total_variation = 0.5 * (a.exp() - b.exp()).abs().sum(-1)
+    assert float(total_variation.max()) < 0.05 and not torch.equal(a, b)
+
+
 def test_short_context_is_left_padded(tiny_target):
     rows = BlockProposer(tiny_drafter(tiny_target)).propose(_session(tiny_target, n=2)).shared
     assert torch.isfinite(rows[:, 3:43]).all()
@@ -128,8 +140,8 @@ def test_config_validation():
 def test_a_known_slot_drafter_gives_rows_below_its_likeliest_depth1_tokens(tiny_target):
     drafter = tiny_drafter(tiny_target, known_slots=1)
     session = _session(tiny_target)
-    rows = BlockProposer(drafter, branches=2).propose(session)
-    plain = BlockProposer(drafter, branches=0).propose(session)
+    rows = BlockProposer(drafter, branches=2, dtype=torch.float32).propose(session)
+    plain = BlockProposer(drafter, branches=0, dtype=torch.float32).propose(session)
     assert torch.equal(rows.shared, plain.shared) and not plain.after_first
     assert set(rows.after_first) == set(rows.shared[0].topk(2).indices.tolist())
     features, mask = context_features(session, drafter.config)
@@ -174,3 +186,15 @@ def test_enabling_known_slots_keeps_the_plain_pass(tiny_target):
     drafter.enable_known_slots(1)
     assert drafter.config.known_slots == 1 and torch.count_nonzero(drafter.known_marker) == 0
     assert torch.equal(BlockProposer(drafter, branches=0).propose(session).shared, before)
+
+
+def test_the_drafter_dtype_is_chosen_by_name_and_a_bad_name_is_refused(tiny_target, tmp_path):
+    from tevcore.drafters import parse_drafter_dtype, resolve_proposer
+
+    save_drafter(tiny_drafter(tiny_target), tmp_path)
+    assert parse_drafter_dtype("auto") is None
+    for name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
+        proposer = resolve_proposer(str(tmp_path), tiny_target, parse_drafter_dtype(name))
+        assert proposer.drafter.project.weight.dtype == dtype
+    with pytest.raises(ValueError, match="unknown drafter dtype 'half'"):
+        parse_drafter_dtype("half")

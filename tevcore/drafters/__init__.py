@@ -1,26 +1,39 @@
 """Drafters: given the committed context, propose K per-depth draft distributions."""
 
+import torch
+
 from .base import GreedyRolloutProposer, NoDrafter, Proposer
 from .block import (BlockDrafter, BlockDrafterConfig, BlockProposer, default_drafter_path, load_default_proposer,
                     load_drafter, save_drafter)
 
 __all__ = ["Proposer", "resolve_proposer", "PROPOSER_SPECS", "GreedyRolloutProposer", "NoDrafter", "BlockDrafter",
            "BlockDrafterConfig", "BlockProposer", "default_drafter_path", "load_default_proposer", "load_drafter",
-           "save_drafter"]
+           "save_drafter", "DRAFTER_DTYPE_HELP", "parse_drafter_dtype"]
 
 
 LOOKUP_SUFFIX = "+lookup"
 PROPOSER_SPECS = ("'default' (= 'drafter+lookup'), 'drafter', 'rollout', 'lookup' (the lookup without a drafter), "
                   "a drafter folder, or any of these + '+lookup'")
+DRAFTER_DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
+DRAFTER_DTYPE_HELP = ("dtype a block drafter runs in: 'auto' (bfloat16 on CPUs that run it natively, else its own "
+                      "float32), 'float32' or 'bfloat16'; only the drafts change, never the verified output's law")
 
 
-def resolve_proposer(spec: str, target) -> Proposer:
+def parse_drafter_dtype(text: str) -> torch.dtype | None:
+    """'auto' -> None (the proposer's own choice), else the named dtype."""
+    if text not in DRAFTER_DTYPES:
+        raise ValueError(f"unknown drafter dtype {text!r}: use one of {', '.join(DRAFTER_DTYPES)}")
+    return DRAFTER_DTYPES[text]
+
+
+def resolve_proposer(spec: str, target, drafter_dtype: torch.dtype | None = None) -> Proposer:
     """A proposer from its spec.
 
     'drafter' -> the committed drafter (the stand-in if none fits the target);
     'rollout' -> the stand-in; anything else -> a drafter folder. A '+lookup'
     suffix mixes in the context lookup; 'default' is 'drafter+lookup' and
-    'lookup' the lookup over flat rows (no drafter).
+    'lookup' the lookup over flat rows (no drafter). `drafter_dtype` is the
+    block drafter's (None: `BlockProposer`'s default).
     """
     from pathlib import Path
 
@@ -30,7 +43,7 @@ def resolve_proposer(spec: str, target) -> Proposer:
     lookup = base.endswith(LOOKUP_SUFFIX)
     base = base[: -len(LOOKUP_SUFFIX)] if lookup else base
     if base == "drafter":
-        proposer = load_default_proposer(target)
+        proposer = load_default_proposer(target, dtype=drafter_dtype)
     elif base == "rollout":
         proposer = GreedyRolloutProposer()
     elif base == "none" and lookup:
@@ -39,5 +52,5 @@ def resolve_proposer(spec: str, target) -> Proposer:
         folder = Path(base).expanduser()
         if not folder.is_dir():
             raise ValueError(f"unknown proposer {spec!r}: use {PROPOSER_SPECS}")
-        proposer = BlockProposer(load_drafter(folder, target), name=f"block drafter ({folder})")
+        proposer = BlockProposer(load_drafter(folder, target), name=f"block drafter ({folder})", dtype=drafter_dtype)
     return ContextLookupProposer(proposer) if lookup else proposer

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from ..drafters import DRAFTER_DTYPE_HELP
 from ..flags import budget_or_chain, comma_list
 from .eval import BUDGETS, MIX, cells_to_json, eval_prompts, evaluate, format_table, oracle_ceilings
 
@@ -31,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--branches", type=int, default=None,
                         help="depth-1 tokens given a second, conditioned drafter pass (drafters trained with a "
                              "known slot; default 2 for those, 0 otherwise)")
+    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--oracle", action="store_true",
                         help="also measure the ceiling: 1 + C of the best B-node tree under the target's own law "
                              "(one target forward per node, so slow)")
@@ -39,14 +41,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..drafters import parse_drafter_dtype
     from ..drafters.block import BlockProposer, default_drafter_path, load_drafter
     from ..drafters.lookup import ContextLookupProposer
     from ..models import load_target
 
+    drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     torch.set_num_threads(args.threads)
     target = load_target(args.target, device=args.device)
     folder = Path(args.drafter) if args.drafter else default_drafter_path()
-    proposer = BlockProposer(load_drafter(folder, target), name=str(folder), branches=args.branches)
+    proposer = BlockProposer(load_drafter(folder, target), name=str(folder), branches=args.branches,
+                             dtype=drafter_dtype)
     if args.lookup:
         proposer = ContextLookupProposer(proposer)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
