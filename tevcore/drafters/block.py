@@ -165,8 +165,7 @@ class BlockDrafter(nn.Module):
         x = torch.cat([ctx, root, slots], 1).to(dtype)
         keep = torch.cat([context_mask, torch.ones(x.shape[0], 1 + c.depth, dtype=torch.bool, device=x.device)], 1)
         x = self.encoder(x, src_key_padding_mask=~keep)
-        out = self.norm(x[:, -c.depth:])
-        out = out.float()
+        out = self.norm(x[:, -c.depth:]).float()
         logits = head(out) if head is not None else out @ self.head.T + self.bias
         return torch.log_softmax(logits, dim=-1)
 
