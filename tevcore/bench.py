@@ -23,7 +23,7 @@ from tqdm import tqdm
 from .config import DecodeConfig
 from .datasets import load_prompts
 from .decode import generate, generate_ar, prompt_ids
-from .drafters import DRAFTER_DTYPE_HELP
+from .drafters import DRAFTER_DTYPE_HELP, parse_drafter_dtype
 from .flags import comma_list
 from .models import Target, load_target
 from .records import STAGES
@@ -190,7 +190,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
-    from .drafters import parse_drafter_dtype, resolve_proposer
+    from .drafters import resolve_proposer
 
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     if args.threads:

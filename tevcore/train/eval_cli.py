@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..drafters import DRAFTER_DTYPE_HELP
+from ..drafters import DRAFTER_DTYPE_HELP, parse_drafter_dtype
 from ..flags import budget_or_chain, comma_list
 from .eval import BUDGETS, MIX, cells_to_json, eval_prompts, evaluate, format_table, oracle_ceilings
 
@@ -41,7 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..drafters import parse_drafter_dtype
     from ..drafters.block import BlockProposer, default_drafter_path, load_drafter
     from ..drafters.lookup import ContextLookupProposer
     from ..models import load_target
