@@ -188,6 +188,23 @@ def test_enabling_known_slots_keeps_the_plain_pass(tiny_target):
     assert torch.equal(BlockProposer(drafter, branches=0).propose(session).shared, before)
 
 
+def test_a_grown_drafter_drafts_as_before_until_trained_and_round_trips(tiny_target, tmp_path):
+    session = _session(tiny_target)
+    before = BlockProposer(tiny_drafter(tiny_target), dtype=torch.float32).propose(session).shared
+    grown = tiny_drafter(tiny_target).grow_encoder(3)
+    assert grown.config.layers == len(grown.encoder.layers) == 3
+    save_drafter(grown, tmp_path)
+    loaded = load_drafter(tmp_path, tiny_target)
+    assert loaded.config.layers == 3
+    after = BlockProposer(loaded, dtype=torch.float32).propose(session).shared
+    assert torch.allclose(after, before, atol=1e-5)
+    with torch.no_grad():
+        loaded.encoder.layers[2].linear2.bias.normal_()
+    assert not torch.allclose(BlockProposer(loaded, dtype=torch.float32).propose(session).shared, before, atol=1e-3)
+    with pytest.raises(ValueError, match="cannot shrink"):
+        tiny_drafter(tiny_target).grow_encoder(0)
+
+
 def test_the_drafter_dtype_is_chosen_by_name_and_a_bad_name_is_refused(tiny_target, tmp_path):
     from tevcore.drafters import parse_drafter_dtype, resolve_proposer
 

@@ -24,7 +24,7 @@ def test_unknown_keys_are_rejected():
     ({"steps": 0}, "steps"), ({"lr": -1.0}, "lr"), ({"tree_weight": "both"}, "tree_weight"),
     ({"tree_alpha": 1.5}, "tree_alpha"), ({"tree_lambda": 0.1, "tree_anchors": 0}, "tree_anchors"),
     ({"batch_size": True}, "batch_size"), ({"min_lr_ratio": 2.0}, "min_lr_ratio"),
-    ({"known_prob": 1.5}, "known_prob"),
+    ({"known_prob": 1.5}, "known_prob"), ({"layers": 0}, "layers"), ({"layers": True}, "layers"),
 ])
 def test_invalid_values_fail_on_construction(bad, words):
     with pytest.raises(ValueError, match=words):

@@ -75,6 +75,22 @@ def test_training_with_a_known_depth1_slot_learns_its_marker(tiny_target, tiny_d
     assert json.loads((again / "config.json").read_text())["known_slots"] == 1
 
 
+def test_fine_tuning_with_more_layers_grows_the_starting_drafter_and_never_shrinks_it(tiny_target, tiny_data,
+                                                                                        tmp_path):
+    plain = dict(tree_lambda=0.0, tree_anchors=0)
+    start = train(tiny_config(tiny_data, steps=1, **plain), tmp_path / "start", tiny_target)
+    grown = train(tiny_config(tiny_data, steps=2, init=str(start), layers=3, **plain), tmp_path / "grown", tiny_target)
+    assert json.loads((grown / "config.json").read_text())["layers"] == 3
+    weights = _weights(grown)
+    assert torch.count_nonzero(weights["encoder.layers.2.linear2.weight"]) > 0  # the new layer has trained
+    kept = train(tiny_config(tiny_data, steps=1, init=str(grown), layers=None, **plain), tmp_path / "kept",
+                 tiny_target)
+    assert json.loads((kept / "config.json").read_text())["layers"] == 3
+    with pytest.raises(ValueError, match="cannot shrink"):
+        train(tiny_config(tiny_data, steps=1, init=str(grown), layers=2, **plain), tmp_path / "shrunk", tiny_target)
+    assert not (tmp_path / "shrunk").exists()  # refused before the run folder is made
+
+
 def test_a_second_run_on_a_locked_folder_is_refused(tiny_target, tiny_data, tmp_path):
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -11,6 +11,7 @@ load, which keeps the file small and ties a drafter to its target's shape.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
@@ -32,6 +33,7 @@ WEIGHTS_FILE = "model.safetensors"
 MODEL_TYPE = "tevcore-block-drafter"
 DEFAULT_BRANCHES = 2  # second-pass depth-1 tokens of a drafter trained with a known slot
 SURE_FIRST_LOGQ = math.log(0.9)  # above this depth-1 draft probability the second pass is skipped
+DEFAULT_LAYERS = 2  # encoder layers of a new drafter
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class BlockDrafterConfig:
     hidden_layers: tuple[int, ...] = (8, 16, 24, 30)
     context: int = 8
     depth: int = 6
-    layers: int = 2
+    layers: int = DEFAULT_LAYERS
     heads: int = 9
     ffn: int = 1536
     dropout: float = 0.0  # training only; eval mode turns it off
@@ -128,6 +130,26 @@ class BlockDrafter(nn.Module):
         self.config = replace(self.config, known_slots=count)
         if not hasattr(self, "known_marker"):
             self.known_marker = nn.Parameter(torch.zeros(self.config.target_hidden_size, device=self.bias.device))
+        return self
+
+    def grow_encoder(self, layers: int) -> BlockDrafter:
+        """Append encoder layers that start as the identity, so a trained drafter can gain capacity.
+
+        Each new layer copies the last one with its attention output and FFN
+        output projections zeroed: both residual branches add nothing until
+        training moves them, so the grown drafter drafts exactly as before.
+        """
+        have = self.config.layers
+        if layers < have:
+            raise ValueError(f"cannot shrink a drafter of {have} encoder layers to {layers}")
+        for _ in range(layers - have):
+            layer = copy.deepcopy(self.encoder.layers[-1])
+            for linear in (layer.self_attn.out_proj, layer.linear2):
+                nn.init.zeros_(linear.weight)
+                nn.init.zeros_(linear.bias)
+            self.encoder.layers.append(layer)
+        self.encoder.num_layers = layers
+        self.config = replace(self.config, layers=layers)
         return self
 
     def attach(self, target: Target) -> BlockDrafter:

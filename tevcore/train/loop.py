@@ -23,9 +23,11 @@ from tqdm import tqdm
 
 from ..builders import best_first
 from ..drafters.block import (
+    DEFAULT_LAYERS,
     BlockDrafter,
     BlockDrafterConfig,
     load_drafter,
+    read_config,
     save_drafter,
 )
 from ..flow import target_flow
@@ -68,7 +70,7 @@ def new_drafter(config: TrainConfig, anchors: AnchorSet, target: Target) -> Bloc
     shape = BlockDrafterConfig(
         target_vocab_size=target.vocab_size, target_hidden_size=int(target.model.config.hidden_size),
         draft_vocab_size=vocab, hidden_layers=tuple(anchors.layers), context=config.context, depth=config.depth,
-        layers=config.layers, heads=config.heads, ffn=config.ffn, dropout=config.dropout)
+        layers=config.layers or DEFAULT_LAYERS, heads=config.heads, ffn=config.ffn, dropout=config.dropout)
     torch.manual_seed(config.seed)
     return BlockDrafter(shape, draft_ids).to(target.device).attach(target)
 
@@ -151,6 +153,11 @@ def train(config: TrainConfig, out: Path, target: Target,
     `on_step` is called with each step's metrics (for progress displays); an
     exception raised from it stops the run like an interruption would.
     """
+    if config.init and config.layers is not None:
+        have = read_config(Path(config.init)).layers
+        if have > config.layers:
+            raise ValueError(f"cannot shrink the starting drafter {config.init} ({have} encoder layers) "
+                             f"to {config.layers}")
     rank, world = _dist()
     if config.batch_size % world or config.tree_anchors % world:
         raise ValueError(f"batch_size and tree_anchors must be divisible by the {world} processes")
@@ -195,6 +202,8 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
         start_step, opt_state = int(state["step"]), state["optimizer"]
     elif config.init:
         drafter = load_drafter(Path(config.init), target)
+        if config.layers is not None:
+            drafter.grow_encoder(config.layers)
     else:
         drafter = new_drafter(config, anchors, target)
     if (drafter.config.depth, drafter.config.context, drafter.config.hidden_layers) != (
