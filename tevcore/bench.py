@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import mean, median
+from statistics import mean, median, stdev
 
 import torch
 from tqdm import tqdm
@@ -44,13 +45,33 @@ class MethodStats:
     block_lengths: list[float] = field(default_factory=list)  # per round, pooled
     expected_lengths: list[float] = field(default_factory=list)  # 1 + C per round, pooled
     stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    wall_seconds: float = 0.0  # whole generate calls: the stages plus the loop around them
     trim: str | None = None
     tree_costs: tuple[float, ...] | None = None
     skipped_rounds: int = 0  # rounds that trimming turned into a plain root-only step
     scored_nodes: int = 0  # drafted nodes the target scored, over all rounds
 
+    def length_gap(self) -> tuple[float, float] | tuple[None, None]:
+        """Mean of L - (1 + C) per round and its standard error.
+
+        Given the history, a round's L has mean 1 + C under an exact verifier,
+        so the per-round gaps are martingale differences: uncorrelated, and
+        the plain standard error of their mean holds across rounds and prompts.
+        """
+        gaps = [b - e for b, e in zip(self.block_lengths, self.expected_lengths)]
+        if len(gaps) < 2:
+            return None, None
+        return mean(gaps), stdev(gaps) / math.sqrt(len(gaps))
+
+    def stage_shares(self) -> dict[str, float] | None:
+        """Each stage's share of the wall time; 'other' is the prefill and the loop's own bookkeeping."""
+        if not self.wall_seconds:
+            return None
+        shares = {k: v / self.wall_seconds for k, v in self.stage_seconds.items()}
+        return {**shares, "other": 1.0 - sum(shares.values())}
+
     def row(self, dataset: str, temperature: float) -> dict:
-        total = sum(self.stage_seconds.values())
+        gap, gap_se = self.length_gap()
         return {
             "dataset": dataset, "temperature": temperature, "method": self.method, "budget": self.budget,
             "verifier": self.verifier, "prompts": len(self.tokens_per_s),
@@ -58,7 +79,8 @@ class MethodStats:
             "speedup": median(self.ratio_to_ar) if self.ratio_to_ar else None,
             "mean_block_length": mean(self.block_lengths) if self.block_lengths else None,
             "mean_expected_length": mean(self.expected_lengths) if self.expected_lengths else None,
-            "stage_shares": {k: v / total for k, v in self.stage_seconds.items()} if total else None,
+            "rounds": len(self.block_lengths), "length_gap": gap, "length_gap_se": gap_se,
+            "stage_shares": self.stage_shares(),
             "trim": self.trim, "tree_costs": self.tree_costs,
             "skipped_share": self.skipped_rounds / len(self.block_lengths) if self.block_lengths else None,
             "mean_tree_size": self.scored_nodes / len(self.block_lengths) if self.block_lengths else None,
@@ -117,6 +139,7 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                                               tree_costs=entry.tree_costs)
                         result = generate(target, proposer, ids, config)
                         speed = len(result.tokens) / result.seconds
+                        entry.wall_seconds += result.seconds
                         entry.block_lengths += [r.block_length for r in result.rounds]
                         entry.expected_lengths += [r.expected_length for r in result.rounds]
                         entry.skipped_rounds += sum(r.tree.size == 0 for r in result.rounds)
@@ -146,7 +169,8 @@ def _git_commit() -> str:
 
 def format_table(rows: list[dict]) -> str:
     header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'verifier':<9}{'trim':<5}{'tok/s':>7}{'speedup':>8}"
-              f"{'E[L]':>7}{'1+C':>7}{'nodes':>6}{'plain':>6}  stage shares (draft/build/fwd/flow/verify/commit)")
+              f"{'E[L]':>7}{'1+C':>7}{'gap% (se)':>14}{'nodes':>6}{'plain':>6}"
+              "  % of wall time (draft/build/fwd/flow/verify/commit/other)")
     lines = [header, "-" * len(header)]
     for r in rows:
         shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""
@@ -154,8 +178,17 @@ def format_table(rows: list[dict]) -> str:
         lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{_cell(r['budget'], 5, 'd')} "
                      f"{r['verifier'] or '-':<9}{r.get('trim') or '-':<5}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
                      f"{_cell(r['mean_block_length'], 7, '.2f')}{_cell(r['mean_expected_length'], 7, '.2f')}"
+                     f"{_gap_cell(r)}"
                      f"{_cell(r.get('mean_tree_size'), 6, '.1f')}{plain:>6}  {shares}")
     return "\n".join(lines)
+
+
+def _gap_cell(row: dict) -> str:
+    """E[L] - (1 + C) in percent of 1 + C, with its standard error."""
+    if row.get("length_gap") is None:
+        return "-".rjust(14)
+    scale = 100 / row["mean_expected_length"]
+    return f"{row['length_gap'] * scale:+.1f} ({row['length_gap_se'] * scale:.1f})".rjust(14)
 
 
 def _cell(value, width: int, spec: str) -> str:

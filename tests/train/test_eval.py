@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -60,3 +62,61 @@ def test_oracle_ceilings_grow_with_the_budget_and_are_exact_at_t0(tiny_target):
     values = [c.expected_length for c in sampled]
     assert 1.0 < values[0] < values[1] < values[2] < 5.0
     assert all(c.rounds == 6 for c in sampled)
+
+
+def _tiny_proposer(target, seed: int) -> BlockProposer:
+    config = BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=97,
+                                hidden_layers=(1, 2), context=4, depth=3, layers=1, heads=4, ffn=64)
+    torch.manual_seed(seed)
+    drafter = BlockDrafter(config, torch.arange(97)).attach(target)
+    with torch.no_grad():
+        drafter.bias.normal_(std=3.0)
+    return BlockProposer(drafter, name=f"seed {seed}", dtype=torch.float32)
+
+
+def test_a_proposer_paired_with_itself_differs_by_exactly_nothing(tiny_target):
+    from tevcore.train.eval import paired_coverage
+
+    a, b = _tiny_proposer(tiny_target, 1), _tiny_proposer(tiny_target, 1)
+    cells = paired_coverage(tiny_target, a, b, [[5, 6, 7, 8], [9, 10, 11]], 1.0, [2, 4], max_new_tokens=5,
+                            progress=False)
+    assert [(c.budget, c.prompts) for c in cells] == [(2, 2), (4, 2)]
+    assert 2 <= cells[0].positions == cells[1].positions <= 10  # 5 per prompt, fewer where a stop token comes
+    for cell in cells:
+        assert cell.baseline_length == cell.other_length and cell.difference == 0.0 and cell.difference_se == 0.0
+    assert 1.0 < cells[0].baseline_length < cells[1].baseline_length <= 5.0
+
+
+def test_paired_coverage_scores_each_proposer_at_the_same_round_starts(tiny_target):
+    from tevcore.drafters.base import NoDrafter
+    from tevcore.train.eval import format_paired, paired_coverage
+
+    drafter, flat = _tiny_proposer(tiny_target, 2), NoDrafter(97)
+    prompts = [Prompt("a", "1", "x"), Prompt("b", "2", "y"), Prompt("a", "3", "z")]
+    ids = {"x": [5, 6, 7], "y": [9, 10, 11], "z": [20, 21]}  # the tiny target has no tokenizer
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("tevcore.train.eval.prompt_ids", lambda target, text: ids[text])
+        cells = paired_coverage(tiny_target, flat, drafter, prompts, 1.0, [4], max_new_tokens=4, progress=False,
+                                by_set=True)
+    assert [(c.prompt_set, c.prompts) for c in cells] == [("all", 3), ("a", 2), ("b", 1)]
+    whole = cells[0]
+    assert whole.positions == cells[1].positions + cells[2].positions >= 3
+    pooled = sum(c.difference * c.positions for c in cells[1:]) / whole.positions
+    assert pooled == pytest.approx(whole.difference)
+    assert whole.difference == pytest.approx(whole.other_length - whole.baseline_length)
+    assert whole.difference_se > 0 and "B - A" in format_paired(cells)
+
+
+def test_the_clustered_standard_error_adds_up_whole_clusters():
+    from tevcore.train.eval import _clustered_se
+
+    # cluster sums of deviations from the mean 2.5: (1 + 2) - 5 = -2 and (3 + 4) - 5 = +2
+    assert _clustered_se([1.0, 2.0, 3.0, 4.0], [0, 0, 1, 1]) == pytest.approx(math.sqrt(2 * 8) / 4)
+    assert math.isnan(_clustered_se([1.0, 2.0], [0, 0]))
+
+
+def test_compare_refuses_chain_budgets_before_loading_anything(capsys):
+    from tevcore.cli import main
+
+    assert main(["eval-drafter", "--compare", "elsewhere", "--budgets", "chain,8"]) == 2
+    assert "--compare" in capsys.readouterr().err

@@ -4,20 +4,26 @@ Both figures come from the real decoding loop (`tevcore.decode.rounds`) with
 the TEV verifier: E is the flow's expected length of each round's tree,
 averaged over rounds; the block length is what the verifier accepted plus the
 bonus. They must agree within noise; a gap points at a bug, not a drafter.
+`paired_coverage` compares two proposers at the same round starts instead,
+which removes the chance of each decode sampling its own text.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from statistics import mean
+from typing import Callable
 
+import torch
 from tqdm import tqdm
 
+from ..builders import best_first, check_budget
 from ..config import DecodeConfig
 from ..datasets import Prompt
 from ..decode import prompt_ids, rounds
-from ..flow import target_flow
+from ..flow import parent_edge_log_probs, path_log_probs, target_flow
 from ..models import Target
 from ..oracle import oracle_tree
 from ..sampling import gumbel_argmax, make_generator
@@ -84,6 +90,31 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
     return cells
 
 
+RootLogits = Callable[[int, TargetSession], torch.Tensor]
+
+
+def walk_decode(target: Target, prompts: list[PromptLike], temperature: float, max_new_tokens: int, seed: int,
+                reserve: int, measure: RootLogits, hidden_layers: tuple[int, ...] = (), progress: bool = True,
+                desc: str = "positions") -> None:
+    """An autoregressive decode of every prompt, calling `measure(prompt index, session)` at each position.
+
+    `measure` scores whatever trees it likes and must leave the last one in
+    place (not rolled back) and return that tree's root row of logits; the
+    next token is drawn from it and committed. Every measuring tool that
+    needs the same round starts for all its subjects walks this one decode.
+    """
+    generator = make_generator(seed)
+    stops = target.stop_token_ids()
+    for index, prompt in enumerate(tqdm(prompts, desc=desc, disable=not progress, leave=False)):
+        session = TargetSession(target, hidden_layers=hidden_layers)
+        session.prefill(prompt_ids(target, _content(prompt)), reserve=max_new_tokens + reserve + 1)
+        for _ in range(max_new_tokens):
+            token = int(gumbel_argmax(measure(index, session), temperature, generator))
+            session.commit([0], token)
+            if token in stops:
+                break
+
+
 def oracle_ceilings(target: Target, prompts: list[PromptLike], temperature: float, budgets: list[int],
                     max_new_tokens: int = 64, seed: int = 0, progress: bool = True) -> list[EvalCell]:
     """1 + C of the oracle tree (`tevcore.oracle`) at each budget: the ceiling of E for any drafter.
@@ -94,24 +125,111 @@ def oracle_ceilings(target: Target, prompts: list[PromptLike], temperature: floa
     length column repeats E: the oracle tree is never verified.
     """
     largest = max(budgets)
-    totals = {b: [] for b in budgets}
-    generator = make_generator(seed)
-    stops = target.stop_token_ids()
-    for prompt in tqdm(prompts, desc=f"oracle T={temperature}", disable=not progress, leave=False):
-        session = TargetSession(target)
-        session.prefill(prompt_ids(target, _content(prompt)), reserve=max_new_tokens + largest + 1)
-        for _ in range(max_new_tokens):
-            tree = oracle_tree(session, largest, temperature)
-            logits = session.score_tree(tree).logits
-            path_prob = target_flow(tree, logits, temperature).path_prob
-            for b in budgets:
-                totals[b].append(1.0 + float(path_prob[1:b + 1].sum()))
-            token = int(gumbel_argmax(logits[0], temperature, generator))
-            session.commit([0], token)
-            if token in stops:
-                break
+    totals: dict[int, list[float]] = {b: [] for b in budgets}
+
+    def measure(_: int, session: TargetSession) -> torch.Tensor:
+        tree = oracle_tree(session, largest, temperature)
+        logits = session.score_tree(tree).logits
+        path_prob = target_flow(tree, logits, temperature).path_prob
+        for b in budgets:
+            totals[b].append(1.0 + float(path_prob[1:b + 1].sum()))
+        return logits[0]
+
+    walk_decode(target, prompts, temperature, max_new_tokens, seed, largest, measure, progress=progress,
+                desc=f"oracle T={temperature}")
     return [EvalCell(float(temperature), f"oracle {b}", len(prompts), len(totals[b]), mean(totals[b]),
                      mean(totals[b])) for b in budgets]
+
+
+@dataclass(frozen=True)
+class PairedCell:
+    """Two proposers' E = 1 + C at the same round starts, and their difference with its standard error."""
+
+    temperature: float
+    budget: int
+    prompt_set: str
+    prompts: int
+    positions: int
+    baseline: str
+    other: str
+    baseline_length: float  # mean 1 + C of the baseline's best-first tree
+    other_length: float
+    difference: float  # other - baseline, mean over positions
+    difference_se: float  # clustered by prompt: positions of one decode are not independent
+
+
+def _clustered_se(values: list[float], clusters: list[int]) -> float:
+    """Standard error of the mean of `values` when values sharing a cluster may be correlated."""
+    centre = mean(values)
+    sums: dict[int, float] = defaultdict(float)
+    for value, cluster in zip(values, clusters):
+        sums[cluster] += value - centre
+    if len(sums) < 2:
+        return math.nan
+    scale = len(sums) / (len(sums) - 1)
+    return math.sqrt(scale * sum(s * s for s in sums.values())) / len(values)
+
+
+def paired_coverage(target: Target, baseline, other, prompts: list[PromptLike], temperature: float,
+                    budgets: list[int], max_new_tokens: int = 64, seed: int = 0, progress: bool = True,
+                    by_set: bool = False) -> list[PairedCell]:
+    """E of two proposers' best-first trees at every position of ONE autoregressive decode.
+
+    A drafter's own decode at T > 0 samples its own text, so two drafters
+    compared that way differ by chance as much as by skill. Here both draft
+    from the same contexts and the target scores each tree once; the
+    difference is paired, and its standard error is clustered by prompt.
+    Each tree is built at the largest budget: a best-first tree lists its
+    nodes best first, so its first b nodes are the tree of budget b.
+    """
+    largest = max(check_budget(b) for b in budgets)
+    layers = tuple(sorted(set(baseline.hidden_layers) | set(other.hidden_layers)))
+    sets: list[str] = [p.dataset if isinstance(p, Prompt) else "given" for p in prompts]
+    lengths: dict[int, list[list[float]]] = {b: [[], []] for b in budgets}  # budget -> per proposer, per position
+    where: list[int] = []  # prompt index of each position
+
+    def measure(index: int, session: TargetSession) -> torch.Tensor:
+        where.append(index)
+        for k, proposer in enumerate((baseline, other)):
+            if k:
+                session.rollback()
+            tree = best_first(session.root_token, proposer.propose(session), largest)
+            logits = session.score_tree(tree).logits
+            path_prob = path_log_probs(tree, parent_edge_log_probs(tree, logits, temperature)).exp()
+            for b in budgets:
+                lengths[b][k].append(1.0 + float(path_prob[1:b + 1].sum()))
+        return logits[0]
+
+    reserve = max(baseline.depth, other.depth)
+    walk_decode(target, prompts, temperature, max_new_tokens, seed, reserve, measure, layers, progress,
+                desc=f"paired T={temperature}")
+    groups = {"all": list(range(len(where)))}
+    if by_set:
+        for i, index in enumerate(where):
+            groups.setdefault(sets[index], []).append(i)
+    cells = []
+    for b in budgets:
+        for name, rows in groups.items():
+            base = [lengths[b][0][i] for i in rows]
+            alt = [lengths[b][1][i] for i in rows]
+            diffs = [y - x for x, y in zip(base, alt)]
+            cells.append(PairedCell(
+                float(temperature), b, name, len({where[i] for i in rows}), len(rows), baseline.name, other.name,
+                mean(base), mean(alt), mean(diffs), _clustered_se(diffs, [where[i] for i in rows])))
+    return cells
+
+
+def format_paired(cells: list[PairedCell]) -> str:
+    if not cells:
+        return ""
+    lines = [f"baseline A = {cells[0].baseline}; B = {cells[0].other}; same round starts, one tree forward each",
+             f"{'T':>4} {'budget':>6} {'prompts':<10} {'n':>3} {'positions':>9} {'E(A)':>7} {'E(B)':>7} "
+             f"{'B - A':>7} {'%':>6} {'s.e. %':>7}"]
+    for c in cells:
+        lines.append(f"{c.temperature:>4g} {c.budget:>6} {c.prompt_set:<10} {c.prompts:>3} {c.positions:>9} "
+                     f"{c.baseline_length:>7.3f} {c.other_length:>7.3f} {c.difference:>+7.3f} "
+                     f"{100 * c.difference / c.baseline_length:>+6.1f} {100 * c.difference_se / c.baseline_length:>7.1f}")
+    return "\n".join(lines)
 
 
 def format_table(cells: list[EvalCell]) -> str:
@@ -122,5 +240,5 @@ def format_table(cells: list[EvalCell]) -> str:
     return "\n".join(lines)
 
 
-def cells_to_json(cells: list[EvalCell]) -> list[dict]:
+def cells_to_json(cells: list[EvalCell] | list[PairedCell]) -> list[dict]:
     return [asdict(c) for c in cells]

@@ -1,4 +1,4 @@
-"""`python -m tevcore eval-drafter`: E and mean block length of a drafter on held-out prompts."""
+"""`python -m tevcore eval-drafter`: E and mean block length of a drafter on held-out prompts (or two, paired)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,17 @@ import torch
 
 from ..drafters import DRAFTER_DTYPE_HELP, parse_drafter_dtype
 from ..flags import budget_or_chain, comma_list
-from .eval import BUDGETS, MIX, cells_to_json, eval_prompts, evaluate, format_table, oracle_ceilings
+from .eval import (
+    BUDGETS,
+    MIX,
+    cells_to_json,
+    eval_prompts,
+    evaluate,
+    format_paired,
+    format_table,
+    oracle_ceilings,
+    paired_coverage,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle", action="store_true",
                         help="also measure the ceiling: 1 + C of the best B-node tree under the target's own law "
                              "(one target forward per node, so slow)")
+    parser.add_argument("--compare", default=None, metavar="OTHER",
+                        help="instead: score this drafter (A) and drafter folder OTHER (B) at the same round starts "
+                             "of one autoregressive decode, and report B - A with its standard error")
     parser.add_argument("--by-set", action="store_true", help="also report each held-out set's share of the prompts")
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
 
@@ -46,26 +59,36 @@ def run(args: argparse.Namespace) -> int:
     from ..models import load_target
 
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
+    budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
+    if args.compare and (args.oracle or "chain" in budgets):
+        raise ValueError("--compare scores best-first trees of numbered budgets; drop 'chain' and --oracle")
     torch.set_num_threads(args.threads)
     target = load_target(args.target, device=args.device)
     folder = Path(args.drafter) if args.drafter else default_drafter_path()
-    proposer = BlockProposer(load_drafter(folder, target), name=str(folder), branches=args.branches,
-                             dtype=drafter_dtype)
-    if args.lookup:
-        proposer = ContextLookupProposer(proposer)
-    budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
+
+    def proposer_for(folder: Path):
+        proposer = BlockProposer(load_drafter(folder, target), name=str(folder), branches=args.branches,
+                                 dtype=drafter_dtype)
+        return ContextLookupProposer(proposer) if args.lookup else proposer
+
+    proposer = proposer_for(folder)
+    other = proposer_for(Path(args.compare)) if args.compare else None
     cells, start = [], time.time()
     for temperature in comma_list(args.temperatures, float, "temperatures"):
         sets = args.greedy_sets if temperature == 0 else args.sample_sets
         prompts = eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)
+        if other is not None:
+            cells += paired_coverage(target, proposer, other, prompts, temperature, budgets, args.max_new_tokens,
+                                     args.seed, by_set=args.by_set)
+            continue
         cells += evaluate(target, proposer, prompts, temperature, budgets, args.max_new_tokens, args.seed,
                           by_set=args.by_set)
         sizes = [b for b in budgets if b != "chain"]
         if args.oracle and sizes:
             cells += oracle_ceilings(target, prompts, temperature, sizes, args.max_new_tokens, args.seed)
-    print(format_table(cells))
+    print(format_paired(cells) if other is not None else format_table(cells))
     if args.json:
-        record = {"drafter": str(folder), "proposer": proposer.name, "target": target.name, "greedy_sets": args.greedy_sets,
+        record = {"drafter": str(folder), "compare": args.compare, "proposer": proposer.name, "target": target.name, "greedy_sets": args.greedy_sets,
                   "sample_sets": args.sample_sets, "per_set": args.per_set, "max_new_tokens": args.max_new_tokens,
                   "seed": args.seed, "verifier": "tev", "threads": args.threads, "device": str(target.device),
                   "machine": platform.machine(), "seconds": round(time.time() - start, 1),
