@@ -3,7 +3,11 @@
 Every variant computes the same training trees (lambda = 0 only drops the
 tree term from the loss), so the variants differ in nothing but the loss.
 Each trained drafter is then evaluated at the given budgets on held-out
-prompts; a table goes to stdout and everything to compare.json.
+prompts, each in its own decode (E and the measured block length), and
+every variant after the first is scored against the first at the same round
+starts (`paired_coverage`), which gives their difference without the chance
+of each decode sampling its own text. Tables go to stdout and everything to
+compare.json.
 
     python -m tevcore.train.compare runs/compare --data runs/data-default --init runs/main/drafter
 """
@@ -52,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..drafters.block import BlockProposer, load_drafter, read_config
     from ..models import load_target
-    from .eval import eval_prompts, evaluate
+    from .eval import cells_to_json, eval_prompts, evaluate, format_paired, paired_coverage
     from .loop import train
 
     torch.set_num_threads(args.threads)
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     shape = read_config(Path(args.init))
     prompts = eval_prompts(tuple(comma_list(args.sets, str, "prompt sets")), args.per_set)
     budgets = comma_list(args.budgets, int, "budgets")
-    results = {}
+    results, proposers = {}, {}
     for name in comma_list(args.variants, str, "variants"):
         start = time.time()
         if name == "start":
@@ -74,16 +78,27 @@ def run(args: argparse.Namespace) -> int:
                 threads=args.threads, **VARIANTS[name])
             folder = train(config, args.out / name, target)
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
-        proposer = BlockProposer(load_drafter(folder, target), name=name)
-        cells = evaluate(target, proposer, prompts, args.temperature, budgets, args.max_new_tokens)
+        proposers[name] = BlockProposer(load_drafter(folder, target), name=name)
+        cells = evaluate(target, proposers[name], prompts, args.temperature, budgets, args.max_new_tokens)
         tail = trained[-10:] if trained else []
-        results[name] = {"cells": [c.__dict__ for c in cells], "seconds": round(time.time() - start, 1),
+        results[name] = {"cells": cells_to_json(cells), "seconds": round(time.time() - start, 1),
                          "train_tree_E_last10": (sum(m["tree_E"] for m in tail) / len(tail)) if tail else None}
-        (args.out / "compare.json").parent.mkdir(parents=True, exist_ok=True)
-        (args.out / "compare.json").write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
-                                                           "prompts": len(prompts), "results": results}, indent=2))
+        _write(args, prompts, results)
         print(_table(results, budgets), flush=True)
+    first, *others = proposers
+    for name in others:
+        paired = paired_coverage(target, proposers[first], proposers[name], prompts, args.temperature, budgets,
+                                 args.max_new_tokens)
+        results[name]["paired_vs_" + first] = cells_to_json(paired)
+        _write(args, prompts, results)
+        print(format_paired(paired), flush=True)
     return 0
+
+
+def _write(args: argparse.Namespace, prompts: list, results: dict) -> None:
+    (args.out / "compare.json").parent.mkdir(parents=True, exist_ok=True)
+    (args.out / "compare.json").write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
+                                                       "prompts": len(prompts), "results": results}, indent=2))
 
 
 def _table(results: dict, budgets: list[int]) -> str:
