@@ -225,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
     from .autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
     from .drafters import resolve_proposer
 
+    commit = _git_commit()  # the code that runs, even if the checkout moves on during a long bench
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -267,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(rows))
     uses_curve = "auto" in trim_specs or bool(auto)
     curve = forward_cost_curve(target, sizes=curve_sizes(all_budgets)) if uses_curve and all_budgets else None
-    meta = {"commit": _git_commit(), "model": target.name, "proposer": proposer.name, "datasets": datasets,
+    meta = {"commit": commit, "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
             "trim": trim_specs, "cost_curve_s": curve, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
