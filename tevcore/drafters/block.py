@@ -140,8 +140,7 @@ class BlockDrafter(nn.Module):
         training moves them, so the grown drafter drafts exactly as before.
         """
         have = self.config.layers
-        if layers < have:
-            raise ValueError(f"cannot shrink a drafter of {have} encoder layers to {layers}")
+        check_growth(have, layers)
         for _ in range(layers - have):
             layer = copy.deepcopy(self.encoder.layers[-1])
             for linear in (layer.self_attn.out_proj, layer.linear2):
@@ -213,6 +212,12 @@ class BlockDrafter(nn.Module):
         """Scatter draft-vocabulary log-probs into the target vocabulary; other rows get -inf."""
         out = draft_logq.new_full((*draft_logq.shape[:-1], self.config.target_vocab_size), -math.inf)
         return out.index_copy_(-1, self.draft_ids.to(out.device), draft_logq)
+
+
+def check_growth(have: int, layers: int) -> None:
+    """Encoder layers can be added to a drafter, never taken away."""
+    if layers < have:
+        raise ValueError(f"cannot shrink a drafter of {have} encoder layers to {layers}")
 
 
 def check_target(config: BlockDrafterConfig, target: Target) -> None:

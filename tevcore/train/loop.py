@@ -26,6 +26,7 @@ from ..drafters.block import (
     DEFAULT_LAYERS,
     BlockDrafter,
     BlockDrafterConfig,
+    check_growth,
     load_drafter,
     read_config,
     save_drafter,
@@ -153,11 +154,8 @@ def train(config: TrainConfig, out: Path, target: Target,
     `on_step` is called with each step's metrics (for progress displays); an
     exception raised from it stops the run like an interruption would.
     """
-    if config.init and config.layers is not None:
-        have = read_config(Path(config.init)).layers
-        if have > config.layers:
-            raise ValueError(f"cannot shrink the starting drafter {config.init} ({have} encoder layers) "
-                             f"to {config.layers}")
+    if config.init and config.layers is not None:  # refused before the run folder is made
+        check_growth(read_config(Path(config.init)).layers, config.layers)
     rank, world = _dist()
     if config.batch_size % world or config.tree_anchors % world:
         raise ValueError(f"batch_size and tree_anchors must be divisible by the {world} processes")
