@@ -13,16 +13,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def tiny_target():
-    """A random-init 2-layer Llama with a 97-token vocabulary, fp32, no tokenizer."""
+    """A random-init 2-layer Llama with a 97-token vocabulary and grouped heads, fp32, no tokenizer."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from tevcore.models import Target
+    from tevcore.tree_attention import TREE_SDPA
 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
     model = LlamaForCausalLM(config).eval()
-    model.config._attn_implementation = "sdpa"
+    model.config._attn_implementation = TREE_SDPA  # what load_target gives a real target
     model.requires_grad_(False)
     return Target(model=model, tokenizer=None, name="tiny-random-llama")
 

@@ -93,3 +93,22 @@ def test_commit_rejects_a_non_path(tiny_target):
     session.score_tree(tree)
     with pytest.raises(ValueError, match="root path"):
         session.commit([0, 1, 2], bonus_token=1)
+
+
+def test_committed_hidden_states_equal_a_fresh_forward(tiny_target):
+    """Hidden states are written into preallocated rows; a decode past its reserve grows them."""
+    vocab = tiny_target.vocab_size
+    context = torch.randint(0, vocab, (9,), generator=torch.Generator().manual_seed(4)).tolist()
+    session = TargetSession(tiny_target, hidden_layers=(1, 2))
+    session.prefill(context, reserve=2)
+    for round_index in range(4):
+        tree = _random_tree(vocab, 12, seed=20 + round_index, root=session.root_token)
+        session.score_tree(tree)
+        node = int(tree.depths.argmax()) if round_index % 2 else tree.num_nodes - 1  # in place, then moved
+        session.commit(tree.path(node), bonus_token=(3 * round_index + 1) % vocab)
+    with torch.inference_mode():
+        fresh = tiny_target.model(input_ids=torch.tensor([session.committed[:-1]]), output_hidden_states=True)
+    for layer in (1, 2):
+        kept = session.context_hidden[layer]
+        assert kept.shape[0] == session.cached_length
+        torch.testing.assert_close(kept, fresh.hidden_states[layer][0], rtol=1e-4, atol=1e-4)

@@ -37,7 +37,8 @@ class TargetSession:
         self.hidden_layers = tuple(hidden_layers)
         self.cache: DynamicCache | None = None
         self.committed: list[int] = []
-        self.context_hidden: dict[int, torch.Tensor] = {}  # layer -> (S, H) for cached positions
+        self._hidden: dict[int, torch.Tensor] = {}  # layer -> (capacity, H) buffer; rows < _hidden_length are cached
+        self._hidden_length = 0
         self._last_tree: DraftTree | None = None
         self._last_hidden: dict[int, torch.Tensor] = {}
 
@@ -48,6 +49,11 @@ class TargetSession:
     @property
     def root_token(self) -> int:
         return self.committed[-1]
+
+    @property
+    def context_hidden(self) -> dict[int, torch.Tensor]:
+        """layer -> (S, H) hidden states of the cached positions (views of preallocated buffers)."""
+        return {layer: buffer[:self._hidden_length] for layer, buffer in self._hidden.items()}
 
     @property
     def cached_length(self) -> int:
@@ -71,15 +77,17 @@ class TargetSession:
         self.committed = [int(t) for t in token_ids]
         self.cache = DynamicCache(config=self.model.config)
         hidden_size = int(self.model.config.hidden_size)
-        self.context_hidden = {layer: torch.zeros(0, hidden_size, device=self.device) for layer in self.hidden_layers}
+        # room for the whole decode: a commit writes its rows in place instead of copying the history
+        self._hidden = {layer: torch.empty(len(token_ids) + reserve, hidden_size, device=self.device)
+                        for layer in self.hidden_layers}
+        self._hidden_length = 0
         self._last_tree = None
         if len(token_ids) > 1:
             ids = torch.tensor([token_ids[:-1]], device=self.device)
             with torch.inference_mode():
                 out = self.model(input_ids=ids, cache=self.cache, use_cache=True,
                                  output_hidden_states=bool(self.hidden_layers))
-            for layer in self.hidden_layers:
-                self.context_hidden[layer] = out.hidden_states[layer][0].float()
+            self._append_hidden({layer: out.hidden_states[layer][0] for layer in self.hidden_layers})
 
     def score_tree(self, tree: DraftTree) -> TreeScores:
         """Target logits of every node of `tree` in one forward over the cache."""
@@ -123,17 +131,33 @@ class TargetSession:
         if not path or path[0] != 0 or tree.path(path[-1]) != list(path):
             raise ValueError(f"{path} is not a root path of the scored tree")
         start = self.cached_length
-        keep = torch.tensor(path, device=self.device) + start
-        for layer in self.cache.layers:  # move the kept entries into place, then cut
-            layer.keys[..., start:start + len(path), :] = layer.keys.index_select(-2, keep)
-            layer.values[..., start:start + len(path), :] = layer.values.index_select(-2, keep)
+        if path != list(range(len(path))):  # a path of the first nodes is in place already
+            keep = torch.tensor(path, device=self.device) + start
+            for layer in self.cache.layers:  # move the kept entries into place, then cut
+                layer.keys[..., start:start + len(path), :] = layer.keys.index_select(-2, keep)
+                layer.values[..., start:start + len(path), :] = layer.values.index_select(-2, keep)
         self._truncate(start + len(path))
         index = torch.tensor(path, device=self.device)
-        for layer, states in self._last_hidden.items():
-            self.context_hidden[layer] = torch.cat([self.context_hidden[layer], states.index_select(0, index)])
+        self._append_hidden({layer: states.index_select(0, index) for layer, states in self._last_hidden.items()})
         self.committed.extend(int(t) for t in tree.tokens[path[1:]].tolist())
         self.committed.append(int(bonus_token))
         self._last_tree = None
+
+    def _append_hidden(self, rows: dict[int, torch.Tensor]) -> None:
+        """Write newly cached positions' hidden states after the cached ones (growing a buffer if a caller
+        commits past its reserve)."""
+        if not rows:
+            return
+        start = self._hidden_length
+        end = start + next(iter(rows.values())).shape[0]
+        for layer, states in rows.items():
+            buffer = self._hidden[layer]
+            if end > buffer.shape[0]:
+                grown = buffer.new_empty(max(end, 2 * buffer.shape[0]), buffer.shape[1])
+                grown[:start] = buffer[:start]
+                buffer = self._hidden[layer] = grown
+            buffer[start:end] = states
+        self._hidden_length = end
 
     @torch.inference_mode()
     def rollback(self) -> None:
