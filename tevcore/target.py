@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
+from .kv_cache import roomy_cache
 from .models import Target
 from .tree import DraftTree
 
@@ -31,8 +32,11 @@ class TreeScores:
 class TargetSession:
     """Committed context + KV cache of one target; scores trees and commits paths."""
 
-    def __init__(self, target: Target, hidden_layers: tuple[int, ...] = ()) -> None:
+    def __init__(self, target: Target, hidden_layers: tuple[int, ...] = (), in_place: bool = True) -> None:
+        """`in_place`: new cache entries go into room reserved at prefill (see `kv_cache`); False keeps
+        transformers' concatenating cache, whose earlier views stay valid for a caller that rewinds to them."""
         self.target = target
+        self.in_place = in_place
         self.model = target.model
         self.hidden_layers = tuple(hidden_layers)
         self.cache: DynamicCache | None = None
@@ -75,7 +79,8 @@ class TargetSession:
                 f"model's context of {limit} tokens"
             )
         self.committed = [int(t) for t in token_ids]
-        self.cache = DynamicCache(config=self.model.config)
+        self.cache = (roomy_cache(self.model.config, len(token_ids) + reserve) if self.in_place
+                      else DynamicCache(config=self.model.config))
         hidden_size = int(self.model.config.hidden_size)
         # room for the whole decode: a commit writes its rows in place instead of copying the history
         self._hidden = {layer: torch.empty(len(token_ids) + reserve, hidden_size, device=self.device)

@@ -14,6 +14,7 @@ from transformers import LlamaForCausalLM
 from tevcore.models import Target
 from tevcore.train.config import TrainConfig
 from tevcore.train.loop import train
+from tevcore.tree_attention import TREE_SDPA
 
 CONFIG = dict(target="tiny", depth=3, context=4, layers=1, heads=4, ffn=64, draft_vocab=40, steps=4,
               batch_size=8, warmup=1, lr=3e-3, tree_lambda=0.1, tree_anchors=2, tree_pool=3, checkpoint_every=2,
@@ -23,7 +24,7 @@ CONFIG = dict(target="tiny", depth=3, context=4, layers=1, heads=4, ffn=64, draf
 def _worker(rank: int, world: int, port: int, model_dir: str, data: str, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
     torch.set_num_threads(1)
-    model = LlamaForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa").eval()
+    model = LlamaForCausalLM.from_pretrained(model_dir, attn_implementation=TREE_SDPA).eval()  # as tiny_target
     try:
         train(TrainConfig(data=data, **CONFIG), out, Target(model=model, tokenizer=None, name="tiny"))
     finally:

@@ -24,7 +24,7 @@ class PooledContexts:
         self.sessions: dict[tuple[int, int], TargetSession] = {}
         self.snapshots: dict[tuple[int, int], list[tuple[torch.Tensor, torch.Tensor]]] = {}
         for key, ids in sequences.items():
-            session = TargetSession(target)
+            session = TargetSession(target, in_place=False)  # trees must not overwrite the kept cache
             session.prefill(ids)
             self.sessions[key] = session
             self.snapshots[key] = [(layer.keys, layer.values) for layer in session.cache.layers]

@@ -1,0 +1,20 @@
+"""Pooled contexts score a tree at any anchor as a fresh session would, in any order of anchors."""
+
+import torch
+
+from tevcore.builders import best_first
+from tevcore.target import TargetSession
+from tevcore.train.treescore import PooledContexts
+
+
+def test_pooled_scores_equal_fresh_sessions_in_any_order(tiny_target):
+    vocab = tiny_target.vocab_size
+    ids = torch.randint(0, vocab, (30,), generator=torch.Generator().manual_seed(5)).tolist()
+    pool = PooledContexts(tiny_target, {(0, 0): ids})
+    logq = torch.log_softmax(torch.randn(3, vocab, generator=torch.Generator().manual_seed(6)), -1)
+    for position in (20, 8, 25, 8, 12):  # a later anchor's tree lies over an earlier anchor's context
+        tree = best_first(ids[position], logq, 6)
+        fresh = TargetSession(tiny_target)
+        fresh.prefill(ids[:position + 1])
+        torch.testing.assert_close(pool.score((0, 0), position, tree), fresh.score_tree(tree).logits,
+                                   rtol=1e-4, atol=1e-4)

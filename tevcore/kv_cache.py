@@ -1,0 +1,62 @@
+"""A KV cache that writes new entries into room reserved up front.
+
+transformers' `DynamicCache` grows each layer by concatenation, so every
+forward copies the whole cache: at a 1200-token context that is ~56 MB per
+forward for SmolLM2, a quarter of a one-token forward on a 2-core CPU, and
+more for a tree forward. A session knows how long its decode can get, so its
+layers keep one buffer each with that much room; a forward writes its new
+keys and values in place and attention reads views of the filled part. A
+decode that runs past the room grows the buffer (one copy, doubling).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+
+class RoomyLayer(DynamicLayer):
+    """A `DynamicLayer` whose `keys` and `values` are views of preallocated buffers.
+
+    Shortening the views (as `TargetSession` does to drop a tree) frees the
+    room behind them for the next forward.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self.capacity = int(capacity)
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.device = key_states.device
+        self._key_room = key_states.new_empty(*key_states.shape[:-2], self.capacity, key_states.shape[-1])
+        self._value_room = value_states.new_empty(*value_states.shape[:-2], self.capacity, value_states.shape[-1])
+        self.keys, self.values = self._key_room[..., :0, :], self._value_room[..., :0, :]
+        self.is_initialized = True
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        start = self.keys.shape[-2]
+        end = start + key_states.shape[-2]
+        if end > self._key_room.shape[-2]:
+            self._key_room = _grown(self._key_room, start, end)
+            self._value_room = _grown(self._value_room, start, end)
+        self._key_room[..., start:end, :] = key_states
+        self._value_room[..., start:end, :] = value_states
+        self.keys, self.values = self._key_room[..., :end, :], self._value_room[..., :end, :]
+        return self.keys, self.values
+
+
+def _grown(room: torch.Tensor, filled: int, needed: int) -> torch.Tensor:
+    grown = room.new_empty(*room.shape[:-2], max(needed, 2 * room.shape[-2]), room.shape[-1])
+    grown[..., :filled, :] = room[..., :filled, :]
+    return grown
+
+
+def roomy_cache(config, capacity: int) -> DynamicCache:
+    """A `DynamicCache` for `config` whose full-attention layers reserve `capacity` positions."""
+    cache = DynamicCache(config=config)
+    cache.layers = [RoomyLayer(capacity) if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    return cache
