@@ -166,7 +166,7 @@ def target_flow(
     # one float64 read of the entries needed: each edge in its parent's row, each missing token in its own
     rows = torch.cat([tree.parents[1:], torch.arange(n).repeat_interleave(miss_tok.shape[1])])
     tokens = torch.cat([tree.tokens[1:], miss_tok.flatten().cpu()])
-    entries = token_log_probs(node_logits.double(), rows, tokens, temperature)
+    entries = token_log_probs(node_logits.to(torch.float64, copy=True), rows, tokens, temperature, scratch=True)
     log_a = torch.cat([entries.new_zeros(1), entries[:tree.size]])
     log_p = path_log_probs(tree, log_a)
     child_mass = torch.zeros_like(log_a).index_add_(0, tree.parents[1:].to(log_a.device), log_a[1:].exp())

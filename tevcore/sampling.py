@@ -49,16 +49,21 @@ def probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 
 
 def token_log_probs(logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor,
-                    temperature: float) -> torch.Tensor:
+                    temperature: float, scratch: bool = False) -> torch.Tensor:
     """log p(tokens[i] | row rows[i]) at a temperature, normalising only the rows asked for.
 
     The same values as `log_probs(logits, T)[rows, tokens]`, but it copies
     only the rows it needs and writes no V-wide output: the hot path of a
-    verifier that reads a few entries of many rows.
+    verifier that reads a few entries of many rows. With `scratch`, `logits`
+    is the caller's throwaway copy (float32 or float64) and is overwritten
+    instead of copied when every row is asked for.
     """
     used, slot = torch.unique(rows, return_inverse=True)
-    picked = logits.index_select(0, used.to(logits.device))
-    picked = picked if picked.dtype == torch.float64 else picked.float()
+    if scratch and used.numel() == logits.shape[0] and logits.dtype in (torch.float32, torch.float64):
+        picked = logits  # unique() sorts, so slot indexes the rows as they are
+    else:
+        picked = logits.index_select(0, used.to(logits.device))
+        picked = picked if picked.dtype == torch.float64 else picked.float()
     slot, tokens = slot.to(logits.device), tokens.to(logits.device)
     if is_greedy(temperature):
         return torch.where(picked.argmax(-1)[slot] == tokens, 0.0, -math.inf).to(picked.dtype)
