@@ -41,15 +41,17 @@ class RoomyLayer(DynamicLayer):
         start = self.keys.shape[-2]
         end = start + key_states.shape[-2]
         if end > self._key_room.shape[-2]:
-            self._key_room = _grown(self._key_room, start, end)
-            self._value_room = _grown(self._value_room, start, end)
+            self._key_room = grow_room(self._key_room, start, end)
+            self._value_room = grow_room(self._value_room, start, end)
         self._key_room[..., start:end, :] = key_states
         self._value_room[..., start:end, :] = value_states
         self.keys, self.values = self._key_room[..., :end, :], self._value_room[..., :end, :]
         return self.keys, self.values
 
 
-def _grown(room: torch.Tensor, filled: int, needed: int) -> torch.Tensor:
+def grow_room(room: torch.Tensor, filled: int, needed: int) -> torch.Tensor:
+    """A copy of `room` (positions on axis -2) with room for `needed` positions, at least double; the first
+    `filled` kept."""
     grown = room.new_empty(*room.shape[:-2], max(needed, 2 * room.shape[-2]), room.shape[-1])
     grown[..., :filled, :] = room[..., :filled, :]
     return grown

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from .kv_cache import roomy_cache
+from .kv_cache import grow_room, roomy_cache
 from .models import Target
 from .tree import DraftTree
 
@@ -156,12 +156,9 @@ class TargetSession:
         start = self._hidden_length
         end = start + next(iter(rows.values())).shape[0]
         for layer, states in rows.items():
-            buffer = self._hidden[layer]
-            if end > buffer.shape[0]:
-                grown = buffer.new_empty(max(end, 2 * buffer.shape[0]), buffer.shape[1])
-                grown[:start] = buffer[:start]
-                buffer = self._hidden[layer] = grown
-            buffer[start:end] = states
+            if end > self._hidden[layer].shape[0]:
+                self._hidden[layer] = grow_room(self._hidden[layer], start, end)
+            self._hidden[layer][start:end] = states
         self._hidden_length = end
 
     @torch.inference_mode()
