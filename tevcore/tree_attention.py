@@ -7,8 +7,10 @@ into 9 in every layer of every tree forward. On a CPU that copy is ~1.5 ms of
 a 6-node forward at a 150-token context, and grows with the context. torch's
 SDPA takes the grouped heads directly (`enable_gqa`), mask and all: the same
 products without the copy. transformers only asks for that where no mask is
-given, so this function asks for it where one is; anything else goes to
-transformers' own SDPA function.
+given, so this function asks for it where one is, on CPU. On CUDA, by
+transformers' own account, grouped heads with a mask fall back to torch's
+math kernel (untested here: no GPU), so there, as for anything else,
+transformers' own SDPA function runs.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ TREE_SDPA = "tevcore_tree_sdpa"
 def tree_sdpa_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                       attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
                       **kwargs) -> tuple[torch.Tensor, None]:
-    """transformers' SDPA, with grouped heads passed to torch as they are when several queries come with a mask."""
-    if (getattr(module, "num_key_value_groups", 1) == 1 or query.shape[2] == 1 or attention_mask is None
-            or kwargs.get("position_bias") is not None):
+    """transformers' SDPA, with grouped heads passed to torch as they are when several queries come with a mask
+    on CPU."""
+    if (query.device.type != "cpu" or getattr(module, "num_key_value_groups", 1) == 1 or query.shape[2] == 1
+            or attention_mask is None or kwargs.get("position_bias") is not None):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
     out = torch.nn.functional.scaled_dot_product_attention(
