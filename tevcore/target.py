@@ -90,8 +90,8 @@ class TargetSession:
         if len(token_ids) > 1:
             ids = torch.tensor([token_ids[:-1]], device=self.device)
             with torch.inference_mode():
-                out = self.model(input_ids=ids, cache=self.cache, use_cache=True,
-                                 output_hidden_states=bool(self.hidden_layers))
+                out = self.model(input_ids=ids, cache=self.cache, use_cache=True, logits_to_keep=1,
+                                 output_hidden_states=bool(self.hidden_layers))  # no logits are read: keep one row
             self._append_hidden({layer: out.hidden_states[layer][0] for layer in self.hidden_layers})
 
     def score_tree(self, tree: DraftTree) -> TreeScores:
