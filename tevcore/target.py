@@ -11,6 +11,7 @@ becomes the next root.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,11 @@ class TreeScores:
 
     logits: torch.Tensor  # (N+1, V) float32, row 0 = the root
     hidden: dict[int, torch.Tensor]  # layer index -> (N+1, H) hidden states of the tree's nodes
+
+
+def _one_logit_row(model: torch.nn.Module) -> dict[str, int]:
+    """Ask a prefill for its last row of logits only (nothing reads the others), where the model takes the ask."""
+    return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
 
 
 class TargetSession:
@@ -90,8 +96,8 @@ class TargetSession:
         if len(token_ids) > 1:
             ids = torch.tensor([token_ids[:-1]], device=self.device)
             with torch.inference_mode():
-                out = self.model(input_ids=ids, cache=self.cache, use_cache=True, logits_to_keep=1,
-                                 output_hidden_states=bool(self.hidden_layers))  # no logits are read: keep one row
+                out = self.model(input_ids=ids, cache=self.cache, use_cache=True, **_one_logit_row(self.model),
+                                 output_hidden_states=bool(self.hidden_layers))
             self._append_hidden({layer: out.hidden_states[layer][0] for layer in self.hidden_layers})
 
     def score_tree(self, tree: DraftTree) -> TreeScores:
