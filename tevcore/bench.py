@@ -14,6 +14,7 @@ import math
 import platform
 import subprocess
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean, median, stdev
@@ -104,6 +105,16 @@ def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperatur
     return out.shape[1] - inputs.shape[1], time.perf_counter() - start
 
 
+def draw_seed(seed: int, *cell: object) -> int:
+    """The seed of one decode: `--seed` plus a hash of its set, temperature, prompt and method.
+
+    With one seed per prompt index shared by every cell, TEV drew the same
+    uniforms round by round in every set, budget and verifier, so the cells'
+    length gaps were correlated and could not be pooled as independent.
+    """
+    return seed + zlib.crc32("/".join(map(str, cell)).encode())
+
+
 def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
               temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
               peers: bool = True, trims: dict[str, dict[int, tuple[float, ...] | None]] | None = None) -> list[dict]:
@@ -127,15 +138,17 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                 stats[("hf",)] = MethodStats("HF generate")
                 stats[("hf-lookup",)] = MethodStats(f"HF prompt lookup ({PROMPT_LOOKUP_TOKENS})")
             for index, ids in enumerate(tqdm(prompts, desc=f"{dataset} T={temperature}", leave=False)):
-                base = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed + index)
+                base = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
+                                    seed=draw_seed(seed, dataset, temperature, index, "ar"))
                 ar = generate_ar(target, ids, base)
                 ar_speed = len(ar.tokens) / ar.seconds
                 stats[("ar",)].tokens_per_s.append(ar_speed)
                 stats[("ar",)].ratio_to_ar.append(1.0)
-                for (kind, *_), entry in stats.items():
+                for key, entry in stats.items():
+                    kind, cell_seed = key[0], draw_seed(seed, dataset, temperature, index, *key)
                     if kind == "spec":
                         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
-                                              budget=entry.budget, verifier=entry.verifier, seed=seed + index,
+                                              budget=entry.budget, verifier=entry.verifier, seed=cell_seed,
                                               tree_costs=entry.tree_costs)
                         result = generate(target, proposer, ids, config)
                         speed = len(result.tokens) / result.seconds
@@ -149,7 +162,7 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                                 entry.stage_seconds[stage] += getattr(record.timings, stage)
                     elif kind.startswith("hf"):
                         produced, seconds = _hf_generate(target, ids, max_new_tokens, temperature,
-                                                         kind == "hf-lookup", seed + index)
+                                                         kind == "hf-lookup", cell_seed)
                         speed = produced / seconds
                     else:
                         continue
