@@ -44,6 +44,7 @@ class TargetSession:
         self.target = target
         self.in_place = in_place
         self.model = target.model
+        self._prefill_kwargs = _one_logit_row(self.model)
         self.hidden_layers = tuple(hidden_layers)
         self.cache: DynamicCache | None = None
         self.committed: list[int] = []
@@ -96,7 +97,7 @@ class TargetSession:
         if len(token_ids) > 1:
             ids = torch.tensor([token_ids[:-1]], device=self.device)
             with torch.inference_mode():
-                out = self.model(input_ids=ids, cache=self.cache, use_cache=True, **_one_logit_row(self.model),
+                out = self.model(input_ids=ids, cache=self.cache, use_cache=True, **self._prefill_kwargs,
                                  output_hidden_states=bool(self.hidden_layers))
             self._append_hidden({layer: out.hidden_states[layer][0] for layer in self.hidden_layers})
 
