@@ -454,12 +454,14 @@ def training_curves_figure(metrics: pd.DataFrame) -> go.Figure:
 
 
 def eval_figure(rows: pd.DataFrame) -> go.Figure:
-    """E = 1 + C per budget, one line per checkpoint."""
+    """E = 1 + C per budget, one line per checkpoint, with its standard error as error bars when given."""
     fig = go.Figure()
     if len(rows):
         for name, part in rows.groupby("checkpoint", sort=False):
             part = part.sort_values("budget")
-            fig.add_trace(go.Scatter(x=part["budget"], y=part["E"], mode="lines+markers", name=str(name)))
+            bars = {"type": "data", "array": part["E s.e."].fillna(0).tolist()} if "E s.e." in part else None
+            fig.add_trace(go.Scatter(x=part["budget"], y=part["E"], mode="lines+markers", name=str(name),
+                                     error_y=bars))
     fig.update_layout(title="E = 1 + C per budget", xaxis={"title": "budget", "type": "log"},
                       yaxis={"title": "E"}, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig

@@ -206,6 +206,7 @@ with tab_compare:
                                                int(cmp_tokens), 0, progress=False)[0]
                     rows.append({"checkpoint": path, "budget": budget if budget != "chain" else 1,
                                  "budget label": str(budget), "E": cell.expected_length,
+                                 "E s.e.": cell.expected_length_se,
                                  "block length": cell.block_length, "rounds": cell.rounds})
                 except Exception as err:  # a damaged checkpoint is reported, the others still run
                     st.error(f"{path} ({type(err).__name__}): {err}")

@@ -178,6 +178,9 @@ def test_training_figures():
     assert {t.name for t in fig.data} == {"loss", "distill", "tree", "tree_E"}
     ev = pd.DataFrame({"checkpoint": ["a", "a", "b"], "budget": [8, 16, 8], "E": [2.0, 2.4, 2.2]})
     assert len(figures.eval_figure(ev).data) == 2
+    ev["E s.e."] = [0.1, float("nan"), 0.05]  # one prompt gives no standard error: drawn without a bar
+    first = figures.eval_figure(ev).data[0]
+    assert list(first.error_y.array) == [0.1, 0.0]
 
 
 def test_workshop_presets_build_trees_whose_exit_mass_sums_to_one():

@@ -23,7 +23,8 @@ def test_evaluate_reports_one_cell_per_budget(tiny_target):
     for cell in cells:
         assert cell.prompts == 2 and cell.rounds >= 2
         assert 1.0 <= cell.expected_length <= 1 + 4 and 1.0 <= cell.block_length <= 1 + 4
-    assert "E=1+C" in format_table(cells)
+        assert 0.0 <= cell.expected_length_se < 4  # two prompts: a finite spread of E between them
+    assert "E=1+C" in format_table(cells) and f"({cells[0].expected_length_se:.3f})" in format_table(cells)
 
 
 def test_eval_prompts_interleave_held_out_sets():
@@ -46,6 +47,7 @@ def test_evaluate_by_set_splits_the_same_rounds(tiny_target):
     assert [(c.prompt_set, c.prompts) for c in cells] == [("all", 3), ("a", 2), ("b", 1)]
     whole, parts = cells[0], cells[1:]
     assert whole.rounds == sum(c.rounds for c in parts)
+    assert math.isnan(parts[1].expected_length_se) and not math.isnan(whole.expected_length_se)  # one prompt: none
     for field in ("expected_length", "block_length"):
         pooled = sum(getattr(c, field) * c.rounds for c in parts) / whole.rounds
         assert pooled == pytest.approx(getattr(whole, field))
@@ -57,6 +59,7 @@ def test_oracle_ceilings_grow_with_the_budget_and_are_exact_at_t0(tiny_target):
     prompts = [[5, 6, 7, 8], [9, 10, 11]]
     greedy = oracle_ceilings(tiny_target, prompts, 0.0, [2, 4], max_new_tokens=3, progress=False)
     assert [c.expected_length for c in greedy] == [3.0, 5.0]  # the greedy chain always covers all
+    assert [c.expected_length_se for c in greedy] == [0.0, 0.0]  # the same at every position of both prompts
     sampled = oracle_ceilings(tiny_target, prompts, 1.0, [1, 2, 4], max_new_tokens=3, progress=False)
     assert [c.budget for c in sampled] == ["oracle 1", "oracle 2", "oracle 4"]
     values = [c.expected_length for c in sampled]

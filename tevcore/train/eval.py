@@ -44,6 +44,7 @@ class EvalCell:
     rounds: int
     expected_length: float  # mean over rounds of 1 + coverage
     block_length: float  # mean over rounds of accepted + bonus
+    expected_length_se: float  # of E, clustered by prompt (one prompt's rounds share its text); NaN for one prompt
     prompt_set: str = "all"  # "all" prompts, or one held-out set's share of them
 
 
@@ -73,20 +74,22 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
         size = proposer.depth if budget == "chain" else int(budget)
         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, budget=size,
                               builder=builder, verifier="tev", seed=seed)
-        per_set: dict[str, list[tuple[float, int]]] = defaultdict(list)  # set -> (E, block) per round
+        per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, block, prompt) per round
         prompt_counts: dict[str, int] = defaultdict(int)
-        for prompt in tqdm(prompts, desc=f"T={temperature} B={budget}", disable=not progress, leave=False):
+        for index, prompt in enumerate(tqdm(prompts, desc=f"T={temperature} B={budget}", disable=not progress,
+                                            leave=False)):
             name = prompt.dataset if isinstance(prompt, Prompt) else "given"
             prompt_counts[name] += 1
             for record in rounds(target, proposer, prompt_ids(target, _content(prompt)), config):
-                per_set[name].append((record.flow.expected_length, record.block_length))
+                per_set[name].append((record.flow.expected_length, record.block_length, index))
         groups = {"all": [row for rows in per_set.values() for row in rows]}
         if by_set:
             groups.update(per_set)
         for name, rows in groups.items():
             count = len(prompts) if name == "all" else prompt_counts[name]
-            cells.append(EvalCell(float(temperature), str(budget), count, len(rows),
-                                  mean(e for e, _ in rows), mean(b for _, b in rows), name))
+            cells.append(EvalCell(float(temperature), str(budget), count, len(rows), mean(e for e, _, _ in rows),
+                                  mean(b for _, b, _ in rows),
+                                  _clustered_se([e for e, _, _ in rows], [i for _, _, i in rows]), name))
     return cells
 
 
@@ -126,8 +129,10 @@ def oracle_ceilings(target: Target, prompts: list[PromptLike], temperature: floa
     """
     largest = max(budgets)
     totals: dict[int, list[float]] = {b: [] for b in budgets}
+    where: list[int] = []  # prompt index of each position
 
-    def measure(_: int, session: TargetSession) -> torch.Tensor:
+    def measure(index: int, session: TargetSession) -> torch.Tensor:
+        where.append(index)
         tree = oracle_tree(session, largest, temperature)
         logits = session.score_tree(tree).logits
         path_prob = target_flow(tree, logits, temperature).path_prob
@@ -138,7 +143,7 @@ def oracle_ceilings(target: Target, prompts: list[PromptLike], temperature: floa
     walk_decode(target, prompts, temperature, max_new_tokens, seed, largest, measure, progress=progress,
                 desc=f"oracle T={temperature}")
     return [EvalCell(float(temperature), f"oracle {b}", len(prompts), len(totals[b]), mean(totals[b]),
-                     mean(totals[b])) for b in budgets]
+                     mean(totals[b]), _clustered_se(totals[b], where)) for b in budgets]
 
 
 @dataclass(frozen=True)
@@ -233,10 +238,10 @@ def format_paired(cells: list[PairedCell]) -> str:
 
 
 def format_table(cells: list[EvalCell]) -> str:
-    lines = [f"{'T':>4} {'budget':>9} {'prompts':<10} {'n':>3} {'rounds':>7} {'E=1+C':>7} {'block':>7}"]
+    lines = [f"{'T':>4} {'budget':>9} {'prompts':<10} {'n':>3} {'rounds':>7} {'E=1+C':>7} {'(s.e.)':>7} {'block':>7}"]
     for c in cells:
         lines.append(f"{c.temperature:>4g} {c.budget:>9} {c.prompt_set:<10} {c.prompts:>3} {c.rounds:>7} "
-                     f"{c.expected_length:>7.3f} {c.block_length:>7.3f}")
+                     f"{c.expected_length:>7.3f} {f'({c.expected_length_se:.3f})':>7} {c.block_length:>7.3f}")
     return "\n".join(lines)
 
 
