@@ -87,8 +87,9 @@ for step in range(1, 401):
         f.write(json.dumps({"step": step, "distill": 3 * math.exp(-step / 80) + 1, "tree": math.exp(-step / 60),
                             "loss": 3 * math.exp(-step / 80) + 1.1 * math.exp(-step / 60) + 1,
                             "tree_E": 2.6 - math.exp(-step / 70)}) + "\\n")
-    (run / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid(), "step": step,
-                                                 "total_steps": 400, "started": start, "updated": time.time()}))
+    (run / "status.tmp").write_text(json.dumps({"state": "running", "pid": os.getpid(), "step": step,
+                                                "total_steps": 400, "started": start, "updated": time.time()}))
+    os.replace(run / "status.tmp", run / "status.json")  # atomic, as the trainer writes it: no torn reads
     time.sleep(0.4)
 """
 
