@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 
 import pytest
 
-from tevcore.bench import MethodStats, draw_seed, format_table, run_bench
+from tevcore.bench import MethodStats, draw_seed, format_table, git_commit, run_bench
 from tevcore.cli import main
 
 
@@ -82,3 +83,19 @@ def test_every_decode_of_a_bench_draws_from_its_own_seed():
     assert len(set(seeds)) == len(cells)
     assert seeds == [draw_seed(0, *cell) for cell in cells]  # reproducible
     assert draw_seed(1, *cells[0]) == seeds[0] + 1  # --seed still moves every decode
+
+
+def test_the_recorded_commit_says_when_the_checkout_had_changes(tmp_path):
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "weights.txt").write_text("stage 1")
+    git("add", "weights.txt")
+    git("commit", "-q", "-m", "one")
+    head = git_commit(tmp_path)
+    assert len(head) == 40 and not head.endswith("-dirty")
+    (tmp_path / "weights.txt").write_text("stage 2")
+    assert git_commit(tmp_path) == head + "-dirty"
+    assert git_commit(tmp_path.parent / "no-such-folder") == "unknown"

@@ -172,10 +172,18 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
     return rows
 
 
-def _git_commit() -> str:
+def git_commit(folder: Path = Path(__file__).parent) -> str:
+    """HEAD of the checkout holding `folder`, with '-dirty' when tracked files differ from it.
+
+    A figure measured with uncommitted weights or code (a drafter about to be
+    committed) must not read as the commit before them.
+    """
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=folder).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
+        head = git("rev-parse", "HEAD")
+        return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -238,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     from .autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
     from .drafters import resolve_proposer
 
-    commit = _git_commit()  # the code that runs, even if the checkout moves on during a long bench
+    commit = git_commit()  # the code that runs, even if the checkout moves on during a long bench
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     if args.threads:
         torch.set_num_threads(args.threads)
