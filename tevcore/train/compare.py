@@ -1,7 +1,10 @@
 """ExitTrain vs plain distillation: same data, same starting drafter, same steps, same batches.
 
-Every variant computes the same training trees (lambda = 0 only drops the
-tree term from the loss), so the variants differ in nothing but the loss.
+Every variant sees the same distillation batches in the same order; the
+ExitTrain variants add the tree term on the same tree anchors, and plain
+distillation builds no trees (they would not change its loss, only its time).
+Without --init every variant starts from the same fresh drafter (same seed,
+same draft vocabulary), the setting of a from-scratch comparison.
 Each trained drafter is then evaluated at the given budgets on held-out
 prompts, each in its own decode (E and the measured block length), and
 every variant after the first is scored against the first at the same round
@@ -10,6 +13,7 @@ of each decode sampling its own text. Tables go to stdout and everything to
 compare.json.
 
     python -m tevcore.train.compare runs/compare --data runs/data-default --init runs/main/drafter
+    python -m tevcore.train.compare runs/scratch --data runs/data-default --steps 3000 --lr 1e-3 --warmup 50
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ VARIANTS = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--data", required=True)
-    parser.add_argument("--init", required=True, help="the common starting drafter folder")
+    parser.add_argument("--init", default=None,
+                        help="the common starting drafter folder (default: a fresh drafter, trained from scratch)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help=f"comma-separated from {', '.join(VARIANTS)}; 'start' also evaluates the starting drafter")
     parser.add_argument("--steps", type=int, default=40)
@@ -45,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree-alpha", type=float, default=TrainConfig.tree_alpha,
                         help="floor of each target edge probability in the path weights")
     parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--warmup", type=int, default=5, help="warmup steps (at most --steps)")
+    parser.add_argument("--dropout", type=float, default=None,
+                        help="encoder dropout (default: the starting drafter's; 0 from scratch)")
+    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--budgets", default="8,16")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--sets", default="mt-bench,humaneval,gsm8k")
@@ -54,14 +63,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..drafters.block import BlockProposer, load_drafter, read_config
+    from ..drafters.block import BlockProposer, load_drafter
     from ..models import load_target
     from .eval import cells_to_json, eval_prompts, evaluate, format_paired, paired_coverage
     from .loop import train
 
     torch.set_num_threads(args.threads)
+    if args.init is None and "start" in comma_list(args.variants, str, "variants"):
+        raise ValueError("the 'start' variant needs --init (there is no starting drafter to evaluate)")
     target = load_target("default")
-    shape = read_config(Path(args.init))
+    shape = _shape(args.init)
     prompts = eval_prompts(tuple(comma_list(args.sets, str, "prompt sets")), args.per_set)
     budgets = comma_list(args.budgets, int, "budgets")
     results, proposers = {}, {}
@@ -70,17 +81,18 @@ def run(args: argparse.Namespace) -> int:
         if name == "start":
             folder, trained = Path(args.init), None
         else:
+            dropout = shape["dropout"] if args.dropout is None else args.dropout
             config = TrainConfig(
-                data=args.data, init=args.init, depth=shape.depth, context=shape.context, layers=shape.layers,
-                heads=shape.heads, ffn=shape.ffn, dropout=shape.dropout, draft_vocab=shape.draft_vocab_size, steps=args.steps,
-                batch_size=args.batch_size, lr=args.lr, warmup=min(5, args.steps), tree_anchors=args.tree_anchors,
-                tree_pool=args.tree_pool, tree_alpha=args.tree_alpha, checkpoint_every=args.steps,
-                threads=args.threads, **VARIANTS[name])
+                data=args.data, init=args.init, **{**shape, "dropout": dropout}, steps=args.steps,
+                batch_size=args.batch_size, lr=args.lr, warmup=min(args.warmup, args.steps), seed=args.seed,
+                tree_anchors=args.tree_anchors if VARIANTS[name]["tree_lambda"] else 0, tree_pool=args.tree_pool,
+                tree_alpha=args.tree_alpha,
+                checkpoint_every=min(500, args.steps), threads=args.threads, **VARIANTS[name])
             folder = train(config, args.out / name, target)
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
         proposers[name] = BlockProposer(load_drafter(folder, target), name=name)
         cells = evaluate(target, proposers[name], prompts, args.temperature, budgets, args.max_new_tokens)
-        tail = trained[-10:] if trained else []
+        tail = [m for m in (trained or [])[-10:] if "tree_E" in m]  # plain distillation builds no trees
         results[name] = {"cells": cells_to_json(cells), "seconds": round(time.time() - start, 1),
                          "train_tree_E_last10": (sum(m["tree_E"] for m in tail) / len(tail)) if tail else None}
         _write(args, prompts, results)
@@ -93,6 +105,18 @@ def run(args: argparse.Namespace) -> int:
         _write(args, prompts, results)
         print(format_paired(paired), flush=True)
     return 0
+
+
+def _shape(init: str | None) -> dict:
+    """The TrainConfig shape fields of the starting drafter, or the defaults of a fresh one."""
+    from ..drafters.block import read_config
+
+    if init is None:
+        defaults = TrainConfig(data="-")
+        return {k: getattr(defaults, k) for k in ("depth", "context", "layers", "heads", "ffn", "dropout", "draft_vocab")}
+    shape = read_config(Path(init))
+    return {"depth": shape.depth, "context": shape.context, "layers": shape.layers, "heads": shape.heads,
+            "ffn": shape.ffn, "dropout": shape.dropout, "draft_vocab": shape.draft_vocab_size}
 
 
 def _write(args: argparse.Namespace, prompts: list, results: dict) -> None:
