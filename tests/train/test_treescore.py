@@ -18,3 +18,12 @@ def test_pooled_scores_equal_fresh_sessions_in_any_order(tiny_target):
         fresh.prefill(ids[:position + 1])
         torch.testing.assert_close(pool.score((0, 0), position, tree), fresh.score_tree(tree).logits,
                                    rtol=1e-4, atol=1e-4)
+
+
+def test_a_scored_tree_leaves_only_the_kept_cache_behind(tiny_target):
+    ids = torch.randint(0, tiny_target.vocab_size, (30,), generator=torch.Generator().manual_seed(7)).tolist()
+    pool = PooledContexts(tiny_target, {(0, 0): ids})
+    logq = torch.log_softmax(torch.randn(3, tiny_target.vocab_size, generator=torch.Generator().manual_seed(8)), -1)
+    pool.score((0, 0), 15, best_first(ids[15], logq, 6))
+    for layer, (keys, values) in zip(pool.sessions[(0, 0)].cache.layers, pool.snapshots[(0, 0)]):
+        assert layer.keys is keys and layer.values is values  # no second copy of the context per sequence

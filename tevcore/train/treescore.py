@@ -40,4 +40,6 @@ class PooledContexts:
         session.committed = list(ids[:position + 1])  # cache = everything before the root
         logits = session.score_tree(tree).logits
         session.rollback()
+        for layer, (keys, values) in zip(session.cache.layers, self.snapshots[key]):
+            layer.keys, layer.values = keys, values  # drop the grown copy: a kept one would double the pool's memory
         return logits
