@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tevcore.drafters.block import read_config
-from tevcore.train.compare import _shape, add_arguments, run
+from tevcore.train.compare import _shape, add_arguments, run, variant_config
 from tevcore.train.config import TrainConfig
 
 ASSET = Path(__file__).resolve().parents[2] / "assets" / "drafter"
@@ -35,3 +35,17 @@ def test_the_start_variant_without_a_starting_drafter_is_refused_before_any_work
     with pytest.raises(ValueError, match="--init"):
         run(args)
     assert not (tmp_path / "out").exists()
+
+
+def _args(*extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(["out", "--data", "d", *extra])
+
+
+def test_plain_distillation_takes_no_tree_settings_so_one_run_serves_every_tree_setting():
+    small, large = _args("--tree-pool", "16", "--tree-alpha", "0.01"), _args("--tree-pool", "1024")
+    assert variant_config(small, "distill", _shape(None)) == variant_config(large, "distill", _shape(None))
+    exit_small, exit_large = (variant_config(a, "exit-F-1.0", _shape(None)) for a in (small, large))
+    assert (exit_small.tree_pool, exit_small.tree_alpha, exit_small.tree_weight) == (16, 0.01, "flow")
+    assert exit_large.tree_pool == 1024 and exit_large.tree_lambda == 1.0

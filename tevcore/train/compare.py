@@ -33,6 +33,7 @@ VARIANTS = {
     "exit-P-0.1": {"tree_lambda": 0.1, "tree_weight": "path"},
     "exit-X-0.1": {"tree_lambda": 0.1, "tree_weight": "exit"},
     "exit-P-1.0": {"tree_lambda": 1.0, "tree_weight": "path"},
+    "exit-F-1.0": {"tree_lambda": 1.0, "tree_weight": "flow"},
 }
 
 
@@ -81,14 +82,7 @@ def run(args: argparse.Namespace) -> int:
         if name == "start":
             folder, trained = Path(args.init), None
         else:
-            dropout = shape["dropout"] if args.dropout is None else args.dropout
-            config = TrainConfig(
-                data=args.data, init=args.init, **{**shape, "dropout": dropout}, steps=args.steps,
-                batch_size=args.batch_size, lr=args.lr, warmup=min(args.warmup, args.steps), seed=args.seed,
-                tree_anchors=args.tree_anchors if VARIANTS[name]["tree_lambda"] else 0, tree_pool=args.tree_pool,
-                tree_alpha=args.tree_alpha,
-                checkpoint_every=min(500, args.steps), threads=args.threads, **VARIANTS[name])
-            folder = train(config, args.out / name, target)
+            folder = train(variant_config(args, name, shape), args.out / name, target)
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
         proposers[name] = BlockProposer(load_drafter(folder, target), name=name)
         cells = evaluate(target, proposers[name], prompts, args.temperature, budgets, args.max_new_tokens)
@@ -105,6 +99,21 @@ def run(args: argparse.Namespace) -> int:
         _write(args, prompts, results)
         print(format_paired(paired), flush=True)
     return 0
+
+
+def variant_config(args: argparse.Namespace, name: str, shape: dict) -> TrainConfig:
+    """The training config of one variant; plain distillation leaves the tree settings at their defaults.
+
+    It builds no trees, so one distillation run (resumed, not retrained) serves
+    comparisons that differ only in their tree settings.
+    """
+    dropout = shape["dropout"] if args.dropout is None else args.dropout
+    trees = {"tree_anchors": args.tree_anchors, "tree_pool": args.tree_pool, "tree_alpha": args.tree_alpha} \
+        if VARIANTS[name]["tree_lambda"] else {}
+    return TrainConfig(
+        data=args.data, init=args.init, **{**shape, "dropout": dropout}, steps=args.steps,
+        batch_size=args.batch_size, lr=args.lr, warmup=min(args.warmup, args.steps), seed=args.seed,
+        checkpoint_every=min(500, args.steps), threads=args.threads, **trees, **VARIANTS[name])
 
 
 def _shape(init: str | None) -> dict:
