@@ -12,6 +12,7 @@ import shared_ui  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 from tevcore.flags import budget_or_chain, comma_list  # noqa: E402
+from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 
 import figures  # noqa: E402
 import trainruns  # noqa: E402
@@ -52,8 +53,9 @@ with tab_new:
     c4, c5, c6, c7 = st.columns(4)
     lam = c4.number_input("λ (tree loss weight; 0 = plain distillation)", 0.0, 100.0, 0.1, step=0.05,
                           key="et_lambda")
-    weight = c5.selectbox("weight type", ["path", "exit"], key="et_weight",
-                          help="path: P(v) with every edge floored at α; exit: X(v)·depth(v)")
+    weight = c5.selectbox("weight type", list(TREE_WEIGHTS), key="et_weight",
+                          help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); "
+                               "flow: P(v) times the target's whole row at v, so the tokens the tree lacked count too")
     alpha = c6.number_input("α (edge floor)", 1e-6, 0.5, 0.01, step=0.005, format="%.4f", key="et_alpha")
     tree_budget = c7.number_input("tree budget", 1, 512, 8, key="et_budget")
     c8, c9, c10, c11, c12 = st.columns(5)

@@ -9,7 +9,7 @@ import torch
 
 from tevcore.builders import best_first
 from tevcore.flow import target_flow
-from tevcore.train.losses import distill_loss, tree_loss, tree_weights
+from tevcore.train.losses import distill_loss, tree_loss, tree_objective, tree_weights
 from tevcore.tree import DraftTree
 
 
@@ -78,3 +78,31 @@ def test_tree_loss_on_a_best_first_tree_matches_the_definition():
     loss = tree_loss(logq, tree, weights, torch.arange(8))
     manual = -sum(float(weights[v]) * float(logq[tree.depths[v] - 1, tree.tokens[v]]) for v in range(1, tree.num_nodes))
     assert math.isclose(float(loss), manual, rel_tol=1e-5)
+
+
+def test_flow_loss_fits_each_prefixs_next_row_to_the_target_row_weighted_by_P():
+    logq = torch.log_softmax(torch.randn(2, 5), -1)
+    draft_index = torch.full((8,), -1)
+    draft_index[torch.tensor([7, 3, 5, 4, 6])] = torch.arange(5)  # draft column j = target token [7,3,5,4,6][j]
+    tree, logits = _tree(), _logits()
+    p = torch.softmax(logits.double(), -1)
+    P = target_flow(tree, logits, 1.0).path_prob
+    columns = [7, 3, 5, 4, 6]
+    # prefixes above the last depth (2): the root (row 0) and nodes 1, 2 (row 1); node 3 sits at depth 2
+    expected = sum(-float(P[v]) * sum(float(p[v, t]) * float(logq[row, j]) for j, t in enumerate(columns))
+                   for v, row in ((0, 0), (1, 1), (2, 1)))
+    loss = tree_objective(logq, tree, logits, "flow", 1.0, 1e-4, draft_index)
+    assert math.isclose(float(loss), expected, rel_tol=1e-5)
+
+
+def test_flow_loss_holds_the_path_loss_plus_the_tokens_the_tree_lacked():
+    logq = torch.log_softmax(torch.randn(2, 8), -1)
+    tree, logits = _tree(), _logits()
+    flow = tree_objective(logq, tree, logits, "flow", 1.0, 1e-4, torch.arange(8))
+    exact_path = tree_loss(logq, tree, tree_weights(tree, logits, 1.0, "path", 1e-12), torch.arange(8))
+    p = torch.softmax(logits.double(), -1)
+    P = target_flow(tree, logits, 1.0).path_prob
+    children = {0: {4, 5}, 1: {6}, 2: set()}
+    lacked = sum(-float(P[v]) * float(p[v, t]) * float(logq[int(tree.depths[v]), t])
+                 for v in children for t in range(8) if t not in children[v])
+    assert math.isclose(float(flow), float(exact_path) + lacked, rel_tol=1e-5)

@@ -33,7 +33,7 @@ class TrainConfig:
     seed: int = 0
     known_prob: float = 0.0  # share of anchors trained with their depth-1 token given (path-conditioned rows)
     tree_lambda: float = 0.0  # 0 = plain distillation; ExitTrain default is 0.1
-    tree_weight: str = "path"  # "path": floored P(v); "exit": X(v) * depth(v)
+    tree_weight: str = "path"  # "path": floored P(v); "exit": X(v) * depth(v); "flow": P(v) * target row at v
     tree_alpha: float = 1e-4
     tree_budget: int = 8
     tree_temperature: float = 1.0

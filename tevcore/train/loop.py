@@ -35,7 +35,7 @@ from ..flow import target_flow
 from ..models import Target
 from .anchors import AnchorBatch, AnchorSet
 from .config import TrainConfig
-from .losses import distill_loss, tree_loss, tree_weights
+from .losses import distill_loss, tree_objective
 from .rundir import (
     RunLock,
     latest_checkpoint,
@@ -137,8 +137,8 @@ def _tree_terms(drafter: BlockDrafter, logq: torch.Tensor, batch: AnchorBatch, a
         full = drafter.full_vocab(build_logq[i].float().cpu())
         tree = best_first(int(batch.roots[i]), full, config.tree_budget)
         logits = pool.score((s, q), anchors.full_position(s, q, t), tree)
-        weights = tree_weights(tree, logits, config.tree_temperature, config.tree_weight, config.tree_alpha)
-        losses.append(tree_loss(logq[i], tree, weights, vocab_map))
+        losses.append(tree_objective(logq[i], tree, logits, config.tree_weight, config.tree_temperature,
+                                     config.tree_alpha, vocab_map))
         flow = target_flow(tree, logits, config.tree_temperature)
         stats["mean_P"] += float(flow.path_prob[1:].mean()) if tree.size else 0.0
         stats["root_exit"] += float(flow.exit_mass[0])

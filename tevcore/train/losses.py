@@ -5,6 +5,12 @@ current drafter builds; the weights come from the frozen target's flow on
 that tree and carry no gradient. w = P with every edge probability floored at
 alpha (so a node behind an unlikely edge still gets a pull), or the exit
 weights X(v) * depth(v).
+
+Both only reward tokens already in the tree. The "flow" variant also pulls in
+the tokens the target wanted that the tree lacked: at every prefix v it fits
+the next depth's row to the target's whole row at v, weighted by P(v). Its
+optimum for a per-depth drafter is the target's next-token law mixed over the
+tree's own prefixes rather than over every prefix the target could take.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from ..flow import edge_log_probs, path_log_probs, target_flow
 from ..sampling import log_probs
 from ..tree import DraftTree
 
-TREE_WEIGHTS = ("path", "exit")
+TREE_WEIGHTS = ("path", "exit", "flow")
 
 
 def distill_loss(draft_logq: torch.Tensor, teacher_ids: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Tensor:
@@ -31,7 +37,7 @@ def distill_loss(draft_logq: torch.Tensor, teacher_ids: torch.Tensor, teacher_pr
 
 def tree_weights(tree: DraftTree, node_logits: torch.Tensor, temperature: float, kind: str,
                  alpha: float) -> torch.Tensor:
-    """Stop-gradient weight of every node (0 at the root) from the target's rows on the tree."""
+    """Stop-gradient weight of every node (0 at the root) from the target's rows on the tree ("path" or "exit")."""
     if kind == "path":
         log_a = edge_log_probs(tree, log_probs(node_logits.detach(), temperature).double())
         floored = log_a.clamp_min(torch.log(torch.tensor(float(alpha), dtype=log_a.dtype)))
@@ -62,3 +68,29 @@ def tree_loss(draft_logq: torch.Tensor, tree: DraftTree, weights: torch.Tensor,
         raise ValueError("the tree holds a token outside the draft vocabulary")
     picked = draft_logq[depth_rows, ids]
     return -(weights[1:].to(draft_logq.device) * picked).sum()
+
+
+def flow_loss(draft_logq: torch.Tensor, tree: DraftTree, node_logits: torch.Tensor, temperature: float,
+              draft_index: torch.Tensor) -> torch.Tensor:
+    """- sum over prefixes v above the last depth of P(v) * sum_x p(x | v) log q(x | depth(v) + 1).
+
+    draft_logq is (K, Vd); the target rows are cut to the draft vocabulary (the
+    mass outside it is dropped) and carry no gradient.
+    """
+    ids = torch.nonzero(draft_index >= 0).flatten()
+    columns = torch.empty_like(ids)
+    columns[draft_index[ids]] = ids  # column j of the draft rows is target token columns[j]
+    flow = target_flow(tree, node_logits.detach(), temperature)
+    prefixes = torch.nonzero(tree.depths < draft_logq.shape[0]).flatten()
+    rows = log_probs(node_logits.detach()[prefixes], temperature).exp()[:, columns.to(node_logits.device)]
+    weights = flow.path_prob[prefixes].float()[:, None] * rows.float().cpu()
+    picked = draft_logq[tree.depths[prefixes].to(draft_logq.device)]
+    return -(weights.to(draft_logq.device) * picked).sum()
+
+
+def tree_objective(draft_logq: torch.Tensor, tree: DraftTree, node_logits: torch.Tensor, kind: str,
+                   temperature: float, alpha: float, draft_index: torch.Tensor) -> torch.Tensor:
+    """The ExitTrain term of one anchor for a weight kind (see the module docstring)."""
+    if kind == "flow":
+        return flow_loss(draft_logq, tree, node_logits, temperature, draft_index)
+    return tree_loss(draft_logq, tree, tree_weights(tree, node_logits, temperature, kind, alpha), draft_index)
