@@ -33,6 +33,7 @@ VARIANTS = {
     "exit-P-0.1": {"tree_lambda": 0.1, "tree_weight": "path"},
     "exit-X-0.1": {"tree_lambda": 0.1, "tree_weight": "exit"},
     "exit-P-1.0": {"tree_lambda": 1.0, "tree_weight": "path"},
+    "exit-F-0.1": {"tree_lambda": 0.1, "tree_weight": "flow"},
     "exit-F-1.0": {"tree_lambda": 1.0, "tree_weight": "flow"},
 }
 
