@@ -82,10 +82,10 @@ def flow_loss(draft_logq: torch.Tensor, tree: DraftTree, node_logits: torch.Tens
     columns[draft_index[ids]] = ids  # column j of the draft rows is target token columns[j]
     flow = target_flow(tree, node_logits.detach(), temperature)
     prefixes = torch.nonzero(tree.depths < draft_logq.shape[0]).flatten()
+    device = draft_logq.device
     rows = log_probs(node_logits.detach()[prefixes], temperature).exp()[:, columns.to(node_logits.device)]
-    weights = flow.path_prob[prefixes].float()[:, None] * rows.float().cpu()
-    picked = draft_logq[tree.depths[prefixes].to(draft_logq.device)]
-    return -(weights.to(draft_logq.device) * picked).sum()
+    weights = flow.path_prob[prefixes].float().to(device)[:, None] * rows.float().to(device)
+    return -(weights * draft_logq[tree.depths[prefixes].to(device)]).sum()
 
 
 def tree_objective(draft_logq: torch.Tensor, tree: DraftTree, node_logits: torch.Tensor, kind: str,
