@@ -14,6 +14,12 @@ from tevcore.train.config import TrainConfig
 ASSET = Path(__file__).resolve().parents[2] / "assets" / "drafter"
 
 
+def _args(*extra: str, out: str = "out", data: str = "d") -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args([out, "--data", data, *extra])
+
+
 def test_a_fresh_start_takes_the_default_shape_of_a_new_drafter():
     defaults = TrainConfig(data="-")
     shape = _shape(None)
@@ -29,18 +35,10 @@ def test_a_fine_tune_start_takes_the_starting_drafters_shape():
 
 
 def test_the_start_variant_without_a_starting_drafter_is_refused_before_any_work(tmp_path):
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = parser.parse_args([str(tmp_path / "out"), "--data", str(tmp_path / "none"), "--variants", "start,distill"])
+    args = _args("--variants", "start,distill", out=str(tmp_path / "out"), data=str(tmp_path / "none"))
     with pytest.raises(ValueError, match="--init"):
         run(args)
     assert not (tmp_path / "out").exists()
-
-
-def _args(*extra: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return parser.parse_args(["out", "--data", "d", *extra])
 
 
 def test_plain_distillation_takes_no_tree_settings_so_one_run_serves_every_tree_setting():
