@@ -1,6 +1,6 @@
 """Plain-data helpers of the app (no streamlit): example records, replay rows, workshop trees.
 
-Every flow quantity is computed by `tevcore.flow.target_flow`; this module
+Every flow quantity is computed by `tevcore.engine.flow.target_flow`; this module
 only shapes inputs for it (trees, node logits) and reads its outputs.
 """
 
@@ -17,10 +17,10 @@ import networkx as nx
 import pandas as pd
 import torch
 
-from tevcore.builders import best_first
-from tevcore.flow import target_flow
-from tevcore.records import RoundRecord, StageTimings, Trace, read_trace, write_trace
-from tevcore.tree import DraftTree
+from tevcore.engine.builders import best_first
+from tevcore.engine.flow import target_flow
+from tevcore.engine.records import RoundRecord, StageTimings, Trace, read_trace, write_trace
+from tevcore.engine.tree import DraftTree
 
 OTHER = "(other)"
 ROOT = "<root>"

@@ -59,7 +59,7 @@ def cpu_threads() -> int:
 def get_target(spec: str):
     import torch
 
-    from tevcore.models import load_target
+    from tevcore.target.loading import load_target
 
     torch.set_num_threads(cpu_threads())
 
@@ -68,7 +68,7 @@ def get_target(spec: str):
 
 @st.cache_resource(show_spinner="Loading the drafter…")
 def get_proposer(spec: str, target_spec_name: str):
-    """A proposer for a spec (see `tevcore.drafters.resolve_proposer`), loaded once per process."""
+    """A proposer for a spec (see `tevcore.proposers.resolve_proposer`), loaded once per process."""
     from tevcore import drafters
 
     return drafters.resolve_proposer(spec, get_target(target_spec_name))
@@ -92,7 +92,7 @@ def proposer_with_fallback(spec: str, target_spec_name: str):
 @st.cache_data(show_spinner=False)
 def prompt_items(set_name: str, n: int = 40) -> list[tuple[str, str]]:
     """(label, text) pairs of a benchmark prompt set (held-out split)."""
-    from tevcore.datasets import load_prompts
+    from tevcore.lab.datasets import load_prompts
 
     items = load_prompts(set_name, split="heldout", n=n)
     return [(f"{p.item_id}: {p.text[:70].strip()}", p.text) for p in items]

@@ -16,8 +16,8 @@ def tiny_target():
     """A random-init 2-layer Llama with a 97-token vocabulary and grouped heads, fp32, no tokenizer."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from tevcore.models import Target
-    from tevcore.tree_attention import TREE_SDPA
+    from tevcore.target.loading import Target
+    from tevcore.target.tree_attention import TREE_SDPA
 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -31,7 +31,7 @@ def tiny_target():
 @pytest.fixture(scope="session")
 def default_target():
     """The embedded SmolLM2-135M-Instruct in fp32 (converted once, then cached)."""
-    from tevcore.models import load_target
+    from tevcore.target.loading import load_target
 
     return load_target(dtype="float32", device="cpu")
 
@@ -39,7 +39,7 @@ def default_target():
 @pytest.fixture(scope="session")
 def default_proposer(default_target):
     """What `--proposer default` gives: the committed drafter with the context lookup."""
-    from tevcore.drafters import resolve_proposer
+    from tevcore.proposers import resolve_proposer
 
     return resolve_proposer("default", default_target)
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from tevcore.autobudget import (SAME_THROUGHPUT, choose_budget, curve_from_timings, curve_sizes,
+from tevcore.decoding.autobudget import (SAME_THROUGHPUT, choose_budget, curve_from_timings, curve_sizes,
                                 expected_length_by_budget, forward_cost_curve, trim_costs)
-from tevcore.drafters import GreedyRolloutProposer
-from tevcore.drafters.lookup import ContextLookupProposer
+from tevcore.proposers import GreedyRolloutProposer
+from tevcore.proposers.lookup import ContextLookupProposer
 
 PROMPTS = [[5, 9, 14, 3, 22, 7, 5, 9], [40, 41, 42, 43, 40, 41]]
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tevcore.bench import MethodStats, draw_seed, format_table, git_commit, run_bench
+from tevcore.lab.bench import MethodStats, draw_seed, format_table, git_commit, run_bench
 from tevcore.cli import main
 
 

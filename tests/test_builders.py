@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from tevcore.builders import best_first, chain, fixed_width, get_builder
-from tevcore.draft_rows import DraftRows
+from tevcore.engine.builders import best_first, chain, fixed_width, get_builder
+from tevcore.engine.draft_rows import DraftRows
 
 ROOT = 9
 

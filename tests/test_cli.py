@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from tevcore.cli import main
-from tevcore.flow import path_log_probs
-from tevcore.records import read_trace
+from tevcore.engine.flow import path_log_probs
+from tevcore.engine.records import read_trace
 
 
 def test_round_prints_the_tree_and_writes_a_recomputable_record(tmp_path, capsys):

@@ -1,6 +1,6 @@
 import json
 
-from tevcore.datasets import HELDOUT_EVERY, Prompt, categories_in_turn, load_prompts
+from tevcore.lab.datasets import HELDOUT_EVERY, Prompt, categories_in_turn, load_prompts
 
 
 def _prompt(item_id: str, category: str | None) -> Prompt:

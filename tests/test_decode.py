@@ -10,9 +10,9 @@ import torch
 from scipy.stats import chisquare
 
 from tevcore.config import DecodeConfig
-from tevcore.decode import generate, generate_ar, rounds
-from tevcore.draft_rows import DraftRows
-from tevcore.trim import flat_costs
+from tevcore.decoding.loop import generate, generate_ar, rounds
+from tevcore.engine.draft_rows import DraftRows
+from tevcore.decoding.trim import flat_costs
 
 EXACT = ("tev", "predraw", "residual", "greedy", "chain")
 
@@ -41,7 +41,7 @@ def small_vocab_target():
     """A random 1-layer Llama over 5 tokens, peaked enough that drafts are often accepted."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from tevcore.models import Target
+    from tevcore.target.loading import Target
 
     torch.manual_seed(4)
     config = LlamaConfig(vocab_size=5, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
@@ -72,7 +72,7 @@ def test_bad_prompts_are_refused(tiny_target):
 
 
 def test_trimming_swaps_unpromising_trees_for_plain_steps(tiny_target, one_thread):
-    from tevcore.drafters import GreedyRolloutProposer
+    from tevcore.proposers import GreedyRolloutProposer
 
     proposer, prompt = GreedyRolloutProposer(depth=3), [5, 6, 7, 8, 9]
     reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=12, stop_tokens=())).tokens
@@ -85,7 +85,7 @@ def test_trimming_swaps_unpromising_trees_for_plain_steps(tiny_target, one_threa
 
 
 def test_trimming_keeps_the_prefix_that_pays_and_stays_exact(tiny_target, one_thread):
-    from tevcore.drafters import GreedyRolloutProposer
+    from tevcore.proposers import GreedyRolloutProposer
 
     prompt = [5, 6, 7, 8, 9]
     reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=12, stop_tokens=())).tokens
@@ -97,7 +97,7 @@ def test_trimming_keeps_the_prefix_that_pays_and_stays_exact(tiny_target, one_th
 
 
 def test_skip_gate_stops_drafting_rounds_that_keep_failing_and_rechecks(tiny_target, one_thread):
-    from tevcore.drafters import GreedyRolloutProposer
+    from tevcore.proposers import GreedyRolloutProposer
 
     class Counting(GreedyRolloutProposer):
         calls = 0
@@ -163,7 +163,7 @@ def test_joint_law_of_three_tokens_matches_target_tiny(small_vocab_target, verif
 
 
 def _mixed_heldout_prompts(n_per_set: int) -> list[str]:
-    from tevcore.datasets import DATASETS, load_prompts
+    from tevcore.lab.datasets import DATASETS, load_prompts
 
     return [p.text for name in DATASETS for p in load_prompts(name, "heldout", n_per_set)]
 

@@ -24,15 +24,15 @@ import torch
 from scipy import stats
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from tevcore.builders import best_first, chain, fixed_width
-from tevcore.drafters.base import GreedyRolloutProposer
-from tevcore.flow import target_flow
-from tevcore.models import encode_prompt
-from tevcore.sampling import log_probs, make_generator, masked_probs
-from tevcore.simulate import ExitLaw, SimulationResult, exit_law, simulate
-from tevcore.target import TargetSession
-from tevcore.tree import DraftTree
-from tevcore.verifiers import (EXACT_VERIFIERS, VERIFIERS, chain_subtree, child_token_row, tev_exit_mass,
+from tevcore.engine.builders import best_first, chain, fixed_width
+from tevcore.proposers.base import GreedyRolloutProposer
+from tevcore.engine.flow import target_flow
+from tevcore.target.loading import encode_prompt
+from tevcore.engine.sampling import log_probs, make_generator, masked_probs
+from tevcore.lab.simulate import ExitLaw, SimulationResult, exit_law, simulate
+from tevcore.target.session import TargetSession
+from tevcore.engine.tree import DraftTree
+from tevcore.verify.verifiers import (EXACT_VERIFIERS, VERIFIERS, chain_subtree, child_token_row, tev_exit_mass,
                                verify_greedy)
 
 SAMPLED_EXACT = ("tev", "predraw", "residual", "chain")  # exact at every T; greedy is exact at T = 0

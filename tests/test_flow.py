@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from tevcore.builders import best_first, chain
-from tevcore.flow import draft_path_probs, target_flow
-from tevcore.tree import DraftTree
+from tevcore.engine.builders import best_first, chain
+from tevcore.engine.flow import draft_path_probs, target_flow
+from tevcore.engine.tree import DraftTree
 
 VOCAB, DEPTH, K_MISSING = 12, 4, 3
 TEMPERATURES = [0.0, 0.5, 1.0, 2.0]

@@ -7,10 +7,10 @@ import itertools
 import pytest
 import torch
 
-from tevcore.flow import target_flow
-from tevcore.oracle import oracle_tree
-from tevcore.target import TargetSession
-from tevcore.tree import DraftTree
+from tevcore.engine.flow import target_flow
+from tevcore.decoding.oracle import oracle_tree
+from tevcore.target.session import TargetSession
+from tevcore.engine.tree import DraftTree
 
 
 def _all_prefix_probs(target, context: list[int], depth: int, temperature: float) -> dict[tuple[int, ...], float]:

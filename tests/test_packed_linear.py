@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.packed_linear import PackedLinear, can_pack, cpu_has_native_bf16, fast_cpu_dtype, is_packed, pack_linears
+from tevcore.target.packed_linear import PackedLinear, can_pack, cpu_has_native_bf16, fast_cpu_dtype, is_packed, pack_linears
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch built without oneDNN")
 

@@ -6,9 +6,9 @@ import json
 import pytest
 import torch
 
-from tevcore.builders import best_first
-from tevcore.flow import target_flow
-from tevcore.records import SCHEMA, SCHEMA_VERSION, RoundRecord, StageTimings, read_trace, write_trace
+from tevcore.engine.builders import best_first
+from tevcore.engine.flow import target_flow
+from tevcore.engine.records import SCHEMA, SCHEMA_VERSION, RoundRecord, StageTimings, read_trace, write_trace
 
 VOCAB = 10
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tevcore.sampling import log_probs, token_log_probs
+from tevcore.engine.sampling import log_probs, token_log_probs
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.7, 1.0])

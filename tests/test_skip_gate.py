@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tevcore.skip_gate import SkipGate, has_cheap_evidence
+from tevcore.decoding.skip_gate import SkipGate, has_cheap_evidence
 
 
 def test_a_disabled_gate_always_drafts():

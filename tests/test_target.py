@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from tevcore.builders import best_first
-from tevcore.target import TargetSession
-from tevcore.tree import DraftTree
+from tevcore.engine.builders import best_first
+from tevcore.target.session import TargetSession
+from tevcore.engine.tree import DraftTree
 
 TARGETS = ["tiny_target", "default_target"]
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from tevcore.tree import DraftTree
+from tevcore.engine.tree import DraftTree
 
 
 def make(tokens, parents, logp=None, budget=None):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-from tevcore.tree_attention import tree_sdpa_forward
+from tevcore.target.tree_attention import tree_sdpa_forward
 
 HEADS, GROUPS, DIM, CONTEXT = 6, 3, 8, 11
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.builders import best_first, fixed_width
-from tevcore.flow import edge_log_probs, exit_mass_from_edges, parent_edge_log_probs, target_flow
-from tevcore.sampling import log_probs, make_generator, masked_probs
-from tevcore.simulate import exit_law, simulate
-from tevcore.tree import DraftTree
-from tevcore.verifiers import (EXACT_VERIFIERS, NOT_EXACT, VERIFIERS, Verdict, chain_subtree, child_token_row,
+from tevcore.engine.builders import best_first, fixed_width
+from tevcore.engine.flow import edge_log_probs, exit_mass_from_edges, parent_edge_log_probs, target_flow
+from tevcore.engine.sampling import log_probs, make_generator, masked_probs
+from tevcore.lab.simulate import exit_law, simulate
+from tevcore.engine.tree import DraftTree
+from tevcore.verify.verifiers import (EXACT_VERIFIERS, NOT_EXACT, VERIFIERS, Verdict, chain_subtree, child_token_row,
                                get_verifier, verifier_label)
 
 
@@ -162,7 +162,7 @@ def test_simulate_is_fast_at_budget_64_and_a_real_vocabulary():
 
 def test_bench_summary_on_synthetic_trees():
     """The latency report's plumbing, without a model: timings, table and goals."""
-    from tevcore.bench_verifiers import ScoredTree, format_table, goals, summarise, time_decisions
+    from tevcore.lab.bench_verifiers import ScoredTree, format_table, goals, summarise, time_decisions
 
     trees = [ScoredTree(16, *random_case(seed), forward_s=0.05) for seed in range(2)]
     names = list(VERIFIERS)

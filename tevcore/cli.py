@@ -12,8 +12,8 @@ from itertools import islice
 COMMANDS = {
     "round": ("tevcore.cli", "one speculative round on the target; print the tree and its flow"),
     "generate": ("tevcore.cli", "speculative generation of a prompt, streamed round by round"),
-    "bench": ("tevcore.bench", "end-to-end speed benchmark against our AR and HF peers"),
-    "bench-verifiers": ("tevcore.bench_verifiers", "verifier decision latency on real trees"),
+    "bench": ("tevcore.lab.bench", "end-to-end speed benchmark against our AR and HF peers"),
+    "bench-verifiers": ("tevcore.lab.bench_verifiers", "verifier decision latency on real trees"),
     "build-data": ("tevcore.train.data_cli", "build a distillation set for a target"),
     "train": ("tevcore.train.train_cli", "train a drafter (distillation or ExitTrain)"),
     "eval-drafter": ("tevcore.train.eval_cli", "E = 1 + C and block length per budget for a drafter"),
@@ -21,9 +21,9 @@ COMMANDS = {
 
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
-    from .config import DecodeConfig
-    from .drafters import DRAFTER_DTYPE_HELP
-    from .trim import TRIM_HELP
+    from tevcore.config import DecodeConfig
+    from tevcore.proposers import DRAFTER_DTYPE_HELP
+    from tevcore.decoding.trim import TRIM_HELP
 
     helps = DecodeConfig.help()
     parser.add_argument("--prompt", required=True, help="user prompt (chat template applied unless --no-chat)")
@@ -46,11 +46,11 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
-    from .autobudget import trim_costs
-    from .config import DecodeConfig
-    from .drafters import parse_drafter_dtype, resolve_proposer
-    from .models import load_target
-    from .trim import parse_trim
+    from tevcore.decoding.autobudget import trim_costs
+    from tevcore.config import DecodeConfig
+    from tevcore.proposers import parse_drafter_dtype, resolve_proposer
+    from tevcore.target.loading import load_target
+    from tevcore.decoding.trim import parse_trim
 
     settings = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
                     builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)
@@ -65,7 +65,7 @@ def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
 def _write(args: argparse.Namespace, records: list, target, config) -> None:
     from dataclasses import asdict
 
-    from .records import write_trace
+    from tevcore.engine.records import write_trace
 
     if args.out:
         meta = {"target": target.name, "prompt": args.prompt, "config": asdict(config)}
@@ -100,7 +100,7 @@ def _depth_first(tree) -> list[int]:
 
 
 def _run_round(args: argparse.Namespace) -> int:
-    from .decode import rounds
+    from tevcore.decoding.loop import rounds
 
     config, target, proposer = _decode_setup(args, max_new_tokens=args.max_new_tokens)
     records = list(islice(rounds(target, proposer, args.prompt, config), 1))
@@ -110,7 +110,7 @@ def _run_round(args: argparse.Namespace) -> int:
 
 
 def _run_generate(args: argparse.Namespace) -> int:
-    from .decode import rounds
+    from tevcore.decoding.loop import rounds
 
     config, target, proposer = _decode_setup(args, max_new_tokens=args.max_new_tokens)
     records = []

@@ -6,8 +6,8 @@ import math
 
 from dataclasses import dataclass, field, fields
 
-from .builders import get_builder
-from .sampling import check_temperature
+from tevcore.engine.builders import get_builder
+from tevcore.engine.sampling import check_temperature
 
 DEFAULT_BUDGET = 8
 
@@ -28,7 +28,7 @@ class DecodeConfig:
     tree_costs: tuple[float, ...] | None = field(default=None, metadata={
         "help": "forward cost of a tree of k drafted nodes in one-token forwards, k = 0..budget (None = score the "
                 "whole drafted tree); each round then scores the prefix of its tree with the most forecast tokens "
-                "per cost (see tevcore.trim), and rounds without cheap evidence skip the drafter while such rounds "
+                "per cost (see tevcore.decoding.trim), and rounds without cheap evidence skip the drafter while such rounds "
                 "keep choosing a plain step"})
 
     def __post_init__(self) -> None:
@@ -38,7 +38,7 @@ class DecodeConfig:
         if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0:
             raise ValueError(f"budget must be a non-negative integer, got {self.budget!r}")
         get_builder(self.builder, self.budget if self.budget > 0 else None)
-        from .verifiers import get_verifier  # late import: verifiers import sampling, not config
+        from tevcore.verify.verifiers import get_verifier  # late import: verifiers import sampling, not config
 
         get_verifier(self.verifier)
         if self.missing_k < 0:

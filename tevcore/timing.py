@@ -8,7 +8,7 @@ from typing import Iterator
 
 import torch
 
-from .records import StageTimings
+from tevcore.engine.records import StageTimings
 
 
 class StageTimer:

@@ -14,7 +14,7 @@ import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
-from tevcore.verifiers import VERIFIERS, verifier_label  # noqa: E402
+from tevcore.verify.verifiers import VERIFIERS, verifier_label  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
                       "flows (colour = P(v), red ring = exit mass X(v)), the accepted path (orange), the exit node "
@@ -94,8 +94,8 @@ def start_generation() -> bool:
     except ValueError as err:
         st.error(f"Invalid settings: {err}")
         return False
-    from tevcore.autobudget import trim_costs
-    from tevcore.decode import prompt_ids, rounds  # loads transformers: only when a generation starts
+    from tevcore.decoding.autobudget import trim_costs
+    from tevcore.decoding.loop import prompt_ids, rounds  # loads transformers: only when a generation starts
 
     spec = shared_ui.target_spec()
     try:
@@ -274,7 +274,7 @@ with s1:
 with s2:
     out_folder = st.text_input("save to folder", value="traces", key="ex_save_folder")
     if st.button("💾 Save trace", key="ex_save"):
-        from tevcore.records import write_trace
+        from tevcore.engine.records import write_trace
 
         try:
             folder = Path(out_folder)

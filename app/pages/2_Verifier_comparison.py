@@ -17,10 +17,10 @@ from scipy import stats  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
-from tevcore.flow import target_flow  # noqa: E402
-from tevcore.sampling import make_generator  # noqa: E402
-from tevcore.simulate import exit_law, simulate  # noqa: E402
-from tevcore.verifiers import EXACT_VERIFIERS, VERIFIERS, chain_subtree, get_verifier, verifier_label  # noqa: E402
+from tevcore.engine.flow import target_flow  # noqa: E402
+from tevcore.engine.sampling import make_generator  # noqa: E402
+from tevcore.lab.simulate import exit_law, simulate  # noqa: E402
+from tevcore.verify.verifiers import EXACT_VERIFIERS, VERIFIERS, chain_subtree, get_verifier, verifier_label  # noqa: E402
 
 shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, many independent draws each: the "
                       "exact ones must follow the exit law X and the bonus law; the naive ratio rule is the foil "
@@ -31,7 +31,7 @@ ss = st.session_state
 # ------------------------------------------------------------------ which tree
 def rescore_live_round(index: int) -> torch.Tensor:
     """Node logits of a live explorer round: re-score its tree after the same committed context."""
-    from tevcore.target import TargetSession
+    from tevcore.target.session import TargetSession
 
     records = ss.ex_records
     record = records[index]

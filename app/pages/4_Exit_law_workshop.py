@@ -14,13 +14,13 @@ import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
-from tevcore.flow import target_flow  # noqa: E402
-from tevcore.sampling import make_generator  # noqa: E402
-from tevcore.simulate import exit_law  # noqa: E402
-from tevcore.verifiers import get_verifier  # noqa: E402
+from tevcore.engine.flow import target_flow  # noqa: E402
+from tevcore.engine.sampling import make_generator  # noqa: E402
+from tevcore.lab.simulate import exit_law  # noqa: E402
+from tevcore.verify.verifiers import get_verifier  # noqa: E402
 
 shared_ui.page_header("Exit-law workshop", "A hand-made tree and the target's probabilities after each node. "
-                      "Everything below is recomputed by the engine (tevcore.flow.target_flow) as you edit.")
+                      "Everything below is recomputed by the engine (tevcore.engine.flow.target_flow) as you edit.")
 ss = st.session_state
 
 st.markdown(

@@ -12,8 +12,8 @@ import torch
 
 import appdata
 import figures
-from tevcore.flow import target_flow
-from tevcore.records import RoundRecord
+from tevcore.engine.flow import target_flow
+from tevcore.engine.records import RoundRecord
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_empty_round_list_does_not_break_figures():
 
 
 def test_root_only_tree_draws():
-    from tevcore.tree import DraftTree
+    from tevcore.engine.tree import DraftTree
 
     tree = DraftTree.root_only(3)
     flow = target_flow(tree, torch.randn(1, 10), 1.0)

@@ -8,8 +8,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from tevcore.drafters import GreedyRolloutProposer, load_default_proposer
-from tevcore.drafters.block import (
+from tevcore.proposers import GreedyRolloutProposer, load_default_proposer
+from tevcore.proposers.block import (
     BlockDrafter,
     BlockDrafterConfig,
     BlockProposer,
@@ -17,8 +17,8 @@ from tevcore.drafters.block import (
     load_drafter,
     save_drafter,
 )
-from tevcore.models import Target
-from tevcore.target import TargetSession
+from tevcore.target.loading import Target
+from tevcore.target.session import TargetSession
 
 
 def tiny_drafter(target, seed: int = 0, known_slots: int = 0) -> BlockDrafter:
@@ -206,7 +206,7 @@ def test_a_grown_drafter_drafts_as_before_until_trained_and_round_trips(tiny_tar
 
 
 def test_the_drafter_dtype_is_chosen_by_name_and_a_bad_name_is_refused(tiny_target, tmp_path):
-    from tevcore.drafters import parse_drafter_dtype, resolve_proposer
+    from tevcore.proposers import parse_drafter_dtype, resolve_proposer
 
     save_drafter(tiny_drafter(tiny_target), tmp_path)
     assert parse_drafter_dtype("auto") is None

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from tevcore.config import DecodeConfig
-from tevcore.decode import generate, generate_ar
-from tevcore.draft_rows import DraftRows
-from tevcore.drafters import GreedyRolloutProposer, NoDrafter, resolve_proposer
-from tevcore.drafters.lookup import ContextLookupProposer, lookup_continuation
-from tevcore.trim import flat_costs
+from tevcore.decoding.loop import generate, generate_ar
+from tevcore.engine.draft_rows import DraftRows
+from tevcore.proposers import GreedyRolloutProposer, NoDrafter, resolve_proposer
+from tevcore.proposers.lookup import ContextLookupProposer, lookup_continuation
+from tevcore.decoding.trim import flat_costs
 
 
 class UniformProposer:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tevcore.drafters.block import read_config
+from tevcore.proposers.block import read_config
 from tevcore.train.compare import _shape, add_arguments, run, variant_config
 from tevcore.train.config import TrainConfig
 

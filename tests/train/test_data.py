@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from tevcore.datasets import DATASETS, load_prompts
+from tevcore.lab.datasets import DATASETS, load_prompts
 from tevcore.train.anchors import AnchorSet
 from tevcore.train.data import build_dataset, load_shards
 from tevcore.train.prompts import all_training_prompts, heldout_prompts

@@ -11,10 +11,10 @@ import torch.multiprocessing as mp
 from safetensors.torch import load_file
 from transformers import LlamaForCausalLM
 
-from tevcore.models import Target
+from tevcore.target.loading import Target
 from tevcore.train.config import TrainConfig
 from tevcore.train.loop import train
-from tevcore.tree_attention import TREE_SDPA
+from tevcore.target.tree_attention import TREE_SDPA
 
 CONFIG = dict(target="tiny", depth=3, context=4, layers=1, heads=4, ffn=64, draft_vocab=40, steps=4,
               batch_size=8, warmup=1, lr=3e-3, tree_lambda=0.1, tree_anchors=2, tree_pool=3, checkpoint_every=2,

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from tevcore.datasets import Prompt
-from tevcore.drafters.block import BlockDrafter, BlockDrafterConfig, BlockProposer
+from tevcore.lab.datasets import Prompt
+from tevcore.proposers.block import BlockDrafter, BlockDrafterConfig, BlockProposer
 from tevcore.train.eval import eval_prompts, evaluate, format_table
 
 
@@ -91,7 +91,7 @@ def test_a_proposer_paired_with_itself_differs_by_exactly_nothing(tiny_target):
 
 
 def test_paired_coverage_scores_each_proposer_at_the_same_round_starts(tiny_target):
-    from tevcore.drafters.base import NoDrafter
+    from tevcore.proposers.base import NoDrafter
     from tevcore.train.eval import format_paired, paired_coverage
 
     drafter, flat = _tiny_proposer(tiny_target, 2), NoDrafter(97)

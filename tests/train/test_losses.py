@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from tevcore.builders import best_first
-from tevcore.flow import target_flow
+from tevcore.engine.builders import best_first
+from tevcore.engine.flow import target_flow
 from tevcore.train.losses import distill_loss, tree_loss, tree_objective, tree_weights
-from tevcore.tree import DraftTree
+from tevcore.engine.tree import DraftTree
 
 
 def test_distill_loss_is_soft_cross_entropy_summed_over_depths_and_averaged_over_anchors():

@@ -2,8 +2,8 @@
 
 import torch
 
-from tevcore.builders import best_first
-from tevcore.target import TargetSession
+from tevcore.engine.builders import best_first
+from tevcore.target.session import TargetSession
 from tevcore.train.treescore import PooledContexts
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from .data import data_folders, load_shards, read_manifests
+from tevcore.train.data import data_folders, load_shards, read_manifests
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-from ..flags import comma_list
-from .config import TrainConfig
+from tevcore.flags import comma_list
+from tevcore.train.config import TrainConfig
 
 VARIANTS = {
     "distill": {"tree_lambda": 0.0},
@@ -65,10 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..drafters.block import BlockProposer, load_drafter
-    from ..models import load_target
-    from .eval import cells_to_json, eval_prompts, evaluate, format_paired, paired_coverage
-    from .loop import train
+    from tevcore.proposers.block import BlockProposer, load_drafter
+    from tevcore.target.loading import load_target
+    from tevcore.train.eval import cells_to_json, eval_prompts, evaluate, format_paired, paired_coverage
+    from tevcore.train.loop import train
 
     torch.set_num_threads(args.threads)
     if args.init is None and "start" in comma_list(args.variants, str, "variants"):
@@ -119,7 +119,7 @@ def variant_config(args: argparse.Namespace, name: str, shape: dict) -> TrainCon
 
 def _shape(init: str | None) -> dict:
     """The TrainConfig shape fields of the starting drafter, or the defaults of a fresh one."""
-    from ..drafters.block import read_config
+    from tevcore.proposers.block import read_config
 
     if init is None:
         defaults = TrainConfig(data="-")

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from .losses import TREE_WEIGHTS
+from tevcore.train.losses import TREE_WEIGHTS
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 from transformers import DynamicCache
 
-from ..datasets import DATASETS
-from ..flags import comma_list
-from ..models import Target
-from .prompts import all_training_prompts
+from tevcore.lab.datasets import DATASETS
+from tevcore.flags import comma_list
+from tevcore.target.loading import Target
+from tevcore.train.prompts import all_training_prompts
 
 MANIFEST = "manifest.json"
 

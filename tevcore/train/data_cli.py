@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from ..flags import comma_list
-from .data import DataConfig, build_dataset, plan_jobs
+from tevcore.flags import comma_list
+from tevcore.train.data import DataConfig, build_dataset, plan_jobs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +49,7 @@ def config_from_args(args: argparse.Namespace) -> DataConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..models import load_target
+    from tevcore.target.loading import load_target
 
     torch.set_num_threads(args.threads)
     config = config_from_args(args)

@@ -1,6 +1,6 @@
 """Drafter evaluation: E = 1 + coverage and the measured mean block length on held-out prompts.
 
-Both figures come from the real decoding loop (`tevcore.decode.rounds`) with
+Both figures come from the real decoding loop (`tevcore.decoding.loop.rounds`) with
 the TEV verifier: E is the flow's expected length of each round's tree,
 averaged over rounds; the block length is what the verifier accepted plus the
 bonus. They must agree within noise; a gap points at a bug, not a drafter.
@@ -19,16 +19,16 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from ..builders import best_first, check_budget
-from ..config import DecodeConfig
-from ..datasets import Prompt
-from ..decode import prompt_ids, rounds
-from ..flow import parent_edge_log_probs, path_log_probs, target_flow
-from ..models import Target
-from ..oracle import oracle_tree
-from ..sampling import gumbel_argmax, make_generator
-from ..target import TargetSession
-from .prompts import heldout_prompts
+from tevcore.engine.builders import best_first, check_budget
+from tevcore.config import DecodeConfig
+from tevcore.lab.datasets import Prompt
+from tevcore.decoding.loop import prompt_ids, rounds
+from tevcore.engine.flow import parent_edge_log_probs, path_log_probs, target_flow
+from tevcore.target.loading import Target
+from tevcore.decoding.oracle import oracle_tree
+from tevcore.engine.sampling import gumbel_argmax, make_generator
+from tevcore.target.session import TargetSession
+from tevcore.train.prompts import heldout_prompts
 
 BUDGETS = ("chain", 4, 8, 16, 32)
 MIX = ("mt-bench", "humaneval", "gsm8k")
@@ -120,7 +120,7 @@ def walk_decode(target: Target, prompts: list[PromptLike], temperature: float, m
 
 def oracle_ceilings(target: Target, prompts: list[PromptLike], temperature: float, budgets: list[int],
                     max_new_tokens: int = 64, seed: int = 0, progress: bool = True) -> list[EvalCell]:
-    """1 + C of the oracle tree (`tevcore.oracle`) at each budget: the ceiling of E for any drafter.
+    """1 + C of the oracle tree (`tevcore.decoding.oracle`) at each budget: the ceiling of E for any drafter.
 
     Averaged over every position of an autoregressive decode at `temperature`
     (a drafter's E averages over round starts of its own decode), so it is

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import torch
 
-from ..drafters import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from ..flags import budget_or_chain, comma_list
-from .eval import (
+from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
+from tevcore.flags import budget_or_chain, comma_list
+from tevcore.train.eval import (
     BUDGETS,
     MIX,
     cells_to_json,
@@ -54,9 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..drafters.block import BlockProposer, default_drafter_path, load_drafter
-    from ..drafters.lookup import ContextLookupProposer
-    from ..models import load_target
+    from tevcore.proposers.block import BlockProposer, default_drafter_path, load_drafter
+    from tevcore.proposers.lookup import ContextLookupProposer
+    from tevcore.target.loading import load_target
 
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")

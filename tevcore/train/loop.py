@@ -21,8 +21,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from ..builders import best_first
-from ..drafters.block import (
+from tevcore.engine.builders import best_first
+from tevcore.proposers.block import (
     DEFAULT_LAYERS,
     BlockDrafter,
     BlockDrafterConfig,
@@ -31,12 +31,12 @@ from ..drafters.block import (
     read_config,
     save_drafter,
 )
-from ..flow import target_flow
-from ..models import Target
-from .anchors import AnchorBatch, AnchorSet
-from .config import TrainConfig
-from .losses import distill_loss, tree_objective
-from .rundir import (
+from tevcore.engine.flow import target_flow
+from tevcore.target.loading import Target
+from tevcore.train.anchors import AnchorBatch, AnchorSet
+from tevcore.train.config import TrainConfig
+from tevcore.train.losses import distill_loss, tree_objective
+from tevcore.train.rundir import (
     RunLock,
     latest_checkpoint,
     load_checkpoint,
@@ -44,7 +44,7 @@ from .rundir import (
     write_json_atomic,
     write_status,
 )
-from .treescore import PooledContexts
+from tevcore.train.treescore import PooledContexts
 
 
 def _dist() -> tuple[int, int]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import torch
 
-from ..flow import edge_log_probs, path_log_probs, target_flow
-from ..sampling import log_probs
-from ..tree import DraftTree
+from tevcore.engine.flow import edge_log_probs, path_log_probs, target_flow
+from tevcore.engine.sampling import log_probs
+from tevcore.engine.tree import DraftTree
 
 TREE_WEIGHTS = ("path", "exit", "flow")
 

@@ -1,6 +1,6 @@
 """Training prompts for distillation, never overlapping the held-out evaluation split.
 
-The split itself lives in `tevcore.datasets` (every 5th item of each set is
+The split itself lives in `tevcore.lab.datasets` (every 5th item of each set is
 held out) so that the benchmark and training agree by construction. Sets
 overlap in places, so an item is trainable only when its text is held out in
 no set at all.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from ..datasets import DATASETS, Prompt, load_prompts
+from tevcore.lab.datasets import DATASETS, Prompt, load_prompts
 
 
 def heldout_prompts(dataset: str) -> list[Prompt]:

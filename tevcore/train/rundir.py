@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from ..drafters.block import BlockDrafter, load_drafter, save_drafter
-from ..models import Target
+from tevcore.proposers.block import BlockDrafter, load_drafter, save_drafter
+from tevcore.target.loading import Target
 
 TRAINER_STATE = "trainer.pt"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .config import TrainConfig
+from tevcore.train.config import TrainConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def _plan(config: TrainConfig) -> str:
-    from .data import read_manifests
+    from tevcore.train.data import read_manifests
 
     manifests = read_manifests(config.data)
     kind = f"ExitTrain (lambda={config.tree_lambda}, w={config.tree_weight}, B={config.tree_budget})" \
@@ -47,9 +47,9 @@ def _plan(config: TrainConfig) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..drafters.block import load_drafter, save_drafter
-    from ..models import load_target
-    from .loop import train
+    from tevcore.proposers.block import load_drafter, save_drafter
+    from tevcore.target.loading import load_target
+    from tevcore.train.loop import train
 
     config = config_from_args(args)
     print(_plan(config))

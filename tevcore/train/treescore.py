@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from ..models import Target
-from ..target import TargetSession
-from ..tree import DraftTree
+from tevcore.target.loading import Target
+from tevcore.target.session import TargetSession
+from tevcore.engine.tree import DraftTree
 
 
 class PooledContexts:

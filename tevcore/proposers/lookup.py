@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..draft_rows import DraftRows, as_draft_rows
-from ..target import TargetSession
-from .base import Proposer
+from tevcore.engine.draft_rows import DraftRows, as_draft_rows
+from tevcore.target.session import TargetSession
+from tevcore.proposers.base import Proposer
 
 
 def lookup_continuation(context: list[int], length: int, min_ngram: int = 2, max_ngram: int = 4) -> list[int]:

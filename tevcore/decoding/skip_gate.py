@@ -1,6 +1,6 @@
 """Deciding, before drafting, whether a round is worth drafting at all.
 
-Trimming (`tevcore.trim`) turns a round whose drafted tree is forecast to
+Trimming (`tevcore.decoding.trim`) turns a round whose drafted tree is forecast to
 yield too little into a plain one-token step. Forecasting needs the draft,
 and on a CPU a drafter costs a sixth of a one-token forward: paid in every
 such round, that alone loses to autoregressive decoding. The gate learns,
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from .drafters.base import Proposer
-from .target import TargetSession
+from tevcore.proposers.base import Proposer
+from tevcore.target.session import TargetSession
 
 
 def has_cheap_evidence(proposer: Proposer, session: TargetSession) -> bool:

@@ -14,9 +14,9 @@ from typing import Protocol
 
 import torch
 
-from ..draft_rows import DraftRows
-from ..target import TargetSession
-from ..tree import DraftTree
+from tevcore.engine.draft_rows import DraftRows
+from tevcore.target.session import TargetSession
+from tevcore.engine.tree import DraftTree
 
 
 class Proposer(Protocol):

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from .sampling import check_temperature, is_greedy, log_probs, token_log_probs
-from .tree import DraftTree
+from tevcore.engine.sampling import check_temperature, is_greedy, log_probs, token_log_probs
+from tevcore.engine.tree import DraftTree
 
 DEFAULT_MISSING_K = 5
 

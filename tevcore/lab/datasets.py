@@ -35,7 +35,7 @@ class Prompt:
 
 def shared_dir() -> Path:
     """`../shared/datasets` beside the checkout."""
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+    return Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
 
 def _read_jsonl(path: Path) -> list[dict]:

@@ -23,10 +23,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from ..draft_rows import DraftRows
-from ..models import Target
-from ..packed_linear import PackedLinear, can_pack, fast_cpu_dtype, pack_linears
-from ..target import TargetSession
+from tevcore.engine.draft_rows import DraftRows
+from tevcore.target.loading import Target
+from tevcore.target.packed_linear import PackedLinear, can_pack, fast_cpu_dtype, pack_linears
+from tevcore.target.session import TargetSession
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -358,7 +358,7 @@ def load_default_proposer(target: Target, dtype: torch.dtype | None = None):
 
     A damaged committed drafter raises (it must be fixed, not silently replaced).
     """
-    from .base import GreedyRolloutProposer
+    from tevcore.proposers.base import GreedyRolloutProposer
 
     path = default_drafter_path()
     if not (path / CONFIG_FILE).is_file():

@@ -22,14 +22,14 @@ from statistics import mean, median, stdev
 import torch
 from tqdm import tqdm
 
-from .config import DecodeConfig
-from .datasets import load_prompts
-from .decode import generate, generate_ar, prompt_ids
-from .drafters import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from .flags import comma_list
-from .models import Target, load_target
-from .records import STAGES
-from .trim import TRIM_HELP, parse_trim
+from tevcore.config import DecodeConfig
+from tevcore.lab.datasets import load_prompts
+from tevcore.decoding.loop import generate, generate_ar, prompt_ids
+from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
+from tevcore.flags import comma_list
+from tevcore.target.loading import Target, load_target
+from tevcore.engine.records import STAGES
+from tevcore.decoding.trim import TRIM_HELP, parse_trim
 
 PROMPT_LOOKUP_TOKENS = 10
 
@@ -243,8 +243,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
-    from .drafters import resolve_proposer
+    from tevcore.decoding.autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
+    from tevcore.proposers import resolve_proposer
 
     commit = git_commit()  # the code that runs, even if the checkout moves on during a long bench
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)

@@ -1,9 +1,15 @@
-"""Drafters: given the committed context, propose K per-depth draft distributions."""
+"""Proposers: given the committed context, propose per-depth draft rows for the tree builder.
+
+The block drafter (block.py: one pass gives K per-depth distributions, trained
+with ExitTrain), the context lookup (lookup.py) and the greedy rollout stand-in
+(base.py) all sit behind the small `Proposer` interface in base.py;
+`resolve_proposer` turns a command-line spec into one.
+"""
 
 import torch
 
-from .base import GreedyRolloutProposer, NoDrafter, Proposer
-from .block import (BlockDrafter, BlockDrafterConfig, BlockProposer, default_drafter_path, load_default_proposer,
+from tevcore.proposers.base import GreedyRolloutProposer, NoDrafter, Proposer
+from tevcore.proposers.block import (BlockDrafter, BlockDrafterConfig, BlockProposer, default_drafter_path, load_default_proposer,
                     load_drafter, save_drafter)
 
 __all__ = ["Proposer", "resolve_proposer", "PROPOSER_SPECS", "GreedyRolloutProposer", "NoDrafter", "BlockDrafter",
@@ -37,7 +43,7 @@ def resolve_proposer(spec: str, target, drafter_dtype: torch.dtype | None = None
     """
     from pathlib import Path
 
-    from .lookup import ContextLookupProposer
+    from tevcore.proposers.lookup import ContextLookupProposer
 
     base = {"default": "drafter" + LOOKUP_SUFFIX, "lookup": "none" + LOOKUP_SUFFIX}.get(spec, spec)
     lookup = base.endswith(LOOKUP_SUFFIX)

@@ -17,14 +17,14 @@ from statistics import median
 
 import torch
 
-from .builders import best_first
-from .drafters.base import Proposer
-from .flow import draft_path_probs
-from .models import Target, cache_dir
-from .packed_linear import PACKED_FOR_ROWS, is_packed
-from .target import TargetSession
-from .tree import DraftTree
-from .trim import best_prefix_size, flat_costs, interpolated_costs, parse_trim
+from tevcore.engine.builders import best_first
+from tevcore.proposers.base import Proposer
+from tevcore.engine.flow import draft_path_probs
+from tevcore.target.loading import Target, cache_dir
+from tevcore.target.packed_linear import PACKED_FOR_ROWS, is_packed
+from tevcore.target.session import TargetSession
+from tevcore.engine.tree import DraftTree
+from tevcore.decoding.trim import best_prefix_size, flat_costs, interpolated_costs, parse_trim
 
 CURVE_SIZES = (0, 1, 2, 4, 8, 16, 32, 64)
 AUTO_BUDGETS = (1, 2, 4, 8, 16, 32, 64)  # what `--budget auto` chooses among
@@ -97,8 +97,8 @@ def calibration_rounds(target: Target, proposer: Proposer, prompts: list[list[in
 
     Nodes come in heap order, so the first B nodes form the budget-B tree.
     """
-    from .config import DecodeConfig
-    from .decode import rounds
+    from tevcore.config import DecodeConfig
+    from tevcore.decoding.loop import rounds
 
     config = DecodeConfig(max_new_tokens=rounds_per_prompt * (proposer.depth + 1), temperature=temperature,
                           budget=largest, seed=0)
@@ -186,7 +186,7 @@ def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], 
 
 
 def trim_costs(target: Target, budgets: list[int], spec: str) -> dict[int, tuple[float, ...] | None]:
-    """Per-budget `DecodeConfig.tree_costs` for a `--trim` spec (see `tevcore.trim`).
+    """Per-budget `DecodeConfig.tree_costs` for a `--trim` spec (see `tevcore.decoding.trim`).
 
     'auto' interpolates the forward-cost curve measured on this machine, so a
     round keeps the part of its tree that is forecast to pay for its forward.

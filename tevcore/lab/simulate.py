@@ -20,10 +20,10 @@ from typing import Callable
 
 import torch
 
-from .flow import TargetFlow, parent_edge_log_probs, target_flow
-from .sampling import make_generator, masked_probs, sample_index
-from .tree import DraftTree
-from .verifiers import (check_inputs, chain_subtree, child_token_row, get_verifier, tev_exit_mass,
+from tevcore.engine.flow import TargetFlow, parent_edge_log_probs, target_flow
+from tevcore.engine.sampling import make_generator, masked_probs, sample_index
+from tevcore.engine.tree import DraftTree
+from tevcore.verify.verifiers import (check_inputs, chain_subtree, child_token_row, get_verifier, tev_exit_mass,
                         verify_greedy)
 
 BonusCounts = dict[int, tuple[torch.Tensor, torch.Tensor]]  # exit node -> (token ids, counts)

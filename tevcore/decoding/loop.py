@@ -12,19 +12,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .builders import get_builder
-from .config import DecodeConfig
-from .drafters.base import Proposer
-from .flow import draft_path_probs, target_flow
-from .models import Target, encode_prompt
-from .records import RoundRecord
-from .sampling import gumbel_argmax, make_generator
-from .skip_gate import SkipGate, has_cheap_evidence
-from .target import TargetSession
-from .timing import StageTimer
-from .tree import DraftTree
-from .trim import ForecastCalibration, best_prefix_size
-from .verifiers import get_verifier
+from tevcore.engine.builders import get_builder
+from tevcore.config import DecodeConfig
+from tevcore.proposers.base import Proposer
+from tevcore.engine.flow import draft_path_probs, target_flow
+from tevcore.target.loading import Target, encode_prompt
+from tevcore.engine.records import RoundRecord
+from tevcore.engine.sampling import gumbel_argmax, make_generator
+from tevcore.decoding.skip_gate import SkipGate, has_cheap_evidence
+from tevcore.target.session import TargetSession
+from tevcore.timing import StageTimer
+from tevcore.engine.tree import DraftTree
+from tevcore.decoding.trim import ForecastCalibration, best_prefix_size
+from tevcore.verify.verifiers import get_verifier
 
 
 def prompt_ids(target: Target, prompt: str | list[int], chat: bool = True) -> list[int]:

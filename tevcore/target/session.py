@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from .kv_cache import grow_room, roomy_cache
-from .models import Target
-from .tree import DraftTree
+from tevcore.target.kv_cache import grow_room, roomy_cache
+from tevcore.target.loading import Target
+from tevcore.engine.tree import DraftTree
 
 
 @dataclass(frozen=True)

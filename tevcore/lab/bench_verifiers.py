@@ -23,16 +23,16 @@ from typing import Callable, TypeVar
 
 import torch
 
-from .builders import best_first
-from .datasets import load_prompts
-from .drafters.base import GreedyRolloutProposer
-from .flags import comma_list
-from .flow import target_flow
-from .models import Target, encode_prompt, load_target
-from .sampling import make_generator
-from .target import TargetSession
-from .tree import DraftTree
-from .verifiers import VERIFIERS, get_verifier, verifier_label, verify_greedy
+from tevcore.engine.builders import best_first
+from tevcore.lab.datasets import load_prompts
+from tevcore.proposers.base import GreedyRolloutProposer
+from tevcore.flags import comma_list
+from tevcore.engine.flow import target_flow
+from tevcore.target.loading import Target, encode_prompt, load_target
+from tevcore.engine.sampling import make_generator
+from tevcore.target.session import TargetSession
+from tevcore.engine.tree import DraftTree
+from tevcore.verify.verifiers import VERIFIERS, get_verifier, verifier_label, verify_greedy
 
 T_ = TypeVar("T_")
 

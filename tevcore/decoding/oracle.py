@@ -12,10 +12,10 @@ drafter.
 
 from __future__ import annotations
 
-from .builders import PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
-from .sampling import check_temperature, log_probs
-from .target import TargetSession
-from .tree import DraftTree
+from tevcore.engine.builders import PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
+from tevcore.engine.sampling import check_temperature, log_probs
+from tevcore.target.session import TargetSession
+from tevcore.engine.tree import DraftTree
 
 
 def oracle_tree(session: TargetSession, budget: int, temperature: float) -> DraftTree:

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .flow import TargetFlow
-from .tree import DraftTree
+from tevcore.engine.flow import TargetFlow
+from tevcore.engine.tree import DraftTree
 
 SCHEMA = "tevcore.trace"
 SCHEMA_VERSION = 1

@@ -17,9 +17,9 @@ from typing import Callable
 
 import torch
 
-from .flow import check_node_logits, exit_mass_from_edges, parent_edge_log_probs
-from .sampling import check_temperature, gumbel_argmax, log_probs, sample_index
-from .tree import DraftTree
+from tevcore.engine.flow import check_node_logits, exit_mass_from_edges, parent_edge_log_probs
+from tevcore.engine.sampling import check_temperature, gumbel_argmax, log_probs, sample_index
+from tevcore.engine.tree import DraftTree
 
 
 @dataclass(frozen=True)
