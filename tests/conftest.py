@@ -66,3 +66,19 @@ def one_thread_module():
     """One torch thread for a whole module of many small tensor ops (no thrashing on a shared machine)."""
     with _single_torch_thread():
         yield
+
+
+@pytest.fixture(scope="session")
+def tiny_model_folder(tmp_path_factory):
+    """`tiny_model_folder(family, seed=0, **kw)`: a saved tiny random `family` model (built once per arguments)."""
+    from tiny_models import save_tiny_model
+
+    made: dict[tuple, object] = {}
+
+    def build(family: str, seed: int = 0, **kw):
+        key = (family, seed, tuple(sorted(kw.items())))
+        if key not in made:
+            made[key] = save_tiny_model(family, tmp_path_factory.mktemp(f"tiny-{family}-{seed}"), seed=seed, **kw)
+        return made[key]
+
+    return build

@@ -1,0 +1,75 @@
+"""Tiny random-weight causal LMs of many families, saved as local Hugging Face folders.
+
+This is how transformers tests itself: the code paths a real checkpoint of a
+family takes (grouped heads, its rope, sliding-window and local/global layers,
+soft-capping, fused projections) run on a model small enough for a unit test.
+Every folder also gets a character-level tokenizer over the same 128-token
+vocabulary, so the CLI and the app can load it like any hub model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+VOCAB = 128
+WINDOW = 8  # sliding window of the sliding families: test contexts pass it
+FAMILIES = ("llama", "qwen2", "qwen3", "gemma2", "gemma3", "mistral", "phi3")
+_COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+               bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False)
+
+
+def family_config(family: str, window: int = WINDOW):
+    """The transformers config of a tiny `family` model; sliding families slide over `window` tokens."""
+    import transformers as tf
+
+    if family == "llama":
+        return tf.LlamaConfig(**_COMMON)
+    if family == "qwen2":
+        return tf.Qwen2Config(**_COMMON, use_sliding_window=True, sliding_window=window, max_window_layers=1,
+                              layer_types=["full_attention", "sliding_attention"])
+    if family == "qwen3":
+        return tf.Qwen3Config(**_COMMON, head_dim=16)
+    if family == "gemma2":
+        return tf.Gemma2Config(**{**_COMMON, "tie_word_embeddings": True}, head_dim=16, sliding_window=window,
+                               layer_types=["sliding_attention", "full_attention"])
+    if family == "gemma3":
+        return tf.Gemma3TextConfig(**{**_COMMON, "tie_word_embeddings": True}, head_dim=16, sliding_window=window,
+                                   layer_types=["sliding_attention", "full_attention"])
+    if family == "mistral":
+        return tf.MistralConfig(**_COMMON, sliding_window=window)
+    if family == "phi3":
+        return tf.Phi3Config(**_COMMON, sliding_window=None)
+    raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+
+
+def char_tokenizer(chat_template: bool = False):
+    """A fast tokenizer with one token per ASCII character (ids 3..127) and <pad>, <s>, </s>."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({chr(c): c for c in range(3, VOCAB)})
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    if chat_template:
+        tokenizer.chat_template = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
+                                   "{% if add_generation_prompt %}<assistant>{% endif %}")
+    return tokenizer
+
+
+def save_tiny_model(family: str, folder: Path, seed: int = 0, window: int = WINDOW,
+                    chat_template: bool = False) -> Path:
+    """Build a random `family` model from `seed` and save it with its tokenizer under `folder`."""
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(family_config(family, window)).eval()
+    folder = Path(folder)
+    model.save_pretrained(folder)
+    char_tokenizer(chat_template).save_pretrained(folder)
+    return folder
