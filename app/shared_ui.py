@@ -69,9 +69,9 @@ def get_target(spec: str):
 @st.cache_resource(show_spinner="Loading the drafter…")
 def get_proposer(spec: str, target_spec_name: str):
     """A proposer for a spec (see `tevcore.proposers.resolve_proposer`), loaded once per process."""
-    from tevcore import drafters
+    from tevcore.proposers import resolve_proposer
 
-    return drafters.resolve_proposer(spec, get_target(target_spec_name))
+    return resolve_proposer(spec, get_target(target_spec_name))
 
 
 def proposer_with_fallback(spec: str, target_spec_name: str):
