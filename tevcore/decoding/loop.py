@@ -100,7 +100,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
             if trimming:
                 calibration.observe(draft_probs, flow.path_prob[1:])
         with timer.stage("verify_decision"):
-            verdict = verify(tree, logits, config.temperature, generator)
+            verdict = verify(tree, logits, config.temperature, generator, flow=flow)
         drafted = tree.tokens[verdict.path[1:]].tolist() + [int(verdict.bonus_token)]
         emitted, done = _cut_at_stop(drafted, stops, config.max_new_tokens - produced)
         if not done:
