@@ -154,16 +154,16 @@ def test_simulate_counts_and_seeds():
 
 
 def test_bench_summary_on_synthetic_trees():
-    """The latency report's plumbing, without a model: timings, table and goals."""
-    from tevcore.lab.bench_verifiers import ScoredTree, format_table, goals, summarise, time_decisions
+    """The latency report's plumbing, without a model: both modes timed, table and goals."""
+    from tevcore.lab.bench_verifiers import MODES, ScoredTree, format_table, goals, summarise, time_decisions
 
     trees = [ScoredTree(16, *random_case(seed), forward_s=0.05) for seed in range(2)]
     names = list(VERIFIERS)
     timings = time_decisions(trees, names, rounds=4, temperature=1.0, seed=0)
-    assert all(len(t["seconds"]) == 4 and min(t["fraction"]) > 0 for t in timings.values())
+    assert all(len(t[mode]) == 4 and min(t[mode + "_fraction"]) > 0 for t in timings.values() for mode in MODES)
     rows = summarise(trees, timings, 1.0)
-    assert [r["verifier"] for r in rows] == names and rows[0]["vs_tev"] == 1.0
-    table = format_table(rows)
-    assert "naive_ratio (NOT exact: teaching foil)" in table
-    assert set(goals(rows)) == {"budget", "tev_fraction_of_forward", "tev_fraction_goal_met",
-                                "tev_over_residual", "tev_over_residual_goal_met"}
+    residual = next(r for r in rows if r["verifier"] == "residual")
+    assert [r["verifier"] for r in rows] == names and residual["given_flow_vs_residual"] == 1.0
+    assert "naive_ratio (NOT exact: teaching foil)" in format_table(rows)
+    assert set(goals(rows)) == {"budget", "tev_over_residual_given_flow", "given_flow_goal_met",
+                                "tev_over_residual_including_flow", "including_flow_goal_met"}
