@@ -12,12 +12,13 @@ from scipy.stats import chisquare
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, generate_ar, rounds
 from tevcore.engine.draft_rows import DraftRows
+from tevcore.proposers.base import ProposerBase
 from tevcore.decoding.trim import flat_costs
 
 EXACT = ("tev", "predraw", "residual", "greedy", "chain")
 
 
-class FixedRowsProposer:
+class FixedRowsProposer(ProposerBase):
     """Test double: the same seeded rows every round (a deterministic drafter), with rows of their own
     below the two likeliest depth-1 tokens, as a drafter's conditioned second pass gives."""
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from tevcore.decoding.loop import walk
 from tevcore.engine.builders import best_first
 from tevcore.lab.bench import git_commit
 from tevcore.lab.datasets import load_prompts
@@ -60,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the decisions")
     parser.add_argument("--verifiers", default=",".join(VERIFIERS), help="comma-separated verifier names")
     parser.add_argument("--prompts", type=int, default=3, help="held-out MT-Bench prompts to take trees from")
-    parser.add_argument("--positions", type=int, default=2, help="tree positions per prompt (greedy rounds apart)")
+    parser.add_argument("--positions", type=int, default=2, help="tree positions per prompt (consecutive tokens of its greedy walk)")
     parser.add_argument("--depth", type=int, default=8, help="rollout depth K of the stand-in proposer")
     parser.add_argument("--target", default="default", help="'default', a .gguf file, a model folder or a hub id")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
@@ -81,20 +82,22 @@ def _score(session: TargetSession, tree: DraftTree, repeats: int = 3) -> tuple[t
 
 def collect_trees(target: Target, prompts: list[str], budgets: list[int], positions: int,
                   depth: int) -> dict[int, list[ScoredTree]]:
-    """Scored best-first trees per budget; between positions the session commits a greedy verdict."""
+    """Scored best-first trees per budget at the first `positions` positions of each prompt's greedy walk."""
     proposer = GreedyRolloutProposer(depth=depth)
     trees: dict[int, list[ScoredTree]] = {budget: [] for budget in budgets}
+
+    def measure(session: TargetSession) -> torch.Tensor:
+        depth_logq = proposer.propose(session)
+        for budget in budgets:
+            tree = best_first(session.root_token, depth_logq, budget)
+            logits, forward_s = _score(session, tree)
+            trees[budget].append(ScoredTree(budget, tree, logits, forward_s))
+        return logits[0]  # the last budget's tree stays scored; the walk commits its root's greedy token
+
     for prompt in prompts:
         session = TargetSession(target)
-        session.prefill(encode_prompt(target, prompt), reserve=positions * (depth + 1) + 1)
-        for _ in range(positions):
-            depth_logq = proposer.propose(session)
-            for budget in budgets:
-                tree = best_first(session.root_token, depth_logq, budget)
-                logits, forward_s = _score(session, tree)
-                trees[budget].append(ScoredTree(budget, tree, logits, forward_s))
-            verdict = get_verifier("greedy")(tree, logits, 0.0, make_generator(0, session.device))
-            session.commit(verdict.path, verdict.bonus_token)  # the last budget's tree is still scored
+        session.prefill(encode_prompt(target, prompt), reserve=positions + depth + 1)
+        walk(session, positions, 0.0, make_generator(0, session.device), set(), measure)
     return trees
 
 
