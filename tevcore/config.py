@@ -10,6 +10,9 @@ from tevcore.engine.builders import get_builder
 from tevcore.engine.sampling import check_temperature
 
 DEFAULT_BUDGET = 8
+# The temperature of studies of the sampled law (verifier latency, drafter comparisons): decoding itself
+# defaults to greedy (DecodeConfig.temperature = 0).
+SAMPLING_TEMPERATURE = 1.0
 
 
 @dataclass(frozen=True)

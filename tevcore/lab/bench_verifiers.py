@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.decoding.loop import walk
 from tevcore.engine.builders import best_first
 from tevcore.lab.bench import git_commit
@@ -58,7 +59,8 @@ class ScoredTree:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budgets", default="8,16,32,64", help="comma-separated tree budgets")
     parser.add_argument("--rounds", type=int, default=200, help="timed decisions per verifier and budget")
-    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the decisions")
+    parser.add_argument("--temperature", type=float, default=SAMPLING_TEMPERATURE,
+                        help="sampling temperature of the decisions")
     parser.add_argument("--verifiers", default=",".join(VERIFIERS), help="comma-separated verifier names")
     parser.add_argument("--prompts", type=int, default=3, help="held-out MT-Bench prompts to take trees from")
     parser.add_argument("--positions", type=int, default=2, help="tree positions per prompt (consecutive tokens of its greedy walk)")
@@ -217,9 +219,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench-verifiers", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    """An alias of `python -m tevcore bench-verifiers`."""
+    from tevcore.cli import run_command
+
+    return run_command("bench-verifiers", argv)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
         builder = "chain" if budget == "chain" else "best_first"
         size = proposer.depth if budget == "chain" else int(budget)
         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, budget=size,
-                              builder=builder, verifier="tev", seed=seed)
+                              builder=builder, verifier="tev", seed=seed, record="lean")
         per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, block, prompt) per round
         prompt_counts: dict[str, int] = defaultdict(int)
         for index, prompt in enumerate(tqdm(prompts, desc=f"T={temperature} B={budget}", disable=not progress,
