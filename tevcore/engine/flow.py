@@ -76,7 +76,12 @@ def log_missing_mass(tree: DraftTree, row_log_probs: torch.Tensor, nodes: torch.
 
     It never subtracts m from 1, so it stays exact where m is within ~1e-16 of 1.
     """
-    banned = tree.child_token_mask(row_log_probs.shape[-1])[nodes.cpu()].to(row_log_probs.device)
+    slot = torch.full((tree.num_nodes,), -1, dtype=torch.long)
+    slot[nodes.cpu()] = torch.arange(nodes.numel())
+    rows, asked = slot[tree.parents[1:]], slot[tree.parents[1:]] >= 0  # children of the nodes asked for only
+    banned = torch.zeros(nodes.numel(), row_log_probs.shape[-1], dtype=torch.bool)
+    banned[rows[asked], tree.tokens[1:][asked]] = True
+    banned = banned.to(row_log_probs.device)
     return torch.logsumexp(row_log_probs.masked_fill(banned, float("-inf")), dim=-1)
 
 

@@ -107,10 +107,13 @@ def gumbel_argmax(
     """
     scores = logits.float()
     if not is_greedy(temperature):
-        uniform = torch.rand(scores.shape, generator=generator, device=scores.device)
-        gumbel = -torch.log(-torch.log(uniform.clamp_min(1e-20)))
-        scores = scores / temperature + gumbel
-    if banned is not None:
+        # -log(-log u) is a Gumbel(0, 1) draw; written in place, one V-wide buffer besides the scores
+        minus_gumbel = torch.rand(scores.shape, generator=generator, device=scores.device)
+        minus_gumbel.clamp_min_(1e-20).log_().neg_().log_()
+        scores = (scores if temperature == 1.0 else scores / temperature) - minus_gumbel
+        if banned is not None:
+            scores.masked_fill_(banned, -math.inf)
+    elif banned is not None:
         scores = scores.masked_fill(banned, -math.inf)
     return scores.argmax(-1)
 
