@@ -5,19 +5,21 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
-from scipy.stats import chisquare
 
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, generate_ar, rounds
 from tevcore.engine.draft_rows import DraftRows
+from tevcore.proposers.base import ProposerBase
+from tevcore.verify.laws import chi_square, chi_square_pvalue
 from tevcore.decoding.trim import flat_costs
 
 EXACT = ("tev", "predraw", "residual", "greedy", "chain")
 
 
-class FixedRowsProposer:
+class FixedRowsProposer(ProposerBase):
     """Test double: the same seeded rows every round (a deterministic drafter), with rows of their own
     below the two likeliest depth-1 tokens, as a drafter's conditioned second pass gives."""
 
@@ -151,14 +153,10 @@ def test_joint_law_of_three_tokens_matches_target_tiny(small_vocab_target, verif
         config = DecodeConfig(max_new_tokens=horizon, temperature=temperature, budget=6, verifier=verifier,
                               seed=seed, stop_tokens=())
         counts[tuple(generate(target, proposer, prompt, config).tokens)] += 1
-    cells = sorted(law, key=law.get, reverse=True)
-    big = [c for c in cells if law[c] * draws >= 5]
-    observed = [counts[c] for c in big] + [sum(counts[c] for c in cells if c not in big)]
-    expected = [law[c] * draws for c in big] + [draws * sum(law[c] for c in cells if c not in big)]
-    if expected[-1] < 1e-9:
-        observed, expected = observed[:-1], expected[:-1]
-    p_value = chisquare(observed, expected).pvalue
-    print(f"{verifier}: joint law of 3 tokens, {len(observed)} cells, {draws} draws, chi2 p = {p_value:.3f}")
+    cells = list(law)
+    statistic, dof = chi_square(np.array([counts[c] for c in cells]), np.array([law[c] for c in cells]))
+    p_value = chi_square_pvalue(statistic, dof)
+    print(f"{verifier}: joint law of 3 tokens, {dof + 1} pooled cells, {draws} draws, chi2 p = {p_value:.3f}")
     assert p_value > 1e-3
 
 
@@ -216,9 +214,33 @@ def test_joint_law_of_three_tokens_default_model(default_target, default_propose
             counts[string] += 1
         else:
             other += 1
-    big = [c for c in law if law[c] * draws >= 5]
-    observed = [counts[c] for c in big] + [draws - sum(counts[c] for c in big)]
-    expected = [law[c] * draws for c in big] + [draws * (1 - sum(law[c] for c in big))]
-    p_value = chisquare(observed, expected).pvalue
-    print(f"default model: 3-token law, {len(observed)} pooled cells, {draws} draws, chi2 p = {p_value:.3f}")
+    cells = list(law)
+    observed = np.array([counts[c] for c in cells] + [other])
+    probs = np.array([law[c] for c in cells] + [max(0.0, 1.0 - sum(law.values()))])
+    p_value = chi_square_pvalue(*chi_square(observed, probs))
+    print(f"default model: 3-token law, {len(cells) + 1} cells before pooling, {draws} draws, chi2 p = {p_value:.3f}")
     assert p_value > 1e-3
+
+
+def test_lean_records_decode_the_same_and_carry_what_the_loop_needs(small_vocab_target):
+    target, prompt = small_vocab_target, [1, 3, 0, 2]
+
+    class Observed(FixedRowsProposer):
+        seen: list[int] = []
+
+        def observe_round(self, session, record) -> None:
+            self.seen.append(record.index)
+
+    settings = dict(max_new_tokens=8, temperature=1.0, budget=6, seed=3, stop_tokens=())
+    full = generate(target, FixedRowsProposer(target.vocab_size), prompt, DecodeConfig(**settings))
+    proposer = Observed(target.vocab_size)
+    lean = generate(target, proposer, prompt, DecodeConfig(**settings, record="lean"))
+    assert lean.tokens == full.tokens and len(lean.rounds) == len(full.rounds)
+    assert proposer.seen == list(range(len(lean.rounds)))  # the feedback call: once per round, after commit
+    for f, l in zip(full.rounds, lean.rounds):
+        assert torch.equal(f.flow.exit_mass, l.flow.exit_mass)
+        assert len(f.token_texts) == f.tree.num_nodes and f.flow.missing_tokens.shape[1] > 0 and f.bonus_text
+        assert l.token_texts == [] and l.missing_texts == [] and l.flow.missing_tokens.shape[1] == 0
+        assert l.timings.record > 0 and f.timings.record > 0
+    with pytest.raises(ValueError, match="record must be one of full, lean"):
+        DecodeConfig(record="medium")

@@ -4,10 +4,10 @@
    round is derived from its own rule (every drawn token, every accept or
    reject branch), three rounds are composed, and the law of the first three
    tokens must equal the target's product of conditionals.
-2. Monte Carlo: `simulate` counts (exit node, bonus | exit) on random trees
-   against the analytic law, with the p-values of many seeds tested for
-   uniformity; the same test must catch the naive-ratio foil.
-3. The single-draw `verify` functions pass the same test with fewer draws.
+2. The foil's batched rule and its single draws follow the foil's own
+   enumerated law (so what the chi-square tests of tests/verify/test_rules.py
+   catch is the rule itself); every rule at T = 0 is the greedy verdict.
+3. The single-draw `verify` functions pass the chi-square test with fewer draws.
 4. A real tree of the default target.
 """
 
@@ -21,19 +21,20 @@ from functools import lru_cache
 import numpy as np
 import pytest
 import torch
-from scipy import stats
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from verify_cases import RULE_CASES
 from tevcore.engine.builders import best_first, chain, fixed_width
 from tevcore.proposers.base import GreedyRolloutProposer
 from tevcore.engine.flow import target_flow
 from tevcore.target.loading import encode_prompt
 from tevcore.engine.sampling import log_probs, make_generator, masked_probs
-from tevcore.lab.simulate import ExitLaw, SimulationResult, exit_law, simulate
+from tevcore.lab.simulate import SimulationResult, count_verdicts, simulate
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
-from tevcore.verify.verifiers import (EXACT_VERIFIERS, VERIFIERS, chain_subtree, child_token_row, tev_exit_mass,
-                               verify_greedy)
+from tevcore.verify.laws import (VerdictLaw, bonus_pvalue, chi_square, chi_square_pvalue, exit_law, exit_pvalue,
+                                 rule_law)
+from tevcore.verify.verifiers import EXACT_VERIFIERS, VERIFIERS, chain_subtree
 
 SAMPLED_EXACT = ("tev", "predraw", "residual", "chain")  # exact at every T; greedy is exact at T = 0
 
@@ -91,12 +92,12 @@ def _children_by_token(tree: DraftTree) -> list[dict[int, int]]:
 
 
 def law_tev(tree: DraftTree, logits: torch.Tensor, temperature: float) -> Law:
-    """TEV's rule: exit ~ its own X (level-parallel code), bonus ~ the masked row gumbel_argmax samples."""
-    exit_mass = tev_exit_mass(tree, logits, temperature)
+    """TEV's rule: exit ~ the flow's X, bonus ~ the masked row gumbel_argmax samples."""
+    exit_mass = target_flow(tree, logits, temperature).exit_mass
     law: Law = {}
     for node in range(tree.num_nodes):
         if exit_mass[node] > 0:
-            bonus = masked_probs(logits[node], temperature, child_token_row(tree, node, VOCAB, logits.device))
+            bonus = masked_probs(logits[node], temperature, tree.child_token_mask(VOCAB)[node])
             law.update({(node, y): float(exit_mass[node] * bonus[y]) for y in range(VOCAB) if bonus[y] > 0})
     return law
 
@@ -251,169 +252,29 @@ def test_enumeration_exposes_the_foil(builder):
     assert tv > 1e-2
 
 
-# ---------------------------------------------------------------- 2. Monte Carlo chi-square
+# ---------------------------------------------------------------- 2. the foil's own rule, T = 0
 
-MC_VOCAB = 40
 MC_DRAWS = 100_000
-MC_SEEDS = range(5)
-MC_TEMPERATURES = (0.5, 1.0, 1.5)
 VERIFY_DRAWS = 3000  # single-draw verify() calls per test
 
 
-def _mc_tree(kind: str) -> DraftTree:
-    """Draft trees of four shapes over a 40-token vocabulary."""
-    noise = torch.randn(10, MC_VOCAB, generator=_generator("tree", kind))
-    if kind == "chain":
-        return chain(3, torch.log_softmax(noise[:6], -1))
-    if kind == "bushy":
-        return fixed_width(3, torch.log_softmax(noise, -1), [6, 3])
-    if kind == "deep":  # peaked rows: best-first goes down the top-1 chain, branching now and then
-        return best_first(3, torch.log_softmax(6.0 * noise, -1), 24)
-    return best_first(3, torch.log_softmax(2.5 * noise, -1), 20)  # "faint": branches the target almost never takes
+def _pvalue_of(counts: np.ndarray, probs: np.ndarray) -> float:
+    return chi_square_pvalue(*chi_square(counts.astype(float), probs))
 
 
-def _mc_logits(tree: DraftTree, kind: str) -> torch.Tensor:
-    """Target logits that take the tree's branches often (first child most), or almost never ("faint")."""
-    generator = _generator("target", kind)
-    logits = 1.5 * torch.randn(tree.num_nodes, MC_VOCAB, generator=generator)
-    for node, kids in enumerate(tree.children()):
-        for rank, kid in enumerate(kids):
-            boost = 3.0 - rank if kind != "faint" or rank == 0 else -12.0
-            logits[node, tree.tokens[kid]] += boost
-    return logits
-
-
-MC_KINDS = ("chain", "bushy", "deep", "faint")
-MC_CASES = {kind: (_mc_tree(kind), _mc_logits(_mc_tree(kind), kind)) for kind in MC_KINDS}
-
-
-def chi2_statistic(observed: np.ndarray, probs: np.ndarray) -> tuple[float, int]:
-    """Pearson statistic and degrees of freedom, cells with expected < 5 pooled (smallest first).
-
-    A draw in a zero-probability cell is an infinite statistic.
-    """
-    if (observed[probs <= 0] > 0).any():
-        return float("inf"), 1
-    keep = probs > 0
-    observed, expected = observed[keep], probs[keep] / probs[keep].sum() * observed.sum()
-    order = np.argsort(expected)
-    observed, expected = observed[order], expected[order]
-    small = int((expected < 5).sum())
-    cut = max(small, int(np.searchsorted(np.cumsum(expected), 5.0)) + 1) if small else 0
-    if cut:
-        observed = np.concatenate([[observed[:cut].sum()], observed[cut:]])
-        expected = np.concatenate([[expected[:cut].sum()], expected[cut:]])
-    if len(expected) < 2:
-        return 0.0, 0
-    return float(((observed - expected) ** 2 / expected).sum()), len(expected) - 1
-
-
-def _pvalue(statistic: float, dof: int) -> float:
-    return 1.0 if dof == 0 else float(stats.chi2.sf(statistic, dof))
-
-
-def _local(node: int, nodes: torch.Tensor | None) -> int:
-    """A tree node's index in the law's own tree (the chain's, for the chain verifier)."""
-    return node if nodes is None else int((nodes == node).nonzero())
-
-
-def exit_pvalue(result: SimulationResult, law: ExitLaw, nodes: torch.Tensor | None = None) -> float:
-    """Exit counts against X (on the chain's own nodes for the chain verifier)."""
-    counts = result.exit_counts if nodes is None else result.exit_counts[nodes]
-    return _pvalue(*chi2_statistic(counts.numpy().astype(float), law.exit_mass.numpy()))
-
-
-def bonus_pvalue(result: SimulationResult, law: ExitLaw, nodes: torch.Tensor | None = None) -> float:
-    """Bonus given exit against the masked row, the per-exit statistics summed."""
-    total, dof = 0.0, 0
-    for node, (tokens, counts) in result.bonus_counts.items():
-        observed = np.zeros(law.node_logits.shape[1])
-        observed[tokens.numpy()] = counts.numpy()
-        statistic, node_dof = chi2_statistic(observed, law.bonus_probs(_local(node, nodes)).numpy())
-        total, dof = total + statistic, dof + node_dof
-    return _pvalue(total, dof)
-
-
-def law_of(verifier: str, tree: DraftTree, logits: torch.Tensor,
-           temperature: float) -> tuple[ExitLaw, torch.Tensor | None]:
-    """The law a verifier must follow: the tree's, or for `chain` the top-1 chain's (and its node ids)."""
-    if verifier == "chain":
-        sub, ids = chain_subtree(tree)
-        return exit_law(sub, logits[ids], temperature), ids
-    return exit_law(tree, logits, temperature), None
-
-
-def is_child_token(law: ExitLaw, nodes: torch.Tensor | None, node: int, tokens: torch.Tensor) -> torch.Tensor:
-    """Whether each token is a child token of `node` in the tree the verifier verifies."""
-    banned = child_token_row(law.tree, _local(node, nodes), law.node_logits.shape[1], torch.device("cpu"))
-    return banned[tokens]
-
-
-def assert_invariants(result: SimulationResult, law: ExitLaw, nodes: torch.Tensor | None) -> None:
-    """Counts add up on the verified tree, no bonus is a child token of its exit, E[L] = 1 + C within 4 SE."""
-    verified = result.exit_counts if nodes is None else result.exit_counts[nodes]
-    assert int(verified.sum()) == result.n == int(result.length_counts.sum())
-    assert result.length_counts[0] == 0
+def assert_invariants(result: SimulationResult, law: VerdictLaw) -> None:
+    """Counts add up, no bonus is a token the rule tried at its exit, E[L] = the law's within 4 SE."""
+    assert int(result.exit_counts.sum()) == result.n == int(result.length_counts.sum())
     for node, (tokens, counts) in result.bonus_counts.items():
         assert int(counts.sum()) == int(result.exit_counts[node])
-        assert not is_child_token(law, nodes, node, tokens).any()
-    gap = abs(result.mean_block_length - law.flow.expected_length)
+        assert not set(tokens.tolist()) & set(law.banned_tokens[node])
+    gap = abs(result.mean_block_length - law.expected_length)
     assert gap <= 4 * max(result.block_length_stderr, 1e-12) + 1e-9, (result.verifier, gap)
-
-
-@pytest.fixture(scope="module")
-def monte_carlo():
-    """p-values of every (verifier, tree, T, seed) case, simulated once for the tests below."""
-    out = {}
-    for verifier in SAMPLED_EXACT + ("naive_ratio",):
-        for kind, (tree, logits) in MC_CASES.items():
-            for temperature in MC_TEMPERATURES:
-                law, nodes = law_of(verifier, tree, logits, temperature)
-                for seed in MC_SEEDS:  # an independent random stream per case: p-values must not share draws
-                    case_seed = zlib.crc32(repr((verifier, kind, temperature, seed)).encode())
-                    result = simulate(verifier, tree, logits, temperature, MC_DRAWS, case_seed)
-                    if verifier != "naive_ratio":
-                        assert_invariants(result, law, nodes)
-                    out[verifier, kind, temperature, seed] = (exit_pvalue(result, law, nodes),
-                                                              bonus_pvalue(result, law, nodes), result.seconds)
-    return out
-
-
-def test_monte_carlo_trees_cover_the_shapes():
-    shapes = {kind: (tree.size, tree.max_depth, max(len(k) for k in tree.children())) for kind, (tree, _) in MC_CASES.items()}
-    print("tree shapes (nodes, depth, widest):", shapes)
-    faint = target_flow(*MC_CASES["faint"], 1.0)
-    assert 0 < float(faint.path_prob[1:].min()) < 1e-4
-    assert shapes["deep"][1] >= 6 and shapes["bushy"][2] >= 6 and shapes["chain"][2] == 1
-
-
-@pytest.mark.parametrize("verifier", SAMPLED_EXACT)
-def test_monte_carlo_pvalues_are_uniform(verifier, monte_carlo):
-    rows = [v for k, v in monte_carlo.items() if k[0] == verifier]
-    exit_p, bonus_p = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
-    ks_exit, ks_bonus = stats.kstest(exit_p, "uniform").pvalue, stats.kstest(bonus_p, "uniform").pvalue
-    print(f"{verifier}: {len(rows)} cases of {MC_DRAWS} draws; exit p min {exit_p.min():.3g} median "
-          f"{np.median(exit_p):.2f}, KS p {ks_exit:.3f}; bonus p min {bonus_p.min():.3g} median "
-          f"{np.median(bonus_p):.2f}, KS p {ks_bonus:.3f}; mean simulate {np.mean([r[2] for r in rows]):.3f} s")
-    assert min(exit_p.min(), bonus_p.min()) > 1e-5
-    assert min(ks_exit, ks_bonus) > 1e-3
-
-
-def test_monte_carlo_catches_the_foil(monte_carlo):
-    rejected = {}
-    for kind in MC_KINDS:
-        for temperature in MC_TEMPERATURES:
-            pvalues = [monte_carlo["naive_ratio", kind, temperature, seed][0] for seed in MC_SEEDS]
-            rejected[kind, temperature] = float(np.mean([p < 0.01 for p in pvalues]))
-    power = float(np.mean(list(rejected.values())))
-    print(f"naive_ratio rejected (exit chi2, alpha 0.01, {MC_DRAWS} draws) per (tree, T): {rejected}; overall {power:.2f}")
-    assert power >= 0.75
-    assert all(rejected[kind, t] == 1.0 for kind in ("bushy", "deep") for t in MC_TEMPERATURES)
 
 
 def test_foil_follows_its_own_rule():
     """What the test catches is the foil's rule itself: simulate and verify() match its enumerated law."""
-    tree, logits = MC_CASES["deep"]  # a tree where the foil's exit law is spread over many nodes
+    tree, logits = RULE_CASES["deep"]  # a tree where the foil's exit law is spread over many nodes
     rule_law = law_naive_ratio(tree, logits.double(), 1.0)
     exit_probs = np.zeros(tree.num_nodes)
     for (node, _), prob in rule_law.items():
@@ -422,44 +283,36 @@ def test_foil_follows_its_own_rule():
     verify, generator = VERIFIERS["naive_ratio"], make_generator(5)
     verified = np.bincount([verify(tree, logits, 1.0, generator).exit_node for _ in range(VERIFY_DRAWS)],
                            minlength=tree.num_nodes)
-    p_simulated = _pvalue(*chi2_statistic(simulated.astype(float), exit_probs))
-    p_verified = _pvalue(*chi2_statistic(verified.astype(float), exit_probs))
+    p_simulated, p_verified = _pvalue_of(simulated, exit_probs), _pvalue_of(verified, exit_probs)
     print(f"naive_ratio against its own rule: simulate p {p_simulated:.3f}, verify() p {p_verified:.3f}")
     assert (exit_probs > 0.01).sum() >= 5
     assert min(p_simulated, p_verified) > 1e-4
 
 
 def test_greedy_law_at_zero_temperature():
-    for tree, logits in MC_CASES.values():
+    for tree, logits in RULE_CASES.values():
         law = exit_law(tree, logits, 0.0)
-        for verifier in EXACT_VERIFIERS[:4]:
+        for verifier in ("tev", "predraw", "residual", "greedy"):
             result = simulate(verifier, tree, logits, 0.0, 1000, 0)
-            assert exit_pvalue(result, law) == 1.0 and bonus_pvalue(result, law) == 1.0
-            assert int(result.exit_counts.argmax()) == int(law.exit_mass.argmax())
+            assert int(result.exit_counts[law.exit_probs.argmax()]) == 1000
+            assert exit_pvalue(result.exit_counts, law) == 1.0 and bonus_pvalue(result.bonus_counts, law) == 1.0
 
 
 # ---------------------------------------------------------------- 3. single-draw verify()
 
 @pytest.mark.parametrize("verifier", SAMPLED_EXACT)
 def test_single_draw_verify_follows_the_law(verifier):
-    tree, logits = MC_CASES["bushy"]
+    tree, logits = RULE_CASES["bushy"]
     verify, generator = VERIFIERS[verifier], make_generator(7)
-    law, nodes = law_of(verifier, tree, logits, 1.0)
-    exit_counts = torch.zeros(tree.num_nodes, dtype=torch.long)
-    bonus: dict[int, list[int]] = defaultdict(list)
-    for _ in range(VERIFY_DRAWS):
-        verdict = verify(tree, logits, 1.0, generator)
-        assert verdict.path == tree.path(verdict.exit_node) and verdict.block_length == len(verdict.path)
-        assert not is_child_token(law, nodes, verdict.exit_node, torch.tensor([verdict.bonus_token])).any()
-        exit_counts[verdict.exit_node] += 1
-        bonus[verdict.exit_node].append(verdict.bonus_token)
-    bonus_counts = {node: torch.unique(torch.tensor(tokens), return_counts=True) for node, tokens in bonus.items()}
-    lengths = torch.zeros(tree.max_depth + 2, dtype=torch.long).index_add_(0, tree.depths + 1, exit_counts)
-    result = SimulationResult(verifier, 1.0, VERIFY_DRAWS, exit_counts, lengths, bonus_counts, 0.0)
-    p_exit, p_bonus = exit_pvalue(result, law, nodes), bonus_pvalue(result, law, nodes)
+    law = rule_law(verifier, tree, logits, 1.0)
+    verdicts = [verify(tree, logits, 1.0, generator) for _ in range(VERIFY_DRAWS)]
+    assert all(v.path == tree.path(v.exit_node) and v.block_length == len(v.path) for v in verdicts)
+    result = count_verdicts(verifier, tree, torch.tensor([v.exit_node for v in verdicts]),
+                            torch.tensor([v.bonus_token for v in verdicts]))
+    p_exit, p_bonus = exit_pvalue(result.exit_counts, law), bonus_pvalue(result.bonus_counts, law)
     print(f"verify() {verifier}: {VERIFY_DRAWS} draws, exit p {p_exit:.3f}, bonus p {p_bonus:.3f}")
     assert min(p_exit, p_bonus) > 1e-4
-    assert_invariants(result, law, nodes)
+    assert_invariants(result, law)
 
 
 # ---------------------------------------------------------------- 4. a real tree of the default target
@@ -479,18 +332,18 @@ def real_tree(default_target):
 @pytest.mark.parametrize("verifier", SAMPLED_EXACT)
 def test_real_tree_follows_the_law(verifier, real_tree):
     _, tree, logits = real_tree
-    law, nodes = law_of(verifier, tree, logits, 1.0)
+    law = rule_law(verifier, tree, logits, 1.0)
     result = simulate(verifier, tree, logits, 1.0, MC_DRAWS, seed=11)
-    p_exit, p_bonus = exit_pvalue(result, law, nodes), bonus_pvalue(result, law, nodes)
+    p_exit, p_bonus = exit_pvalue(result.exit_counts, law), bonus_pvalue(result.bonus_counts, law)
     print(f"real tree ({tree.size} nodes, depth {tree.max_depth}, V={logits.shape[1]}) {verifier}: "
           f"exit p {p_exit:.3f}, bonus p {p_bonus:.3f}, {result.seconds:.3f} s")
     assert min(p_exit, p_bonus) > 1e-4
-    assert_invariants(result, law, nodes)
+    assert_invariants(result, law)
 
 
 def test_real_tree_at_zero_temperature_is_greedy_decoding(real_tree, default_target):
     session, tree, logits = real_tree
-    verdict = verify_greedy(tree, logits, 0.0, make_generator(0))
+    verdict = VERIFIERS["greedy"](tree, logits, 0.0, make_generator(0))
     for name in ("tev", "predraw", "residual"):
         assert VERIFIERS[name](tree, logits, 0.0, make_generator(1)) == verdict
     emitted = tree.tokens[verdict.path[1:]].tolist() + [verdict.bonus_token]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tevcore.decoding.skip_gate import SkipGate, has_cheap_evidence
+from tevcore.decoding.skip_gate import SkipGate
+from tevcore.proposers.base import ProposerBase
 
 
 def test_a_disabled_gate_always_drafts():
@@ -39,13 +40,13 @@ def test_bad_gate_settings_are_refused():
         SkipGate(enabled=True, memory=0)
 
 
-def test_evidence_comes_from_the_proposer_when_it_offers_any():
-    class Plain:
+def test_evidence_is_the_proposers_own_call_with_a_no_op_default():
+    class Plain(ProposerBase):
         pass
 
-    class Knows:
+    class Knows(ProposerBase):
         def has_cheap_evidence(self, session):
             return session == "match"
 
-    assert not has_cheap_evidence(Plain(), "match")
-    assert has_cheap_evidence(Knows(), "match") and not has_cheap_evidence(Knows(), "other")
+    assert not Plain().has_cheap_evidence("match") and Plain().observe_round("match", None) is None
+    assert Knows().has_cheap_evidence("match") and not Knows().has_cheap_evidence("other")

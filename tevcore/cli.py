@@ -17,6 +17,7 @@ COMMANDS = {
     "build-data": ("tevcore.train.data_cli", "build a distillation set for a target"),
     "train": ("tevcore.train.train_cli", "train a drafter (distillation or ExitTrain)"),
     "eval-drafter": ("tevcore.train.eval_cli", "E = 1 + C and block length per budget for a drafter"),
+    "compare": ("tevcore.train.compare", "ExitTrain variants vs distillation from one start, paired evaluation"),
 }
 
 
@@ -33,12 +34,12 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
                              "(context lookup, no drafter), 'rollout' (stand-in: target greedy rollout), a drafter "
                              "folder; append '+lookup' to mix in context lookup")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
-    parser.add_argument("--budget", type=int, default=8, help=helps["budget"])
-    parser.add_argument("--temperature", type=float, default=0.0, help=helps["temperature"])
-    parser.add_argument("--builder", default="best_first", help=helps["builder"])
-    parser.add_argument("--verifier", default="tev", help=helps["verifier"])
-    parser.add_argument("--seed", type=int, default=0, help=helps["seed"])
-    parser.add_argument("--max-new-tokens", type=int, default=128, help=helps["max_new_tokens"])
+    parser.add_argument("--budget", type=int, default=DecodeConfig.budget, help=helps["budget"])
+    parser.add_argument("--temperature", type=float, default=DecodeConfig.temperature, help=helps["temperature"])
+    parser.add_argument("--builder", default=DecodeConfig.builder, help=helps["builder"])
+    parser.add_argument("--verifier", default=DecodeConfig.verifier, help=helps["verifier"])
+    parser.add_argument("--seed", type=int, default=DecodeConfig.seed, help=helps["seed"])
+    parser.add_argument("--max-new-tokens", type=int, default=DecodeConfig.max_new_tokens, help=helps["max_new_tokens"])
     parser.add_argument("--no-chat", action="store_true", help="feed the prompt as raw text")
     parser.add_argument("--out", help="write the rounds as a trace file (.jsonl or .jsonl.gz)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
@@ -152,3 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def run_command(name: str, argv: list[str] | None = None) -> int:
+    """`python -m <module of a subcommand> ARGS` is `python -m tevcore NAME ARGS`: one registry, one error path."""
+    return main([name, *(sys.argv[1:] if argv is None else argv)])

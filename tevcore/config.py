@@ -10,6 +10,9 @@ from tevcore.engine.builders import get_builder
 from tevcore.engine.sampling import check_temperature
 
 DEFAULT_BUDGET = 8
+# The temperature of studies of the sampled law (verifier latency, drafter comparisons): decoding itself
+# defaults to greedy (DecodeConfig.temperature = 0).
+SAMPLING_TEMPERATURE = 1.0
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,10 @@ class DecodeConfig:
     seed: int = field(default=0, metadata={"help": "seed of the verifier's random draws"})
     stop_tokens: tuple[int, ...] | None = field(default=None, metadata={"help": "None = the model's EOS and chat end tokens"})
     chat: bool = field(default=True, metadata={"help": "wrap a text prompt in the model's chat template"})
-    missing_k: int = field(default=5, metadata={"help": "top missing tokens recorded per node"})
+    missing_k: int = field(default=5, metadata={"help": "top missing tokens recorded per node (record level full)"})
+    record: str = field(default="full", metadata={
+        "help": "what each round records: full (missing tokens and texts, for the app and `round`) or lean "
+                "(what the loop needs: tree, flow, verdict; for benchmarks)"})
     tree_costs: tuple[float, ...] | None = field(default=None, metadata={
         "help": "forward cost of a tree of k drafted nodes in one-token forwards, k = 0..budget (None = score the "
                 "whole drafted tree); each round then scores the prefix of its tree with the most forecast tokens "
@@ -43,6 +49,10 @@ class DecodeConfig:
         get_verifier(self.verifier)
         if self.missing_k < 0:
             raise ValueError(f"missing_k must be >= 0, got {self.missing_k}")
+        from tevcore.engine.records import RECORD_LEVELS
+
+        if self.record not in RECORD_LEVELS:
+            raise ValueError(f"record must be one of {', '.join(RECORD_LEVELS)}, got {self.record!r}")
         if self.tree_costs is not None:
             object.__setattr__(self, "tree_costs", _checked_costs(self.tree_costs, self.budget))
         if self.stop_tokens is not None:

@@ -1,31 +1,61 @@
-"""Stage timer: wall time per stage of a round, synchronising CUDA only on CUDA."""
+"""The one timer: wall time of a call or of a stage, synchronising CUDA only on CUDA.
+
+`seconds_of` times one call; `StageTimer` accumulates the stages of a round
+(names from `records.STAGES`); `median_seconds` is the benchmark method
+(warm-up, then the median over repeats) that bench-verifiers and the app use.
+"""
 
 from __future__ import annotations
 
+import statistics
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import torch
 
-from tevcore.engine.records import StageTimings
+from tevcore.engine.records import STAGES, StageTimings
+
+T_ = TypeVar("T_")
+
+
+def _sync(device: torch.device | str | None) -> None:
+    if device is not None and torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def seconds_of(action: Callable[[], T_], device: torch.device | str | None = None) -> tuple[T_, float]:
+    """Result and wall time of one call, waiting for queued GPU work on both sides."""
+    _sync(device)
+    start = time.perf_counter()
+    result = action()
+    _sync(device)
+    return result, time.perf_counter() - start
+
+
+def median_seconds(action: Callable[[], object], repeats: int, device: torch.device | str | None = None,
+                   warmup: int = 1) -> float:
+    """Median wall time of `repeats` calls after `warmup` untimed ones (first calls pay one-off costs)."""
+    for _ in range(warmup):
+        action()
+    return statistics.median(seconds_of(action, device)[1] for _ in range(max(1, repeats)))
 
 
 class StageTimer:
     """Accumulates seconds per stage into a `StageTimings` record."""
 
     def __init__(self, device: torch.device) -> None:
-        self._cuda = torch.device(device).type == "cuda"
+        self._device = torch.device(device)
         self.timings = StageTimings()
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        if self._cuda:
-            torch.cuda.synchronize()
+        if name not in STAGES:
+            raise ValueError(f"unknown stage {name!r}; stages are {', '.join(STAGES)}")
+        _sync(self._device)
         start = time.perf_counter()
         try:
             yield
         finally:
-            if self._cuda:
-                torch.cuda.synchronize()
+            _sync(self._device)
             setattr(self.timings, name, getattr(self.timings, name) + time.perf_counter() - start)

@@ -78,8 +78,10 @@ def test_verifier_comparison_on_the_example_tree():
     assert not at.exception and not at.error
     summary = at.dataframe[0].value
     assert len(summary) == 6
-    exact = summary[summary["verifier"].isin(["tev", "predraw", "residual"])]
+    exact = summary[summary["exact"]]
+    assert len(exact) == 5  # tev, predraw, residual, greedy and chain, each against its own law
     assert (exact["exit χ² p (vs its law)"] > 1e-4).all()
+    assert (exact["bonus χ² p (all exits, vs its law)"] > 1e-4).all()
     naive = summary[summary["verifier"].str.startswith("naive_ratio")]
     assert "NOT exact" in naive["verifier"].iloc[0]
     assert charts(at) >= 5  # exit (exact), exit (foil), lengths, bonus, latency

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
+
+import torch
 
 from tevcore.engine.builders import get_builder
 from tevcore.config import DecodeConfig
@@ -19,7 +21,7 @@ from tevcore.engine.flow import draft_path_probs, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import gumbel_argmax, make_generator
-from tevcore.decoding.skip_gate import SkipGate, has_cheap_evidence
+from tevcore.decoding.skip_gate import SkipGate
 from tevcore.target.session import TargetSession
 from tevcore.timing import StageTimer
 from tevcore.engine.tree import DraftTree
@@ -43,6 +45,18 @@ def _texts(target: Target, ids: list[int]) -> list[str]:
     if target.tokenizer is None:
         return [str(t) for t in ids]
     return target.tokenizer.batch_decode([[t] for t in ids])
+
+
+def _add_texts(target: Target, record: RoundRecord) -> None:
+    """Record level "full": decode every node's token, its missing tokens, the bonus and the emitted block."""
+    tree, flow = record.tree, record.flow
+    texts = _texts(target, tree.tokens.tolist() + flow.missing_tokens.flatten().tolist() + record.emitted_tokens
+                   + [int(record.bonus_token)])
+    n, k = tree.num_nodes, flow.missing_tokens.shape[1]
+    record.token_texts = texts[:n]
+    record.missing_texts = [texts[n + i * k: n + (i + 1) * k] for i in range(n)]
+    record.emitted_text = "".join(texts[n + n * k:-1])
+    record.bonus_text = texts[-1]
 
 
 def _start(target: Target, prompt: str | list[int], config: DecodeConfig, depth: int,
@@ -75,6 +89,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
     generator = make_generator(config.seed, session.device)
     proposer_name = proposer.name if proposer is not None and depth else "none (autoregressive)"
     trimming = config.tree_costs is not None
+    full = config.record == "full"
     gate = SkipGate(enabled=trimming)
     calibration = ForecastCalibration()
     produced, index = 0, 0
@@ -83,7 +98,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         root = session.root_token
         context_length = len(session.committed)
         with timer.stage("draft"):
-            evidence = bool(depth) and trimming and has_cheap_evidence(proposer, session)
+            evidence = bool(depth) and trimming and proposer.has_cheap_evidence(session)
             drafting = bool(depth) and gate.should_draft(evidence)
             depth_logq = proposer.propose(session) if drafting else None
         with timer.stage("tree_build"):
@@ -96,26 +111,28 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         with timer.stage("tree_forward"):
             logits = session.score_tree(tree).logits
         with timer.stage("flow"):
-            flow = target_flow(tree, logits, config.temperature, config.missing_k)
+            flow = target_flow(tree, logits, config.temperature, config.missing_k if full else 0)
             if trimming:
                 calibration.observe(draft_probs, flow.path_prob[1:])
         with timer.stage("verify_decision"):
-            verdict = verify(tree, logits, config.temperature, generator)
+            verdict = verify(tree, logits, config.temperature, generator, flow=flow)
         drafted = tree.tokens[verdict.path[1:]].tolist() + [int(verdict.bonus_token)]
         emitted, done = _cut_at_stop(drafted, stops, config.max_new_tokens - produced)
         if not done:
             with timer.stage("commit"):
                 session.commit(list(verdict.path), int(verdict.bonus_token))
-        texts = _texts(target, tree.tokens.tolist() + flow.missing_tokens.flatten().tolist() + emitted)
-        n, k = tree.num_nodes, flow.missing_tokens.shape[1]
-        yield RoundRecord(
-            index=index, proposer=proposer_name, builder=config.builder, budget=config.budget,
-            temperature=config.temperature, context_length=context_length, tree=tree, flow=flow,
-            token_texts=texts[:n], missing_texts=[texts[n + i * k: n + (i + 1) * k] for i in range(n)],
-            verifier=config.verifier, path=list(verdict.path), exit_node=int(verdict.exit_node),
-            bonus_token=int(verdict.bonus_token), bonus_text=_texts(target, [int(verdict.bonus_token)])[0],
-            emitted_tokens=emitted, emitted_text="".join(texts[n + n * k:]), timings=timer.timings,
-        )
+        with timer.stage("record"):
+            record = RoundRecord(
+                index=index, proposer=proposer_name, builder=config.builder, budget=config.budget,
+                temperature=config.temperature, context_length=context_length, tree=tree, flow=flow,
+                token_texts=[], missing_texts=[], verifier=config.verifier, path=list(verdict.path),
+                exit_node=int(verdict.exit_node), bonus_token=int(verdict.bonus_token), emitted_tokens=emitted,
+                timings=timer.timings)
+            if full:
+                _add_texts(target, record)
+        if depth:
+            proposer.observe_round(session, record)
+        yield record
         produced += len(emitted)
         index += 1
         if done:
@@ -131,14 +148,6 @@ class Generation:
     rounds: list[RoundRecord] = field(default_factory=list)
     seconds: float = 0.0
 
-    @property
-    def mean_block_length(self) -> float:
-        return sum(r.block_length for r in self.rounds) / max(len(self.rounds), 1)
-
-    @property
-    def mean_expected_length(self) -> float:
-        return sum(r.expected_length for r in self.rounds) / max(len(self.rounds), 1)
-
 
 def _decode_text(target: Target, tokens: list[int]) -> str:
     return target.tokenizer.decode(tokens) if target.tokenizer is not None else " ".join(map(str, tokens))
@@ -153,17 +162,36 @@ def generate(target: Target, proposer: Proposer | None, prompt: str | list[int],
                       seconds=time.perf_counter() - start)
 
 
-def generate_ar(target: Target, prompt: str | list[int], config: DecodeConfig) -> Generation:
-    """Autoregressive baseline: one target forward and one draw per token."""
-    start = time.perf_counter()
-    session, stops = _start(target, prompt, config, 0, ())
-    generator = make_generator(config.seed, session.device)
+RootRow = Callable[[TargetSession], torch.Tensor]
+
+
+def score_root(session: TargetSession) -> torch.Tensor:
+    """The plain autoregressive step: score the root alone, return its row of logits."""
+    return session.score_tree(DraftTree.root_only(session.root_token)).logits[0]
+
+
+def walk(session: TargetSession, max_new_tokens: int, temperature: float, generator: torch.Generator,
+         stops: set[int], measure: RootRow = score_root) -> list[int]:
+    """The one autoregressive walker: per position `measure` scores (and leaves in place) a tree and returns
+    its root row, one token is drawn from it, and it is committed unless it is a stop token.
+
+    The AR baseline, the drafter evaluation, tree collection for bench-verifiers
+    all walk this loop, so they cannot differ in sampling or stopping.
+    """
     tokens: list[int] = []
-    while len(tokens) < config.max_new_tokens:
-        logits = session.score_tree(DraftTree.root_only(session.root_token)).logits[0]
-        token = int(gumbel_argmax(logits, config.temperature, generator))
+    while len(tokens) < max_new_tokens:
+        token = int(gumbel_argmax(measure(session), temperature, generator))
         tokens.append(token)
         if token in stops:
             break
         session.commit([0], token)
+    return tokens
+
+
+def generate_ar(target: Target, prompt: str | list[int], config: DecodeConfig) -> Generation:
+    """Autoregressive baseline: one target forward and one draw per token (`walk`)."""
+    start = time.perf_counter()
+    session, stops = _start(target, prompt, config, 0, ())
+    generator = make_generator(config.seed, session.device)
+    tokens = walk(session, config.max_new_tokens, config.temperature, generator, stops)
     return Generation(tokens=tokens, text=_decode_text(target, tokens), seconds=time.perf_counter() - start)

@@ -16,15 +16,6 @@ from __future__ import annotations
 
 from collections import deque
 
-from tevcore.proposers.base import Proposer
-from tevcore.target.session import TargetSession
-
-
-def has_cheap_evidence(proposer: Proposer, session: TargetSession) -> bool:
-    """Whether the proposer knows, without drafting, that this round is promising."""
-    check = getattr(proposer, "has_cheap_evidence", None)
-    return bool(check(session)) if check is not None else False
-
 
 class SkipGate:
     """Per-decode memory of whether drafting rounds without evidence has paid lately."""

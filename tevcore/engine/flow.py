@@ -5,10 +5,9 @@ probability P(v), child mass m(v), exit mass X(v) = P(v)(1 - m(v)), coverage
 C = sum of P over non-root nodes, and the tokens the target wanted at v that
 the tree lacks. P is accumulated in log space level by level, and 1 - m is
 log1p(-m) where m <= 1/2 and a log-sum-exp over the non-child tokens above,
-so deep trees and near-one child mass stay exact. P lives here only; X has
-the exact form used for records and laws (`target_flow`) and the fast
-scatter-add form TEV samples from (`exit_mass_from_edges`), both built on
-the same `path_log_probs`.
+so deep trees and near-one child mass stay exact. One `target_flow` per
+round serves the record, the laws and every verifier (TEV draws its exit from
+its X): the row normalisers of the scored parents are computed once.
 """
 
 from __future__ import annotations
@@ -72,26 +71,17 @@ def draft_path_probs(tree: DraftTree) -> torch.Tensor:
     return path_log_probs(tree, tree.draft_logp.double()).exp()
 
 
-def exit_mass_from_edges(tree: DraftTree, log_a: torch.Tensor) -> torch.Tensor:
-    """X(v) = P(v)(1 - m(v)) with m a scatter-add of a onto the parents (float64).
-
-    The fast form a level-parallel verifier draws from: no pass over the
-    vocabulary. Where m is within ~1e-7 of 1 it is less precise than
-    `target_flow`'s log-sum-exp over the non-child tokens, which is what
-    measurements and the analytic law use.
-    """
-    log_a = log_a.double()
-    edge = log_a.exp()
-    child_mass = torch.zeros_like(edge).index_add_(0, tree.parents[1:].to(edge.device), edge[1:])
-    return (path_log_probs(tree, log_a).exp() * (1.0 - child_mass)).clamp_min(0.0)
-
-
 def log_missing_mass(tree: DraftTree, row_log_probs: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
     """log(1 - m(v)) for `nodes`, from their rows of log p(.|v): a log-sum-exp over the non-child tokens.
 
     It never subtracts m from 1, so it stays exact where m is within ~1e-16 of 1.
     """
-    banned = tree.child_token_mask(row_log_probs.shape[-1])[nodes.cpu()].to(row_log_probs.device)
+    slot = torch.full((tree.num_nodes,), -1, dtype=torch.long)
+    slot[nodes.cpu()] = torch.arange(nodes.numel())
+    rows, asked = slot[tree.parents[1:]], slot[tree.parents[1:]] >= 0  # children of the nodes asked for only
+    banned = torch.zeros(nodes.numel(), row_log_probs.shape[-1], dtype=torch.bool)
+    banned[rows[asked], tree.tokens[1:][asked]] = True
+    banned = banned.to(row_log_probs.device)
     return torch.logsumexp(row_log_probs.masked_fill(banned, float("-inf")), dim=-1)
 
 
@@ -102,7 +92,6 @@ class TargetFlow:
     temperature: float
     edge_prob: torch.Tensor  # a(v), (N+1,), 1 at the root
     path_prob: torch.Tensor  # P(v)
-    log_path_prob: torch.Tensor  # log P(v)
     child_mass: torch.Tensor  # m(v)
     exit_mass: torch.Tensor  # X(v)
     missing_tokens: torch.Tensor  # (N+1, k) top tokens of p(.|v) that are not children of v (k <= missing_k)
@@ -123,7 +112,6 @@ class TargetFlow:
             "temperature": self.temperature,
             "edge_prob": self.edge_prob.tolist(),
             "path_prob": self.path_prob.tolist(),
-            "log_path_prob": self.log_path_prob.tolist(),
             "child_mass": self.child_mass.tolist(),
             "exit_mass": self.exit_mass.tolist(),
             "missing_tokens": self.missing_tokens.tolist(),
@@ -137,7 +125,6 @@ class TargetFlow:
                 temperature=float(data["temperature"]),
                 edge_prob=torch.tensor(data["edge_prob"], dtype=torch.float64),
                 path_prob=torch.tensor(data["path_prob"], dtype=torch.float64),
-                log_path_prob=torch.tensor(data["log_path_prob"], dtype=torch.float64),
                 child_mass=torch.tensor(data["child_mass"], dtype=torch.float64),
                 exit_mass=torch.tensor(data["exit_mass"], dtype=torch.float64),
                 missing_tokens=torch.tensor(data["missing_tokens"], dtype=torch.long),
@@ -157,7 +144,8 @@ def target_flow(
     rows (fp32 rows over a real vocabulary sum to 1 only within ~1e-5, which
     would break sum X = 1), 1 - m as log1p(-m) where m <= 1/2 and as a log-sum-exp
     over the non-children where m is near 1 (no cancellation), and the missing
-    tokens from each row's top k + (its most children) logits.
+    tokens from each row's top k + (its most children) logits. With
+    missing_k = 0 (the lean flow a verifier needs) only the parents' rows are read.
     """
     check_node_logits(tree, node_logits)
     temperature = check_temperature(temperature)
@@ -166,7 +154,7 @@ def target_flow(
     # one float64 read of the entries needed: each edge in its parent's row, each missing token in its own
     rows = torch.cat([tree.parents[1:], torch.arange(n).repeat_interleave(miss_tok.shape[1])])
     tokens = torch.cat([tree.tokens[1:], miss_tok.flatten().cpu()])
-    entries = token_log_probs(node_logits.to(torch.float64, copy=True), rows, tokens, temperature, scratch=True)
+    entries = token_log_probs(node_logits, rows, tokens, temperature, dtype=torch.float64)
     log_a = torch.cat([entries.new_zeros(1), entries[:tree.size]])
     log_p = path_log_probs(tree, log_a)
     child_mass = torch.zeros_like(log_a).index_add_(0, tree.parents[1:].to(log_a.device), log_a[1:].exp())
@@ -179,7 +167,6 @@ def target_flow(
         temperature=float(temperature),
         edge_prob=log_a.exp().cpu(),
         path_prob=log_p.exp().cpu(),
-        log_path_prob=log_p.cpu(),
         child_mass=(-torch.expm1(log_miss)).clamp(0.0, 1.0).cpu(),
         exit_mass=exit_mass.cpu(),
         missing_tokens=miss_tok.cpu(),
@@ -195,6 +182,8 @@ def _top_non_children(tree: DraftTree, node_logits: torch.Tensor, missing_k: int
     the zero-probability rest follow by logit.
     """
     vocab = node_logits.shape[-1]
+    if missing_k == 0:
+        return torch.zeros(tree.num_nodes, 0, dtype=torch.long, device=node_logits.device)
     most_children = int(torch.bincount(tree.parents[1:], minlength=tree.num_nodes).max())
     k = min(int(missing_k), vocab - most_children)
     candidates = node_logits.topk(min(vocab, k + most_children), dim=-1).indices

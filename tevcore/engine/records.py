@@ -19,7 +19,10 @@ from tevcore.engine.tree import DraftTree
 
 SCHEMA = "tevcore.trace"
 SCHEMA_VERSION = 1
-STAGES = ("draft", "tree_build", "tree_forward", "flow", "verify_decision", "commit")
+STAGES = ("draft", "tree_build", "tree_forward", "flow", "verify_decision", "commit", "record")
+# What a round records: "full" (the app, `round`: missing tokens and every text) or "lean" (a benchmark:
+# the tree, the flow's a, P, m, X and the verdict, what the loop itself needs).
+RECORD_LEVELS = ("full", "lean")
 
 
 @dataclass
@@ -32,6 +35,7 @@ class StageTimings:
     flow: float = 0.0  # computing the target flow recorded for the round
     verify_decision: float = 0.0
     commit: float = 0.0
+    record: float = 0.0  # building the round's record: decoding texts (level "full")
 
     @property
     def total(self) -> float:
@@ -50,8 +54,8 @@ class RoundRecord:
     context_length: int  # committed tokens before the round (root included)
     tree: DraftTree
     flow: TargetFlow
-    token_texts: list[str]  # decoded text of every node's token
-    missing_texts: list[list[str]]  # decoded text of each node's top missing tokens
+    token_texts: list[str]  # decoded text of every node's token (empty at record level "lean")
+    missing_texts: list[list[str]]  # decoded text of each node's top missing tokens (empty when lean)
     verifier: str | None = None
     path: list[int] = field(default_factory=list)  # accepted nodes, root first
     exit_node: int | None = None

@@ -25,8 +25,8 @@ def check_temperature(temperature: float) -> float:
 
 
 def is_greedy(temperature: float) -> bool:
-    """T = 0 means deterministic argmax decoding."""
-    return check_temperature(temperature) == 0.0
+    """T = 0 means deterministic argmax decoding (of a temperature already checked at the boundary)."""
+    return temperature == 0.0
 
 
 def log_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -49,21 +49,22 @@ def probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 
 
 def token_log_probs(logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor,
-                    temperature: float, scratch: bool = False) -> torch.Tensor:
-    """log p(tokens[i] | row rows[i]) at a temperature, normalising only the rows asked for.
+                    temperature: float, scratch: bool = False, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """log p(tokens[i] | row rows[i]) at a temperature, normalising each row asked for once.
 
     The same values as `log_probs(logits, T)[rows, tokens]`, but it copies
-    only the rows it needs and writes no V-wide output: the hot path of a
-    verifier that reads a few entries of many rows. With `scratch`, `logits`
-    is the caller's throwaway copy (float32 or float64) and is overwritten
-    instead of copied when every row is asked for.
+    only the rows it needs (as `dtype`; default float64 for float64 logits,
+    else float32) and writes no V-wide output: the hot path of a verifier
+    that reads a few entries of many rows. With `scratch`, `logits` is the
+    caller's throwaway copy (float32 or float64) and is overwritten instead
+    of copied when every row is asked for.
     """
     used, slot = torch.unique(rows, return_inverse=True)
-    if scratch and used.numel() == logits.shape[0] and logits.dtype in (torch.float32, torch.float64):
+    dtype = dtype or (torch.float64 if logits.dtype == torch.float64 else torch.float32)
+    if scratch and used.numel() == logits.shape[0] and logits.dtype == dtype:
         picked = logits  # unique() sorts, so slot indexes the rows as they are
     else:
-        picked = logits.index_select(0, used.to(logits.device))
-        picked = picked if picked.dtype == torch.float64 else picked.float()
+        picked = logits.index_select(0, used.to(logits.device)).to(dtype)
     slot, tokens = slot.to(logits.device), tokens.to(logits.device)
     if is_greedy(temperature):
         return torch.where(picked.argmax(-1)[slot] == tokens, 0.0, -math.inf).to(picked.dtype)
@@ -106,14 +107,47 @@ def gumbel_argmax(
     """
     scores = logits.float()
     if not is_greedy(temperature):
-        uniform = torch.rand(scores.shape, generator=generator, device=scores.device)
-        gumbel = -torch.log(-torch.log(uniform.clamp_min(1e-20)))
-        scores = scores / temperature + gumbel
-    if banned is not None:
+        # -log(-log u) is a Gumbel(0, 1) draw; written in place, one V-wide buffer besides the scores
+        minus_gumbel = torch.rand(scores.shape, generator=generator, device=scores.device)
+        minus_gumbel.clamp_min_(1e-20).log_().neg_().log_()
+        scores = (scores if temperature == 1.0 else scores / temperature) - minus_gumbel
+        if banned is not None:
+            scores.masked_fill_(banned, -math.inf)
+    elif banned is not None:
         scores = scores.masked_fill(banned, -math.inf)
     return scores.argmax(-1)
 
 
+def sample_rows(logits: torch.Tensor, temperatures: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """One draw per row of (n, V) logits, each at its own temperature (0 = argmax), by Gumbel-max."""
+    temperatures = temperatures.to(logits.device, torch.float32)
+    scores = logits.float()
+    uniform_ = torch.rand(scores.shape, generator=generator, device=scores.device)
+    noisy = scores / temperatures.clamp_min(torch.finfo(torch.float32).tiny)[:, None] \
+        - torch.log(-torch.log(uniform_.clamp_min(1e-20)))
+    return torch.where(temperatures > 0, noisy.argmax(-1), scores.argmax(-1))
+
+
 def sample_index(weights: torch.Tensor, generator: torch.Generator, n: int = 1) -> torch.Tensor:
-    """Draw n indices from unnormalised non-negative weights (a categorical law)."""
-    return torch.multinomial(weights.double(), n, replacement=True, generator=generator)
+    """Draw n indices from unnormalised non-negative weights (a categorical law), on the generator's device."""
+    weights = weights.to(generator.device, torch.float64)
+    return torch.multinomial(weights, n, replacement=True, generator=generator)
+
+
+def uniform(shape: tuple[int, ...], generator: torch.Generator, device: torch.device) -> torch.Tensor:
+    """float64 uniforms on [0, 1): the accept-or-reject draws of the sequential rules."""
+    return torch.rand(shape, generator=generator, dtype=torch.float64, device=device)
+
+
+def masked_draws(logits: torch.Tensor, temperature: float, banned: torch.Tensor, generator: torch.Generator,
+                 n: int) -> torch.Tensor:
+    """(n,) draws from softmax(logits / T) without `banned` tokens (one (V,) row).
+
+    One draw is a masked Gumbel-max over the row; many are one categorical
+    call over `masked_probs` in float64. Both sample the same law.
+    """
+    if n == 1:
+        return gumbel_argmax(logits, temperature, generator, banned=banned).reshape(1)
+    if is_greedy(temperature):
+        return gumbel_argmax(logits, 0.0, generator, banned=banned).repeat(n)
+    return sample_index(masked_probs(logits.double(), temperature, banned), generator, n)

@@ -149,7 +149,7 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                     if kind == "spec":
                         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
                                               budget=entry.budget, verifier=entry.verifier, seed=cell_seed,
-                                              tree_costs=entry.tree_costs)
+                                              tree_costs=entry.tree_costs, record="lean")
                         result = generate(target, proposer, ids, config)
                         speed = len(result.tokens) / result.seconds
                         entry.wall_seconds += result.seconds

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
@@ -18,12 +18,19 @@ from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
 
+if TYPE_CHECKING:
+    from tevcore.engine.records import RoundRecord
+
 
 class Proposer(Protocol):
     """Anything that can propose per-depth draft distributions for the next round.
 
-    A proposer may also offer `has_cheap_evidence(session) -> bool`: whether it
-    knows, without drafting, that this round is promising (see `skip_gate`).
+    The decode loop calls, per round: `has_cheap_evidence(session)` (only
+    when trimming: whether it knows, without drafting, that this round is
+    promising; see `skip_gate`), `propose(session)` (unless the gate skips
+    drafting) and, once after the round's commit, `observe_round(session,
+    record)`. `ProposerBase` gives the two optional calls as no-ops, so a
+    proposer that keeps itself in sync inside `propose` inherits them.
     """
 
     name: str
@@ -35,8 +42,29 @@ class Proposer(Protocol):
         """(depth x V) draft log-probabilities for depths 1..depth after the session's root."""
         ...
 
+    def has_cheap_evidence(self, session: TargetSession) -> bool:
+        """Whether this round is promising, known without drafting."""
+        ...
 
-class NoDrafter:
+    def observe_round(self, session: TargetSession, record: "RoundRecord") -> None:
+        """Feedback after the round committed: what was drafted, accepted and emitted."""
+        ...
+
+
+class ProposerBase:
+    """The optional calls of the `Proposer` interface as no-ops, for every proposer to inherit."""
+
+    hidden_layers: tuple[int, ...] = ()
+    stand_in = False
+
+    def has_cheap_evidence(self, session: TargetSession) -> bool:
+        return False
+
+    def observe_round(self, session: TargetSession, record: "RoundRecord") -> None:
+        return None
+
+
+class NoDrafter(ProposerBase):
     """Flat rows: no drafter at all.
 
     Alone it proposes nothing worth verifying; under the context lookup
@@ -56,7 +84,7 @@ class NoDrafter:
         return torch.full((1, self.vocab_size), -math.log(self.vocab_size), device=session.device)
 
 
-class GreedyRolloutProposer:
+class GreedyRolloutProposer(ProposerBase):
     """STAND-IN proposer: the target's own greedy rollout of K steps from the root.
 
     It spends K extra target forwards, so it is never faster than plain

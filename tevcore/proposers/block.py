@@ -27,6 +27,7 @@ from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.loading import Target
 from tevcore.target.packed_linear import PackedLinear, can_pack, fast_cpu_dtype, pack_linears
 from tevcore.target.session import TargetSession
+from tevcore.proposers.base import ProposerBase
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -250,7 +251,7 @@ def context_features(session: TargetSession, config: BlockDrafterConfig) -> tupl
     return features[None], mask[None]
 
 
-class BlockProposer:
+class BlockProposer(ProposerBase):
     """A `Proposer` around a trained block drafter.
 
     On a CPU its linears and its draft-vocabulary head are packed for oneDNN

@@ -26,7 +26,7 @@ import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
 from tevcore.target.session import TargetSession
-from tevcore.proposers.base import Proposer
+from tevcore.proposers.base import Proposer, ProposerBase
 
 
 def lookup_continuation(context: list[int], length: int, min_ngram: int = 2, max_ngram: int = 4) -> list[int]:
@@ -67,7 +67,7 @@ class _HitCounts:
             self.hits[d] += 1
 
 
-class ContextLookupProposer:
+class ContextLookupProposer(ProposerBase):
     """A `Proposer` that mixes an inner proposer's rows with a context lookup chain.
 
     Hit counts live per target session (weakly keyed), so one proposer can

@@ -148,11 +148,11 @@ def _table(results: dict, budgets: list[int]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m tevcore.train.compare", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return run(parser.parse_args())
+def main(argv: list[str] | None = None) -> int:
+    """An alias of `python -m tevcore compare` (the CLI registry in tevcore/cli.py)."""
+    from tevcore.cli import run_command
+
+    return run_command("compare", argv)
 
 
 if __name__ == "__main__":

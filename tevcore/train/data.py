@@ -24,6 +24,7 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 from transformers import DynamicCache
 
+from tevcore.engine.sampling import sample_rows
 from tevcore.lab.datasets import DATASETS
 from tevcore.flags import comma_list
 from tevcore.target.loading import Target
@@ -203,9 +204,7 @@ def _run_gen(target: Target, jobs: list[Job], config: DataConfig, generator: tor
         if step == config.max_new_tokens or bool(done.all()):
             break
         logits = model.lm_head(last[:, -1]).float().cpu()
-        sampled = torch.multinomial(torch.softmax(logits / temps.clamp_min(1e-6)[:, None], -1), 1,
-                                    generator=generator)[:, 0]
-        nxt = torch.where(temps > 0, sampled, logits.argmax(-1))
+        nxt = sample_rows(logits, temps, generator)
         step_ids = nxt[:, None]
         step_mask = torch.cat([step_mask, torch.ones(n, 1, dtype=torch.long)], 1)
         step_pos = step_pos[:, -1:] + 1

@@ -66,10 +66,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="tevcore build-data", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args())
+def main(argv: list[str] | None = None) -> int:
+    """An alias of `python -m tevcore build-data` (the CLI registry in tevcore/cli.py)."""
+    from tevcore.cli import run_command
+
+    return run_command("build-data", argv)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,11 @@ from tqdm import tqdm
 from tevcore.engine.builders import best_first, check_budget
 from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import Prompt
-from tevcore.decoding.loop import prompt_ids, rounds
+from tevcore.decoding.loop import prompt_ids, rounds, walk
 from tevcore.engine.flow import parent_edge_log_probs, path_log_probs, target_flow
 from tevcore.target.loading import Target
 from tevcore.decoding.oracle import oracle_tree
-from tevcore.engine.sampling import gumbel_argmax, make_generator
+from tevcore.engine.sampling import make_generator
 from tevcore.target.session import TargetSession
 from tevcore.train.prompts import heldout_prompts
 
@@ -73,7 +73,7 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
         builder = "chain" if budget == "chain" else "best_first"
         size = proposer.depth if budget == "chain" else int(budget)
         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, budget=size,
-                              builder=builder, verifier="tev", seed=seed)
+                              builder=builder, verifier="tev", seed=seed, record="lean")
         per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, block, prompt) per round
         prompt_counts: dict[str, int] = defaultdict(int)
         for index, prompt in enumerate(tqdm(prompts, desc=f"T={temperature} B={budget}", disable=not progress,
@@ -111,11 +111,7 @@ def walk_decode(target: Target, prompts: list[PromptLike], temperature: float, m
     for index, prompt in enumerate(tqdm(prompts, desc=desc, disable=not progress, leave=False)):
         session = TargetSession(target, hidden_layers=hidden_layers)
         session.prefill(prompt_ids(target, _content(prompt)), reserve=max_new_tokens + reserve + 1)
-        for _ in range(max_new_tokens):
-            token = int(gumbel_argmax(measure(index, session), temperature, generator))
-            session.commit([0], token)
-            if token in stops:
-                break
+        walk(session, max_new_tokens, temperature, generator, stops, lambda s, index=index: measure(index, s))
 
 
 def oracle_ceilings(target: Target, prompts: list[PromptLike], temperature: float, budgets: list[int],

@@ -98,10 +98,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="tevcore eval-drafter", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args())
+def main(argv: list[str] | None = None) -> int:
+    """An alias of `python -m tevcore eval-drafter` (the CLI registry in tevcore/cli.py)."""
+    from tevcore.cli import run_command
+
+    return run_command("eval-drafter", argv)
 
 
 if __name__ == "__main__":

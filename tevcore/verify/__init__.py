@@ -1,8 +1,11 @@
-"""The verify wing: each exact verification rule, written once.
+"""The verify wing: each verification rule, written once, and the laws it must follow.
 
-A rule takes a scored tree (its target flow) and decides an exit node, the
-accepted path to it and the bonus token drawn at the exit. TEV draws the exit
-straight from the exit law X; predraw-and-follow, the sequential residual,
-greedy follow and chain-only reach the same law by other routes, and the naive
-foil shows what an inexact rule looks like.
+scored.py validates a round once (`ScoredRound`: tree, node logits,
+temperature and the round's target flow); rules.py holds each rule as a
+batched exit sampler over n draws (tev: one categorical over X; predraw,
+residual, greedy follow, chain-only, and the naive foil); bonus.py is the
+masked bonus draw every rule shares; verifiers.py makes the decoding
+verifiers (n = 1) and the registry; laws.py holds the exit and bonus law of
+every rule and the one chi-square test of counts against a law, used by the
+app and the tests.
 """
