@@ -22,7 +22,8 @@ PROPOSER_SPECS = ("'default' (= 'drafter+lookup'), 'drafter', 'rollout', 'lookup
                   "a drafter folder, or any of these + '+lookup'")
 DRAFTER_DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
 DRAFTER_DTYPE_HELP = ("dtype a block drafter runs in: 'auto' (bfloat16 on CPUs that run it natively, else its own "
-                      "float32), 'float32' or 'bfloat16'; only the drafts change, never the verified output's law")
+                      "float32), 'float32' or 'bfloat16' (refused on a CPU whose oneDNN cannot pack it); only the drafts change, "
+                      "never the verified output's law")
 
 
 def parse_drafter_dtype(text: str) -> torch.dtype | None:

@@ -25,7 +25,7 @@ from torch import nn
 
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.loading import Target
-from tevcore.target.packed_linear import PackedLinear, can_pack, fast_cpu_dtype, pack_linears
+from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
 from tevcore.target.session import TargetSession
 
 CONFIG_FILE = "config.json"
@@ -270,6 +270,8 @@ class BlockProposer:
     def __init__(self, drafter: BlockDrafter, name: str = "block drafter", branches: int | None = None,
                  dtype: torch.dtype | None = None) -> None:
         on_cpu = drafter.bias.device.type == "cpu"
+        if dtype is not None and on_cpu:
+            check_cpu_dtype(dtype, "block drafter")  # an explicit choice is refused, never silently changed
         dtype = dtype if dtype is not None else (fast_cpu_dtype() if on_cpu else drafter.project.weight.dtype)
         self.drafter = drafter.cast_encoder(dtype).eval()
         self._head = None
