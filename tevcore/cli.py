@@ -20,6 +20,31 @@ COMMANDS = {
 }
 
 
+# where each command writes: (argument, flag, kind); checked before the command does any work
+OUTPUTS = {
+    "round": [("out", "--out", "trace")], "generate": [("out", "--out", "trace")],
+    "bench": [("out", "--out", "file")], "bench-verifiers": [("out", "--out", "file")],
+    "eval-drafter": [("json", "--json", "file")], "build-data": [("out", "out", "folder")],
+    "train": [("out", "out", "folder"), ("export", "--export", "folder")],
+}
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path of the chosen command is writable (a trace's folder must already exist)."""
+    from tevcore.outputs import check_output_file, check_output_folder
+
+    for name, flag, kind in OUTPUTS.get(args.command, []):
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if kind == "folder":
+            check_output_folder(value, flag)
+        else:
+            check_output_file(value, flag, make_parents=kind == "file")
+        if kind == "trace" and not str(value).endswith((".jsonl", ".jsonl.gz")):
+            raise ValueError(f"{flag} {value}: a trace file name ends in .jsonl or .jsonl.gz")
+
+
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.config import DecodeConfig
     from tevcore.proposers import DRAFTER_DTYPE_HELP
@@ -148,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
     try:
+        check_outputs(args)
         return int(module.run(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError) as err:  # bad input and unusable files: one line, never a traceback
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -58,6 +58,8 @@ def resolve_proposer(spec: str, target, drafter_dtype: torch.dtype | None = None
     else:
         folder = Path(base).expanduser()
         if not folder.is_dir():
+            if folder.exists() or any(mark in base for mark in ("/", "\\", "~")) or base.startswith("."):
+                raise FileNotFoundError(f"drafter folder not found: {folder}" + (" (it is a file)" if folder.exists() else ""))
             raise ValueError(f"unknown proposer {spec!r}: use {PROPOSER_SPECS}")
         proposer = BlockProposer(load_drafter(folder, target), name=f"block drafter ({folder})", dtype=drafter_dtype)
     return ContextLookupProposer(proposer) if lookup else proposer
