@@ -25,7 +25,10 @@ DEFAULT_MISSING_K = 5
 
 
 def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
-    """Raise a ValueError unless `node_logits` is (N+1) x V for `tree` and V covers its tokens."""
+    """Raise a ValueError unless `node_logits` is finite, (N+1) x V for `tree`, and V covers its tokens.
+
+    Every verifier and `target_flow` call this, so the check lives once, here.
+    """
     if node_logits.dim() != 2 or node_logits.shape[0] != tree.num_nodes:
         raise ValueError(
             f"node logits must be (N+1) x V with N+1 = {tree.num_nodes}, got shape {tuple(node_logits.shape)}"
@@ -33,6 +36,15 @@ def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
     if int(tree.tokens.max()) >= node_logits.shape[-1]:
         raise ValueError(f"the tree holds token {int(tree.tokens.max())}, outside the target vocabulary "
                          f"{node_logits.shape[-1]}")
+    if not node_logits.is_floating_point():
+        raise ValueError(f"node logits must be floating point, got {str(node_logits.dtype).removeprefix('torch.')}")
+    finite = torch.isfinite(node_logits).all(-1)
+    if not bool(finite.all()):  # one read-back per scored tree; a NaN would otherwise become a silent verdict
+        node = int((~finite).nonzero()[0])
+        row = node_logits[node]
+        kind = "NaN" if bool(torch.isnan(row).any()) else "infinite"
+        raise ValueError(f"the target's logits at node {node} hold {kind} values: refusing to score the tree "
+                         "(a broken model or a dtype overflow)")
 
 
 def edge_log_probs(tree: DraftTree, node_log_probs: torch.Tensor) -> torch.Tensor:
