@@ -25,7 +25,7 @@ DEFAULT_MISSING_K = 5
 
 
 def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
-    """Raise a ValueError unless `node_logits` is finite, (N+1) x V for `tree`, and V covers its tokens.
+    """Raise a ValueError unless `node_logits` is (N+1) x V for `tree`, V covers its tokens, and every row has a law.
 
     Every verifier and `target_flow` call this, so the check lives once, here.
     """
@@ -38,11 +38,13 @@ def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
                          f"{node_logits.shape[-1]}")
     if not node_logits.is_floating_point():
         raise ValueError(f"node logits must be floating point, got {str(node_logits.dtype).removeprefix('torch.')}")
-    finite = torch.isfinite(node_logits).all(-1)
-    if not bool(finite.all()):  # one read-back per scored tree; a NaN would otherwise become a silent verdict
-        node = int((~finite).nonzero()[0])
+    # -inf is an exact zero probability (rows rebuilt from probabilities have them); NaN, +inf and a row
+    # with no finite entry have no law. One read-back per scored tree, instead of a silent verdict.
+    usable = ~(torch.isnan(node_logits) | (node_logits == torch.inf)).any(-1) & torch.isfinite(node_logits).any(-1)
+    if not bool(usable.all()):
+        node = int((~usable).nonzero()[0])
         row = node_logits[node]
-        kind = "NaN" if bool(torch.isnan(row).any()) else "infinite"
+        kind = "NaN" if bool(torch.isnan(row).any()) else "+inf" if bool((row == torch.inf).any()) else "only -inf"
         raise ValueError(f"the target's logits at node {node} hold {kind} values: refusing to score the tree "
                          "(a broken model or a dtype overflow)")
 
