@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 from itertools import islice
+from pathlib import Path
 
 # subcommand -> module with add_arguments(parser) and run(args); imported only when used
 COMMANDS = {
@@ -19,6 +21,8 @@ COMMANDS = {
     "eval-drafter": ("tevcore.train.eval_cli", "E = 1 + C and block length per budget for a drafter"),
 }
 
+
+READS_PROMPT_SETS = ("bench", "bench-verifiers", "build-data", "eval-drafter")
 
 # where each command writes: (argument, flag, kind); checked before the command does any work
 OUTPUTS = {
@@ -170,11 +174,24 @@ def main(argv: list[str] | None = None) -> int:
         command = sub.add_parser(name, help=help_text)
         if name == wanted:  # import only the module of the chosen subcommand
             importlib.import_module(module_name).add_arguments(command)
+            if name in READS_PROMPT_SETS:
+                command.add_argument("--datasets", default=None, help="folder of the shared prompt sets "
+                                     "(default: $TEVCORE_DATASETS, else ../shared/datasets beside the checkout)")
     args = parser.parse_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
+    before = os.environ.get("TEVCORE_DATASETS")
     try:
         check_outputs(args)
+        if getattr(args, "datasets", None):
+            if not Path(args.datasets).expanduser().is_dir():
+                raise FileNotFoundError(f"--datasets {args.datasets}: no such folder")
+            os.environ["TEVCORE_DATASETS"] = args.datasets  # also seen by subprocesses (torchrun ranks)
         return int(module.run(args) or 0)
     except (ValueError, OSError) as err:  # bad input and unusable files: one line, never a traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        if before is None:
+            os.environ.pop("TEVCORE_DATASETS", None)
+        else:
+            os.environ["TEVCORE_DATASETS"] = before
