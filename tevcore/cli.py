@@ -87,6 +87,9 @@ def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     DecodeConfig(**settings)  # refuse bad settings before loading the model
     target = load_target(args.target, device=args.device)
+    if args.budget >= target.max_context:
+        raise ValueError(f"--budget {args.budget}: a tree of that many nodes exceeds the model's context of "
+                         f"{target.max_context} tokens")
     settings["tree_costs"] = trim_costs(target, [args.budget], args.trim)[args.budget]
     return DecodeConfig(**settings), target, resolve_proposer(args.proposer, target, drafter_dtype)
 

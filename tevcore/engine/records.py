@@ -109,10 +109,14 @@ def write_trace(path: str | Path, records: Iterable[RoundRecord], meta: dict[str
     """Write a header and the records; `.gz` suffix means gzip. Written atomically."""
     path = Path(path)
     tmp = path.with_name(path.name + ".partial")
-    with _open(tmp, "w", gz=path.suffix == ".gz") as handle:  # tmp ends in .partial: decide by the target
-        handle.write(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": meta or {}}) + "\n")
-        for record in records:
-            handle.write(json.dumps(record.to_dict()) + "\n")
+    try:
+        with _open(tmp, "w", gz=path.suffix == ".gz") as handle:  # tmp ends in .partial: decide by the target
+            handle.write(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": meta or {}}) + "\n")
+            for record in records:
+                handle.write(json.dumps(record.to_dict()) + "\n")
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # nothing half-written is left behind
+        raise
     tmp.replace(path)
     return path
 
