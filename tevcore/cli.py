@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 from itertools import islice
+from pathlib import Path
 
 # subcommand -> module with add_arguments(parser) and run(args); imported only when used
 COMMANDS = {
@@ -19,6 +21,33 @@ COMMANDS = {
     "eval-drafter": ("tevcore.train.eval_cli", "E = 1 + C and block length per budget for a drafter"),
     "compare": ("tevcore.train.compare", "ExitTrain variants vs distillation from one start, paired evaluation"),
 }
+
+
+READS_PROMPT_SETS = ("bench", "bench-verifiers", "build-data", "eval-drafter")
+
+# where each command writes: (argument, flag, kind); checked before the command does any work
+OUTPUTS = {
+    "round": [("out", "--out", "trace")], "generate": [("out", "--out", "trace")],
+    "bench": [("out", "--out", "file")], "bench-verifiers": [("out", "--out", "file")],
+    "eval-drafter": [("json", "--json", "file")], "build-data": [("out", "out", "folder")],
+    "train": [("out", "out", "folder"), ("export", "--export", "folder")],
+}
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path of the chosen command is writable (a trace's folder must already exist)."""
+    from tevcore.outputs import check_output_file, check_output_folder
+
+    for name, flag, kind in OUTPUTS.get(args.command, []):
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if kind == "folder":
+            check_output_folder(value, flag)
+        else:
+            check_output_file(value, flag, make_parents=kind == "file")
+        if kind == "trace" and not str(value).endswith((".jsonl", ".jsonl.gz")):
+            raise ValueError(f"{flag} {value}: a trace file name ends in .jsonl or .jsonl.gz")
 
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +88,9 @@ def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     DecodeConfig(**settings)  # refuse bad settings before loading the model
     target = load_target(args.target, device=args.device)
+    if args.budget >= target.max_context:
+        raise ValueError(f"--budget {args.budget}: a tree of that many nodes exceeds the model's context of "
+                         f"{target.max_context} tokens")
     settings["tree_costs"] = trim_costs(target, [args.budget], args.trim)[args.budget]
     return DecodeConfig(**settings), target, resolve_proposer(args.proposer, target, drafter_dtype)
 
@@ -146,13 +178,27 @@ def main(argv: list[str] | None = None) -> int:
         command = sub.add_parser(name, help=help_text)
         if name == wanted:  # import only the module of the chosen subcommand
             importlib.import_module(module_name).add_arguments(command)
+            if name in READS_PROMPT_SETS:
+                command.add_argument("--datasets", default=None, help="folder of the shared prompt sets "
+                                     "(default: $TEVCORE_DATASETS, else ../shared/datasets beside the checkout)")
     args = parser.parse_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
+    before = os.environ.get("TEVCORE_DATASETS")
     try:
+        check_outputs(args)
+        if getattr(args, "datasets", None):
+            if not Path(args.datasets).expanduser().is_dir():
+                raise FileNotFoundError(f"--datasets {args.datasets}: no such folder")
+            os.environ["TEVCORE_DATASETS"] = args.datasets  # also seen by subprocesses (torchrun ranks)
         return int(module.run(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, OSError) as err:  # bad input and unusable files: one line, never a traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        if before is None:
+            os.environ.pop("TEVCORE_DATASETS", None)
+        else:
+            os.environ["TEVCORE_DATASETS"] = before
 
 
 def run_command(name: str, argv: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from tevcore.proposers.block import (
     save_drafter,
 )
 from tevcore.target.loading import Target
+from tevcore.target.packed_linear import cpu_can_pack, packing_requirement
 from tevcore.target.session import TargetSession
 
 
@@ -48,6 +49,11 @@ def test_proposal_is_depth_by_vocab_log_probs_with_minus_inf_outside_the_draft_v
     assert torch.allclose(torch.logsumexp(rows, -1), torch.zeros(3), atol=1e-5)
 
 
+BF16_CPU = pytest.mark.skipif(not cpu_can_pack(torch.bfloat16),
+                              reason=f"this CPU cannot pack bfloat16 (oneDNN needs {packing_requirement(torch.bfloat16)})")
+
+
+@BF16_CPU
 def test_a_bfloat16_proposer_drafts_nearly_the_float32_rows_and_says_so(tiny_target):
     session = _session(tiny_target)
     exact = BlockProposer(tiny_drafter(tiny_target), dtype=torch.float32)
@@ -205,13 +211,25 @@ def test_a_grown_drafter_drafts_as_before_until_trained_and_round_trips(tiny_tar
         tiny_drafter(tiny_target).grow_encoder(0)
 
 
-def test_the_drafter_dtype_is_chosen_by_name_and_a_bad_name_is_refused(tiny_target, tmp_path):
+@pytest.mark.parametrize("name, dtype", [("float32", torch.float32),
+                                         pytest.param("bfloat16", torch.bfloat16, marks=BF16_CPU)])
+def test_the_drafter_dtype_is_chosen_by_name_and_a_bad_name_is_refused(tiny_target, tmp_path, name, dtype):
     from tevcore.proposers import parse_drafter_dtype, resolve_proposer
 
     save_drafter(tiny_drafter(tiny_target), tmp_path)
     assert parse_drafter_dtype("auto") is None
-    for name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
-        proposer = resolve_proposer(str(tmp_path), tiny_target, parse_drafter_dtype(name))
-        assert proposer.drafter.project.weight.dtype == dtype
+    proposer = resolve_proposer(str(tmp_path), tiny_target, parse_drafter_dtype(name))
+    assert proposer.drafter.project.weight.dtype == dtype
     with pytest.raises(ValueError, match="unknown drafter dtype 'half'"):
         parse_drafter_dtype("half")
+
+
+def test_a_cpu_without_bfloat16_packing_refuses_a_bfloat16_drafter_and_auto_takes_float32(tiny_target, monkeypatch):
+    from tevcore.target import packed_linear
+
+    monkeypatch.setattr(packed_linear, "cpu_flags", lambda: frozenset({"sse4_2", "avx", "avx2", "fma"}))
+    with pytest.raises(ValueError, match=r"cannot run a bfloat16 block drafter: oneDNN needs avx_ne_convert or "
+                                         r"avx512bw\+avx512vl\+avx512dq \(CPU flags: avx avx2\); use float32"):
+        BlockProposer(tiny_drafter(tiny_target), dtype=torch.bfloat16)
+    auto = BlockProposer(tiny_drafter(tiny_target))
+    assert auto.drafter.project.weight.dtype == torch.float32 and "bfloat16" not in auto.name

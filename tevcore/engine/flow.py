@@ -24,7 +24,10 @@ DEFAULT_MISSING_K = 5
 
 
 def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
-    """Raise a ValueError unless `node_logits` is (N+1) x V for `tree` and V covers its tokens."""
+    """Raise a ValueError unless `node_logits` is (N+1) x V for `tree`, V covers its tokens, and every row has a law.
+
+    Every verifier and `target_flow` call this, so the check lives once, here.
+    """
     if node_logits.dim() != 2 or node_logits.shape[0] != tree.num_nodes:
         raise ValueError(
             f"node logits must be (N+1) x V with N+1 = {tree.num_nodes}, got shape {tuple(node_logits.shape)}"
@@ -32,6 +35,17 @@ def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
     if int(tree.tokens.max()) >= node_logits.shape[-1]:
         raise ValueError(f"the tree holds token {int(tree.tokens.max())}, outside the target vocabulary "
                          f"{node_logits.shape[-1]}")
+    if not node_logits.is_floating_point():
+        raise ValueError(f"node logits must be floating point, got {str(node_logits.dtype).removeprefix('torch.')}")
+    # -inf is an exact zero probability (rows rebuilt from probabilities have them); NaN, +inf and a row
+    # with no finite entry have no law. One read-back per scored tree, instead of a silent verdict.
+    usable = ~(torch.isnan(node_logits) | (node_logits == torch.inf)).any(-1) & torch.isfinite(node_logits).any(-1)
+    if not bool(usable.all()):
+        node = int((~usable).nonzero()[0])
+        row = node_logits[node]
+        kind = "NaN" if bool(torch.isnan(row).any()) else "+inf" if bool((row == torch.inf).any()) else "only -inf"
+        raise ValueError(f"the target's logits at node {node} hold {kind} values: refusing to score the tree "
+                         "(a broken model or a dtype overflow)")
 
 
 def edge_log_probs(tree: DraftTree, node_log_probs: torch.Tensor) -> torch.Tensor:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tevcore.engine.flow import TargetFlow
+from tevcore.engine.record_checks import check_counts, check_flow, check_texts, check_verdict
 from tevcore.engine.tree import DraftTree
 
 SCHEMA = "tevcore.trace"
@@ -86,14 +87,21 @@ class RoundRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RoundRecord":
+        """A record from plain data, checked in full (`record_checks`): a record that loads can be drawn."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a round record is a JSON object, got {type(data).__name__}")
         data = dict(data)
-        data["tree"] = DraftTree.from_dict(data["tree"])
-        data["flow"] = TargetFlow.from_dict(data["flow"])
-        data["timings"] = StageTimings(**data.get("timings", {}))
-        record = cls(**data)
-        if record.flow.path_prob.numel() != record.tree.num_nodes:
-            raise ValueError("the flow and the tree disagree on the number of nodes")
-        return record
+        tree = data["tree"] = DraftTree.from_dict(data["tree"])
+        flow = data["flow"] = TargetFlow.from_dict(data["flow"])
+        timings = data.get("timings", {})
+        if not isinstance(timings, dict) or not all(isinstance(v, (int, float)) for v in timings.values()):
+            raise ValueError("timings must map stage names to seconds")
+        data["timings"] = StageTimings(**timings)
+        check_counts(data)
+        check_flow(tree, flow)
+        check_texts(tree, flow, data.get("token_texts"), data.get("missing_texts"))
+        check_verdict(tree, data)
+        return cls(**data)
 
 
 def _open(path: Path, mode: str, gz: bool | None = None):
@@ -105,10 +113,14 @@ def write_trace(path: str | Path, records: Iterable[RoundRecord], meta: dict[str
     """Write a header and the records; `.gz` suffix means gzip. Written atomically."""
     path = Path(path)
     tmp = path.with_name(path.name + ".partial")
-    with _open(tmp, "w", gz=path.suffix == ".gz") as handle:  # tmp ends in .partial: decide by the target
-        handle.write(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": meta or {}}) + "\n")
-        for record in records:
-            handle.write(json.dumps(record.to_dict()) + "\n")
+    try:
+        with _open(tmp, "w", gz=path.suffix == ".gz") as handle:  # tmp ends in .partial: decide by the target
+            handle.write(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": meta or {}}) + "\n")
+            for record in records:
+                handle.write(json.dumps(record.to_dict()) + "\n")
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # nothing half-written is left behind
+        raise
     tmp.replace(path)
     return path
 
@@ -121,30 +133,39 @@ class Trace:
     rounds: list[RoundRecord]
 
 
-def read_trace(path: str | Path) -> Trace:
-    """Read a trace; any corrupt, foreign or wrong-version file raises a clear ValueError."""
+def read_trace(path: str | Path, name: str | None = None) -> Trace:
+    """Read a trace; any corrupt, foreign or wrong-version file raises a clear ValueError.
+
+    Errors name the file as `name` (default: the path), so a caller reading an
+    upload from a temporary file can name the upload instead.
+    """
     path = Path(path)
+    name = name or str(path)
     if not path.is_file():
-        raise FileNotFoundError(f"trace file not found: {path}")
+        raise FileNotFoundError(f"trace file not found: {name}")
     try:
         with _open(path, "r") as handle:
             lines = [line for line in handle if line.strip()]
     except (OSError, UnicodeDecodeError, EOFError) as err:
-        raise ValueError(f"{path} is not a readable trace file: {err}") from None
+        raise ValueError(f"{name} is not a readable trace file: {err}") from None
     if not lines:
-        raise ValueError(f"{path} is empty: not a trace file")
+        raise ValueError(f"{name} is empty: not a trace file")
     try:
         header = json.loads(lines[0])
-    except json.JSONDecodeError:
-        raise ValueError(f"{path} is not a trace file: the first line is not JSON") from None
+    except (json.JSONDecodeError, RecursionError):
+        raise ValueError(f"{name} is not a trace file: the first line is not JSON") from None
     if not isinstance(header, dict) or header.get("schema") != SCHEMA:
-        raise ValueError(f"{path} is not a tevcore trace file (no '{SCHEMA}' header)")
+        raise ValueError(f"{name} is not a tevcore trace file (no '{SCHEMA}' header)")
     if header.get("version") != SCHEMA_VERSION:
-        raise ValueError(f"{path} has trace schema version {header.get('version')}; this tevcore reads version {SCHEMA_VERSION}")
+        raise ValueError(f"{name} has trace schema version {header.get('version')}; this tevcore reads version {SCHEMA_VERSION}")
+    if not isinstance(header.get("meta", {}), dict):
+        raise ValueError(f"{name}: the header's meta must be an object")
     rounds = []
     for number, line in enumerate(lines[1:], start=2):
         try:
             rounds.append(RoundRecord.from_dict(json.loads(line)))
-        except (json.JSONDecodeError, TypeError, KeyError, ValueError) as err:
-            raise ValueError(f"{path}, line {number}: corrupt round record ({err})") from None
+        except RecursionError:
+            raise ValueError(f"{name}, line {number} (round {number - 2}): corrupt round record (nested too deeply)") from None
+        except (json.JSONDecodeError, TypeError, KeyError, ValueError, RuntimeError, OverflowError) as err:
+            raise ValueError(f"{name}, line {number} (round {number - 2}): corrupt round record ({err})") from None
     return Trace(meta=header.get("meta", {}), rounds=rounds)

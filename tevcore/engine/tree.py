@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+MAX_TOKEN_ID = 2**31 - 1  # no vocabulary is larger; the target's own size is checked where the tree meets its logits
+
 
 @dataclass(frozen=True)
 class DraftTree:
@@ -25,9 +27,9 @@ class DraftTree:
     depths: torch.Tensor = field(init=False)
 
     def __post_init__(self) -> None:
-        tokens = torch.as_tensor(self.tokens, dtype=torch.long).flatten().cpu()
-        parents = torch.as_tensor(self.parents, dtype=torch.long).flatten().cpu()
-        draft_logp = torch.as_tensor(self.draft_logp, dtype=torch.float32).flatten().cpu()
+        tokens = _vector(self.tokens, "tokens", integer=True)
+        parents = _vector(self.parents, "parents", integer=True)
+        draft_logp = _vector(self.draft_logp, "draft_logp", integer=False)
         object.__setattr__(self, "tokens", tokens)
         object.__setattr__(self, "parents", parents)
         object.__setattr__(self, "draft_logp", draft_logp)
@@ -101,16 +103,14 @@ class DraftTree:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "DraftTree":
+        if not isinstance(data, dict):
+            raise ValueError(f"not a draft tree record: expected an object, got {type(data).__name__}")
         try:
-            tree = cls(
-                tokens=torch.tensor(data["tokens"], dtype=torch.long),
-                parents=torch.tensor(data["parents"], dtype=torch.long),
-                draft_logp=torch.tensor(data["draft_logp"], dtype=torch.float32),
-                budget=data.get("budget"),
-            )
-        except (KeyError, TypeError) as err:
-            raise ValueError(f"not a draft tree record: {err}") from None
-        if "depths" in data and list(data["depths"]) != tree.depths.tolist():
+            tree = cls(tokens=data["tokens"], parents=data["parents"], draft_logp=data["draft_logp"],
+                       budget=data.get("budget"))
+        except KeyError as err:
+            raise ValueError(f"not a draft tree record: no {err} field") from None
+        if "depths" in data and data["depths"] != tree.depths.tolist():
             raise ValueError("stored depths disagree with the parents: depth must be parent depth + 1")
         return tree
 
@@ -118,6 +118,23 @@ class DraftTree:
     def root_only(cls, root_token: int) -> "DraftTree":
         """The empty tree: what an autoregressive step scores."""
         return cls(tokens=torch.tensor([root_token]), parents=torch.tensor([-1]), draft_logp=torch.zeros(1))
+
+
+def _vector(values: Any, name: str, integer: bool) -> torch.Tensor:
+    """A 1-D CPU tensor (long ids or float32 log-probs); floats as ids and other shapes are refused, not cast."""
+    try:
+        tensor = values if isinstance(values, torch.Tensor) else torch.as_tensor(values)
+    except (TypeError, ValueError, RuntimeError, OverflowError) as err:
+        raise ValueError(f"{name} must be a 1-D sequence of numbers: {err}") from None
+    if tensor.numel() == 0 and tensor.dim() == 1:
+        tensor = tensor.long() if integer else tensor  # [] reads as float; the size check names the problem
+    if tensor.dim() != 1:
+        raise ValueError(f"{name} must be 1-D (one entry per node), got shape {tuple(tensor.shape)}")
+    if integer and (tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool):
+        raise ValueError(f"{name} must be integer ids, got {str(tensor.dtype).removeprefix('torch.')} values")
+    if not integer and (tensor.is_complex() or tensor.dtype == torch.bool):
+        raise ValueError(f"{name} must be real numbers, got {str(tensor.dtype).removeprefix('torch.')}")
+    return tensor.to(device="cpu", dtype=torch.long if integer else torch.float32)
 
 
 def _validated_depths(
@@ -133,11 +150,12 @@ def _validated_depths(
         )
     if int(parents[0]) != -1:
         raise ValueError("node 0 must be the root: parents[0] must be -1")
-    if (tokens < 0).any():
-        raise ValueError("token ids must be non-negative")
+    if (tokens < 0).any() or (tokens > MAX_TOKEN_ID).any():
+        raise ValueError(f"token ids must be non-negative and at most {MAX_TOKEN_ID}, "
+                         f"got {int(tokens.min())}..{int(tokens.max())}")
     if budget is not None:
-        if int(budget) < 0:
-            raise ValueError(f"budget must be >= 0, got {budget}")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise ValueError(f"budget must be >= 0 and an integer, got {budget!r}")
         if n - 1 > int(budget):
             raise ValueError(f"the tree has {n - 1} nodes, more than its budget {budget}")
     if torch.isnan(draft_logp).any() or (draft_logp > 1e-5).any():

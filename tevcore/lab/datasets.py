@@ -12,6 +12,7 @@ its first n items sample every category.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +34,23 @@ class Prompt:
     category: str | None = None  # the set's own task category, where it has one
 
 
-def shared_dir() -> Path:
-    """`../shared/datasets` beside the checkout."""
-    return Path(__file__).resolve().parents[3] / "shared" / "datasets"
+DATASETS_SETTING = "TEVCORE_DATASETS"
+
+
+def datasets_dir() -> Path:
+    """Where the shared prompt sets live: $TEVCORE_DATASETS, else `../shared/datasets` beside the checkout."""
+    setting = os.environ.get(DATASETS_SETTING)
+    return Path(setting).expanduser() if setting else Path(__file__).resolve().parents[3] / "shared" / "datasets"
+
+
+def _shared_file(name: str, file_name: str) -> Path:
+    """A file of a shared set, or a FileNotFoundError that says where it was looked for and what to do."""
+    path = datasets_dir() / file_name
+    if not path.is_file():
+        raise FileNotFoundError(f"the {name} prompts are not here: looked for {path}; point {DATASETS_SETTING} "
+                                f"(or --datasets DIR) at the folder holding {file_name}, or pass your own prompts "
+                                "as a .jsonl file (one {\"prompt\": ...} per line) instead of a set name")
+    return path
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -63,21 +78,22 @@ def _humaneval() -> list[Prompt]:
 
 def _mt_bench() -> list[Prompt]:
     answers = {}
-    reference_file = shared_dir() / "mt_bench_reference_answers_gpt4.jsonl"
+    questions = _shared_file("mt-bench", "mt_bench_questions.jsonl")
+    reference_file = questions.parent / "mt_bench_reference_answers_gpt4.jsonl"
     if reference_file.is_file():
         answers = {r["question_id"]: r["choices"][0]["turns"][0] for r in _read_jsonl(reference_file)}
     return [Prompt("mt-bench", str(r["question_id"]), r["turns"][0], answers.get(r["question_id"]), r.get("category"))
-            for r in _read_jsonl(shared_dir() / "mt_bench_questions.jsonl")]
+            for r in _read_jsonl(questions)]
 
 
 def _gsm8k() -> list[Prompt]:
     return [Prompt("gsm8k", str(i), r["question"], r["answer"])
-            for i, r in enumerate(_read_jsonl(shared_dir() / "gsm8k_test.jsonl"))]
+            for i, r in enumerate(_read_jsonl(_shared_file("gsm8k", "gsm8k_test.jsonl")))]
 
 
 def _spec_bench() -> list[Prompt]:
     return [Prompt("spec-bench", str(r["question_id"]), r["turns"][0], _first_text(r.get("reference")), r["category"])
-            for r in _read_jsonl(shared_dir() / "spec_bench_questions.jsonl") if r["category"] in SPEC_BENCH_OWN]
+            for r in _read_jsonl(_shared_file("spec-bench", "spec_bench_questions.jsonl")) if r["category"] in SPEC_BENCH_OWN]
 
 
 def _first_text(reference) -> str | None:

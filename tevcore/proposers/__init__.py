@@ -22,7 +22,8 @@ PROPOSER_SPECS = ("'default' (= 'drafter+lookup'), 'drafter', 'rollout', 'lookup
                   "a drafter folder, or any of these + '+lookup'")
 DRAFTER_DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
 DRAFTER_DTYPE_HELP = ("dtype a block drafter runs in: 'auto' (bfloat16 on CPUs that run it natively, else its own "
-                      "float32), 'float32' or 'bfloat16'; only the drafts change, never the verified output's law")
+                      "float32), 'float32' or 'bfloat16' (refused on a CPU whose oneDNN cannot pack it); only the drafts change, "
+                      "never the verified output's law")
 
 
 def parse_drafter_dtype(text: str) -> torch.dtype | None:
@@ -57,6 +58,8 @@ def resolve_proposer(spec: str, target, drafter_dtype: torch.dtype | None = None
     else:
         folder = Path(base).expanduser()
         if not folder.is_dir():
+            if folder.exists() or any(mark in base for mark in ("/", "\\", "~")) or base.startswith("."):
+                raise FileNotFoundError(f"drafter folder not found: {folder}" + (" (it is a file)" if folder.exists() else ""))
             raise ValueError(f"unknown proposer {spec!r}: use {PROPOSER_SPECS}")
         proposer = BlockProposer(load_drafter(folder, target), name=f"block drafter ({folder})", dtype=drafter_dtype)
     return ContextLookupProposer(proposer) if lookup else proposer

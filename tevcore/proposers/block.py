@@ -25,7 +25,7 @@ from torch import nn
 
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.loading import Target
-from tevcore.target.packed_linear import PackedLinear, can_pack, fast_cpu_dtype, pack_linears
+from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
 from tevcore.target.session import TargetSession
 from tevcore.proposers.base import ProposerBase
 
@@ -54,13 +54,21 @@ class BlockDrafterConfig:
     known_slots: int = 0  # leading slots trained to take a known token (path-conditioned rows)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden_layers", tuple(int(x) for x in self.hidden_layers))
+        layers = self.hidden_layers
+        if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__") or not all(_is_int(x) for x in layers):
+            raise ValueError(f"hidden_layers must be a list of target layer indices, got {layers!r}")
+        object.__setattr__(self, "hidden_layers", tuple(int(x) for x in layers))
         for name in ("target_vocab_size", "target_hidden_size", "draft_vocab_size", "context", "depth", "layers",
-                     "heads", "ffn"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                     "heads", "ffn", "known_slots"):
+            value, low = getattr(self, name), 0 if name == "known_slots" else 1
+            if not _is_int(value) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if not self.hidden_layers:
             raise ValueError("hidden_layers must name at least one target layer")
+        if min(self.hidden_layers) < 0:
+            raise ValueError(f"hidden_layers must be target layer indices >= 0, got {list(self.hidden_layers)}")
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)):
+            raise ValueError(f"dropout must be a number, got {self.dropout!r}")
         if self.target_hidden_size % self.heads:
             raise ValueError(f"heads ({self.heads}) must divide the hidden size {self.target_hidden_size}")
         if not 0 <= self.dropout < 1:
@@ -72,6 +80,8 @@ class BlockDrafterConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> BlockDrafterConfig:
+        if not isinstance(data, dict):
+            raise ValueError(f"a block drafter config is a JSON object, got a {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known - {"model_type"}
         if unknown:
@@ -82,6 +92,19 @@ class BlockDrafterConfig:
 
     def to_dict(self) -> dict:
         return {"model_type": MODEL_TYPE, **asdict(self), "hidden_layers": list(self.hidden_layers)}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_draft_ids(config: BlockDrafterConfig, ids: torch.Tensor, where: Path) -> None:
+    """Draft ids are distinct integer ids inside the vocabulary the drafter was trained for."""
+    if ids.is_floating_point() or ids.dim() != 1:
+        raise ValueError(f"{where}: draft_ids must be a 1-D integer tensor, got {ids.dtype} of shape {tuple(ids.shape)}")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= config.target_vocab_size):
+        raise ValueError(f"{where}: draft_ids run from {int(ids.min())} to {int(ids.max())}, outside the target "
+                         f"vocabulary of {config.target_vocab_size} tokens")
 
 
 class RMSNorm(nn.Module):
@@ -271,6 +294,8 @@ class BlockProposer(ProposerBase):
     def __init__(self, drafter: BlockDrafter, name: str = "block drafter", branches: int | None = None,
                  dtype: torch.dtype | None = None) -> None:
         on_cpu = drafter.bias.device.type == "cpu"
+        if dtype is not None and on_cpu:
+            check_cpu_dtype(dtype, "block drafter")  # an explicit choice is refused, never silently changed
         dtype = dtype if dtype is not None else (fast_cpu_dtype() if on_cpu else drafter.project.weight.dtype)
         self.drafter = drafter.cast_encoder(dtype).eval()
         self._head = None
@@ -325,7 +350,7 @@ def read_config(folder: Path) -> BlockDrafterConfig:
         raise FileNotFoundError(f"{path} is missing: not a block drafter folder")
     try:
         return BlockDrafterConfig.from_dict(json.loads(path.read_text()))
-    except (json.JSONDecodeError, TypeError) as err:
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, ValueError, RecursionError) as err:
         raise ValueError(f"{path} is not a valid block drafter config: {err}") from None
 
 
@@ -341,7 +366,10 @@ def load_drafter(folder: Path, target: Target) -> BlockDrafter:
         state = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as err:
         raise ValueError(f"{path} is not a readable safetensors file (damaged or truncated?): {err}") from None
-    drafter = BlockDrafter(config, state.get("draft_ids", torch.zeros(0, dtype=torch.long)))
+    if "draft_ids" not in state:
+        raise ValueError(f"{path} holds no draft_ids: not a block drafter's weights")
+    check_draft_ids(config, state["draft_ids"], path)
+    drafter = BlockDrafter(config, state["draft_ids"])
     try:
         drafter.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     except RuntimeError as err:

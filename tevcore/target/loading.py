@@ -81,7 +81,15 @@ def default_gguf_path() -> Path:
 def pick_device(device: str | None = None) -> torch.device:
     """CUDA when present, else CPU, unless the caller names one."""
     if device:
-        return torch.device(device)
+        try:
+            chosen = torch.device(device)
+        except RuntimeError:
+            raise ValueError(f"unknown device {device!r}: use cpu, cuda or cuda:N") from None
+        if chosen.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {device!r} asked for, but this torch sees no CUDA device: use cpu")
+        if chosen.type not in ("cpu", "cuda"):
+            raise ValueError(f"device {device!r} is not supported: use cpu, cuda or cuda:N")
+        return chosen
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -141,7 +149,21 @@ def resolve_source(spec: str | None) -> tuple[str, str]:
         return path.name, str(path)
     if path.exists():
         raise ValueError(f"{path} is neither a model folder nor a .gguf file")
+    _check_hub_reachable(spec)
     return spec, spec  # a hub id: only works with a hub connection or a filled HF cache
+
+
+def _check_hub_reachable(repo_id: str) -> None:
+    """Offline, a hub id works only from the Hugging Face cache: say so before transformers raises."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError:
+        raise ValueError(f"target {repo_id!r} is not a local model folder, a .gguf file or a hub id") from None
+    if constants.HF_HUB_OFFLINE and not isinstance(cached, str):
+        raise FileNotFoundError(f"target {repo_id!r} is not a local folder or .gguf file, and the hub is offline "
+                                "(HF_HUB_OFFLINE=1) with no cached copy: give a local model folder or a .gguf path")
 
 
 def load_target(spec: str | None = None, device: str | None = None, dtype: str | torch.dtype | None = None) -> Target:

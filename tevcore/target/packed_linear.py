@@ -15,9 +15,75 @@ which is what a decode-sized forward waits on (`fast_cpu_dtype`).
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
+
 import torch
 
 PACKED_FOR_ROWS = 4  # oneDNN picks its kernel for this batch size; draft trees are a few rows
+# oneDNN packs a half-precision weight only with one of these CPU flag sets (its own error message says so)
+PACKING_FLAGS = {torch.bfloat16: (("avx_ne_convert",), ("avx512bw", "avx512vl", "avx512dq")),
+                 torch.float16: (("avx_ne_convert",), ("avx512_fp16",))}
+
+
+def cpu_flags() -> frozenset[str] | None:
+    """The CPU feature flags the kernel reports in /proc/cpuinfo, or None where there is no such file."""
+    return _read_cpu_flags()
+
+
+@lru_cache(maxsize=1)
+def _read_cpu_flags() -> frozenset[str] | None:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return frozenset(line.partition(":")[2].split())
+    return None
+
+
+@lru_cache(maxsize=None)
+def _packing_runs(dtype: torch.dtype) -> bool:
+    """Whether oneDNN really packs and multiplies a tiny `dtype` weight here (it raises where it cannot)."""
+    try:
+        packed = torch.ops.mkldnn._reorder_linear_weight(torch.ones(4, 4, dtype=dtype), PACKED_FOR_ROWS)
+        torch.ops.mkldnn._linear_pointwise(torch.ones(1, 4, dtype=dtype), packed, None, "none", [], "")
+    except RuntimeError:
+        return False
+    return True
+
+
+def cpu_can_pack(dtype: torch.dtype) -> bool:
+    """Whether this CPU's oneDNN packs `dtype` linears: float32 always; half precision per `PACKING_FLAGS`.
+
+    Checked once per dtype: the flags first (so a faked flag set can be tested),
+    then a tiny packed product, since flags alone do not prove the kernel runs.
+    """
+    if not torch.backends.mkldnn.is_available():
+        return False
+    if dtype == torch.float32:
+        return True
+    needs = PACKING_FLAGS.get(dtype)
+    flags = cpu_flags()
+    if needs is None or (flags is not None and not any(flags.issuperset(group) for group in needs)):
+        return False
+    return _packing_runs(dtype)
+
+
+def packing_requirement(dtype: torch.dtype) -> str:
+    """The CPU flags oneDNN needs to pack `dtype`, in words."""
+    groups = PACKING_FLAGS.get(dtype, ())
+    return " or ".join("+".join(group) for group in groups) or "no CPU supports it"
+
+
+def check_cpu_dtype(dtype: torch.dtype, what: str) -> None:
+    """Refuse a CPU model part in a dtype this CPU cannot pack, before any weight is cast."""
+    if cpu_can_pack(dtype):
+        return
+    seen = sorted(flag for flag in (cpu_flags() or ()) if flag.startswith(("avx", "amx")))
+    raise ValueError(f"this CPU cannot run a {str(dtype).removeprefix('torch.')} {what}: oneDNN needs "
+                     f"{packing_requirement(dtype)} (CPU flags: {' '.join(seen) or 'unknown'}); use float32")
 
 
 def cpu_has_native_bf16() -> bool:
@@ -27,14 +93,15 @@ def cpu_has_native_bf16() -> bool:
 
 def fast_cpu_dtype() -> torch.dtype:
     """The dtype a small inference-only CPU model runs fastest in here: bfloat16 where native, else float32."""
-    return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+    return torch.bfloat16 if cpu_has_native_bf16() and cpu_can_pack(torch.bfloat16) else torch.float32
 
 
 def can_pack(model: torch.nn.Module) -> bool:
-    """Packing helps float32 (and natively supported bfloat16) models on a CPU with oneDNN, and only there."""
+    """Packing helps CPU models whose every linear is in a dtype this CPU packs (`cpu_can_pack`), and only there."""
     parameter = next(model.parameters())
     packable = (torch.float32, torch.bfloat16) if cpu_has_native_bf16() else (torch.float32,)
-    return (parameter.device.type == "cpu" and parameter.dtype in packable
+    dtypes = {m.weight.dtype for m in model.modules() if isinstance(m, torch.nn.Linear)} or {parameter.dtype}
+    return (parameter.device.type == "cpu" and all(d in packable and cpu_can_pack(d) for d in dtypes)
             and torch.backends.mkldnn.is_available())
 
 

@@ -9,6 +9,7 @@ any moment leaves the previous checkpoint usable.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -39,33 +40,60 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+class RunFolderBusy(ValueError, RuntimeError):
+    """Another live training process holds the run folder (a usage error: it prints as one line)."""
+
+
 class RunLock:
-    """An exclusive lock file holding the owner's pid; a lock left by a dead process is taken over."""
+    """An exclusive lock file holding the owner's pid; a lock left by a dead process is taken over.
+
+    The file is also `flock`ed while held: the kernel drops that lock when its
+    process dies (even by SIGKILL), so two starts can never both win, and a
+    dead owner's file is simply taken. A pid written by a live process that
+    holds no flock (an older tevcore) is still respected.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.path = Path(folder) / ".lock"
+        self._fd: int | None = None
+
+    def _refuse(self, pid: int) -> None:
+        raise RunFolderBusy(f"{self.path.parent} is in use by training process {pid}; "
+                            "wait for it, stop it, or choose another run folder")
 
     def acquire(self) -> None:
-        for _ in range(2):
+        for _ in range(5):
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                try:
-                    pid = int(self.path.read_text().strip() or 0)
-                except (OSError, ValueError):
-                    pid = 0
-                if pid and _pid_alive(pid) and pid != os.getpid():
-                    raise RuntimeError(f"{self.path.parent} is in use by training process {pid}; "
-                                       "wait for it, stop it, or choose another run folder") from None
-                self.path.unlink(missing_ok=True)  # stale: its owner is gone
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                self._refuse(self._owner())
+            if not self.path.exists() or os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                os.close(fd)  # the owner released (unlinked) it between our open and our flock: try again
                 continue
-            with os.fdopen(fd, "w") as f:
-                f.write(str(os.getpid()))
+            owner = self._owner()
+            if owner and owner != os.getpid() and _pid_alive(owner):
+                os.close(fd)
+                self._refuse(owner)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            self._fd = fd
             return
         raise RuntimeError(f"could not take the lock {self.path}")
 
+    def _owner(self) -> int:
+        try:
+            return int(self.path.read_text().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
     def release(self) -> None:
+        if self._fd is None:
+            return
         self.path.unlink(missing_ok=True)
+        os.close(self._fd)  # unlink first: a waiting process then sees a new inode and retries
+        self._fd = None
 
 
 def write_status(folder: Path, state: str, step: int, total: int, started: float, **extra) -> None:

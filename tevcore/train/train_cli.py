@@ -29,7 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    values = json.loads(args.config.read_text()) if args.config else {}
+    values = {}
+    if args.config:
+        try:
+            values = json.loads(args.config.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+            raise ValueError(f"--config {args.config} is not valid JSON: {err}") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"--config {args.config} must hold a JSON object of TrainConfig fields")
     values.update({f.name: getattr(args, f.name) for f in fields(TrainConfig) if getattr(args, f.name) is not None})
     return TrainConfig.from_dict(values)
 

@@ -1,0 +1,94 @@
+"""Checks that a round record read from a file is one the engine could have written.
+
+A trace is plain JSON anyone can edit, so `read_trace` checks every round in
+full: the flow's shapes match the tree, its probabilities are finite and lie
+in [0, 1], the accepted path is a root-to-exit chain of the tree and the bonus
+is a token id that is not a child of the exit. A record that passes can be
+drawn and replayed without a model.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from tevcore.engine.flow import TargetFlow
+from tevcore.engine.tree import MAX_TOKEN_ID, DraftTree
+
+SLACK = 1e-6  # float rounding a written probability may carry past [0, 1]
+PROBABILITIES = ("edge_prob", "path_prob", "child_mass", "exit_mass")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_counts(data: dict[str, Any]) -> None:
+    """index, budget and context_length are integers >= 0; temperature a finite number >= 0."""
+    for name in ("index", "budget", "context_length"):
+        if not _is_int(data.get(name)) or data[name] < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {data.get(name)!r}")
+    temperature = data.get("temperature")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not \
+            (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+
+
+def check_flow(tree: DraftTree, flow: TargetFlow) -> None:
+    """One entry per node, finite probabilities in [0, 1], (N+1) x k missing tokens inside the id range."""
+    n = tree.num_nodes
+    for name in (*PROBABILITIES, "log_path_prob"):
+        values = getattr(flow, name)
+        if tuple(values.shape) != (n,):
+            raise ValueError(f"the flow and the tree disagree: flow {name} has shape {tuple(values.shape)}, "
+                             f"the tree {n} nodes")
+    for name in PROBABILITIES:
+        values = getattr(flow, name)
+        if not bool(torch.isfinite(values).all()) or bool((values < -SLACK).any() or (values > 1 + SLACK).any()):
+            raise ValueError(f"flow {name} must hold finite probabilities in [0, 1]")
+    if bool(torch.isnan(flow.log_path_prob).any()) or bool((flow.log_path_prob > SLACK).any()):
+        raise ValueError("flow log_path_prob must be log-probabilities (<= 0, not NaN)")
+    tokens, probs = flow.missing_tokens, flow.missing_probs
+    if tokens.dim() != 2 or tokens.shape[0] != n or tuple(probs.shape) != tuple(tokens.shape):
+        raise ValueError(f"flow missing_tokens and missing_probs must both be {n} x k, "
+                         f"got {tuple(tokens.shape)} and {tuple(probs.shape)}")
+    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) > MAX_TOKEN_ID):
+        raise ValueError("flow missing_tokens must be token ids >= 0")
+    if not bool(torch.isfinite(probs).all()) or bool((probs < -SLACK).any() or (probs > 1 + SLACK).any()):
+        raise ValueError("flow missing_probs must hold finite probabilities in [0, 1]")
+
+
+def check_texts(tree: DraftTree, flow: TargetFlow, token_texts: Any, missing_texts: Any) -> None:
+    """A text per node, and per node one text per missing token."""
+    n, k = tree.num_nodes, flow.missing_tokens.shape[1]
+    if not isinstance(token_texts, list) or len(token_texts) != n or not all(isinstance(t, str) for t in token_texts):
+        raise ValueError(f"token_texts must be a list of {n} strings (one per node)")
+    if not isinstance(missing_texts, list) or len(missing_texts) != n or not all(
+            isinstance(row, list) and len(row) == k and all(isinstance(t, str) for t in row) for row in missing_texts):
+        raise ValueError(f"missing_texts must be {n} lists of {k} strings (one per missing token)")
+
+
+def check_verdict(tree: DraftTree, data: dict[str, Any]) -> None:
+    """The path is a root-to-exit chain of the tree, the bonus a token id not among the exit's children."""
+    path, exit_node, bonus = data.get("path"), data.get("exit_node"), data.get("bonus_token")
+    emitted = data.get("emitted_tokens")
+    if not isinstance(emitted, list) or not all(_is_int(t) and 0 <= t <= MAX_TOKEN_ID for t in emitted):
+        raise ValueError("emitted_tokens must be a list of token ids")
+    if data.get("verifier") is None and not path:
+        return  # a round recorded before any verdict
+    if not isinstance(path, list) or not path or not all(_is_int(v) for v in path):
+        raise ValueError(f"path must be a list of node indices starting at the root, got {path!r}")
+    if path[0] != 0:
+        raise ValueError(f"path must start at the root (node 0), got {path[0]}")
+    for parent, child in zip(path, path[1:]):
+        if not 0 < child < tree.num_nodes or int(tree.parents[child]) != parent:
+            raise ValueError(f"path {path} is not a chain of the tree: node {child} is not a child of node {parent}")
+    if exit_node != path[-1]:
+        raise ValueError(f"exit_node {exit_node!r} must be the last node of the path ({path[-1]})")
+    if not _is_int(bonus) or not 0 <= bonus <= MAX_TOKEN_ID:
+        raise ValueError(f"bonus_token must be a token id, got {bonus!r}")
+    children = tree.tokens[1:][tree.parents[1:] == exit_node].tolist()
+    if bonus in children:
+        raise ValueError(f"bonus_token {bonus} is a child of the exit node {exit_node}: it would have been accepted")
