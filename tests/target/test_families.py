@@ -93,7 +93,7 @@ def test_commit_then_score_equals_fresh_recompute(family, where, pair):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_greedy_decoding_equals_transformers_generate(family, where, pair):
     target, reference = pair(family, *where)
-    prompt, new_tokens = _context(WINDOW + 4, seed=3), 2 * WINDOW
+    prompt, new_tokens = _context(WINDOW + 4, seed=3), 12
     with torch.inference_mode():
         ids = torch.tensor([prompt], device=reference.device)
         expected = reference.generate(ids, max_new_tokens=new_tokens, do_sample=False, eos_token_id=EOS,
@@ -141,10 +141,10 @@ def _two_token_law(reference: torch.nn.Module, prompt: list[int], draws: int) ->
 
 
 def _sharpened_case(target, reference, draws: int) -> tuple[list[int], dict[tuple[int, ...], float]]:
-    """Sharpen both heads to the scale (a power of 1.2) and pick the prompt (of three) whose 2-token law has the
+    """Sharpen both heads to the scale (a power of 1.2) and pick the prompt (of two) whose 2-token law has the
     most countable cells while they hold >= 40% of it; return that prompt and law."""
-    step, steps, scored = 1.2, 30, []
-    for seed in (5, 6, 7):
+    step, steps, scored = 1.2, 24, []
+    for seed in (5, 6):
         prompt = _context(WINDOW + 3, seed=seed)
         for k in range(steps):
             law = _two_token_law(reference, prompt, draws)
@@ -164,7 +164,7 @@ def _sharpened_case(target, reference, draws: int) -> tuple[list[int], dict[tupl
 @pytest.mark.parametrize("family", FAMILIES)
 def test_two_token_law_at_temperature_one(family, verifier, where, pair):
     target, reference = pair(family, *where, sharpened=True)
-    draws = 80
+    draws = 70
     if (family, where) not in _LAW_CASES:
         _LAW_CASES[family, where] = _sharpened_case(target, reference, draws)
     prompt, law = _LAW_CASES[family, where]
