@@ -188,3 +188,27 @@ def test_two_token_law_at_temperature_one(family, verifier, where, pair):
     print(f"{family} {verifier} {where}: 2-token law, {len(cells)} cells + rest (mass "
           f"{1 - sum(law.values()):.3f}), {draws} draws, chi2 p = {p_value:.3f}")
     assert p_value > 1e-3
+
+
+def test_soft_capped_layers_under_the_tree_sdpa_fall_back_to_eager(tiny_model_folder, one_thread):
+    """Gemma 2 forced onto the tree SDPA (load_target picks eager for it): its soft-capped layers still run the
+    family's eager attention, so the tree forward stays exact."""
+    from tevcore.target.tree_attention import TREE_SDPA
+
+    target, reference = load_pair(tiny_model_folder("gemma2"), "cpu", "float32")
+    assert target.model.config._attn_implementation == "eager"
+    target.model.config._attn_implementation = TREE_SDPA
+    for model in (target.model, reference):  # random-init scores are ~1e-3: a cap that small bends them (a dropped
+        # cap then moves logits by ~4e-3, 40x the tolerance; the real 50 would move them by ~1e-6)
+        for module in model.modules():
+            if getattr(module, "attn_logit_softcapping", None) is not None:
+                module.attn_logit_softcapping = 1e-3
+    context = _context(3 * WINDOW, seed=11)
+    session = TargetSession(target)
+    session.prefill(context)
+    tree = random_tree(target.vocab_size, context[-1], budget=10, seed=11)
+    logits = session.score_tree(tree).logits
+    worst = max(float((logits[node] - reference_last_logits(reference, [context + tree.tokens[tree.path(node)[1:]]
+                                                                         .tolist()])[0]).abs().max())
+                for node in range(tree.num_nodes))
+    assert worst < 1e-4
