@@ -55,9 +55,10 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.proposers import DRAFTER_DTYPE_HELP
     from tevcore.decoding.trim import TRIM_HELP
 
+    from tevcore.flags import add_target_arguments
+
     helps = DecodeConfig.help()
     parser.add_argument("--prompt", required=True, help="user prompt (chat template applied unless --no-chat)")
-    parser.add_argument("--target", default="default", help="'default', a .gguf file, a model folder or a hub id")
     parser.add_argument("--proposer", default="default",
                         help="'default' (the committed drafter + context lookup), 'drafter' (drafter alone), 'lookup' "
                              "(context lookup, no drafter), 'rollout' (stand-in: target greedy rollout), a drafter "
@@ -71,15 +72,15 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=DecodeConfig.max_new_tokens, help=helps["max_new_tokens"])
     parser.add_argument("--no-chat", action="store_true", help="feed the prompt as raw text")
     parser.add_argument("--out", help="write the rounds as a trace file (.jsonl or .jsonl.gz)")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
     parser.add_argument("--trim", default="off", help=TRIM_HELP)
+    add_target_arguments(parser)
 
 
 def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
     from tevcore.decoding.autobudget import trim_costs
     from tevcore.config import DecodeConfig
     from tevcore.proposers import parse_drafter_dtype, resolve_proposer
-    from tevcore.target.loading import load_target
+    from tevcore.flags import target_from_args
     from tevcore.decoding.trim import parse_trim
 
     settings = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
@@ -87,7 +88,7 @@ def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
     parse_trim(args.trim)
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     DecodeConfig(**settings)  # refuse bad settings before loading the model
-    target = load_target(args.target, device=args.device)
+    target = target_from_args(args)
     if args.budget >= target.max_context:
         raise ValueError(f"--budget {args.budget}: a tree of that many nodes exceeds the model's context of "
                          f"{target.max_context} tokens")

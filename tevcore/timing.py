@@ -1,5 +1,8 @@
 """The one timer: wall time of a call or of a stage, synchronising CUDA only on CUDA.
 
+CUDA kernels run asynchronously: wall time around a launch measures the
+launch, not the work. So every timed span waits for its device's queued work
+before it starts and before it stops; on the CPU nothing waits.
 `seconds_of` times one call; `StageTimer` accumulates the stages of a round
 (names from `records.STAGES`); `median_seconds` is the benchmark method
 (warm-up, then the median over repeats) that bench-verifiers and the app use.
@@ -19,17 +22,18 @@ from tevcore.engine.records import STAGES, StageTimings
 T_ = TypeVar("T_")
 
 
-def _sync(device: torch.device | str | None) -> None:
+def synchronize(device: torch.device | str | None) -> None:
+    """Wait for the work queued on `device` (nothing to wait for off CUDA)."""
     if device is not None and torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def seconds_of(action: Callable[[], T_], device: torch.device | str | None = None) -> tuple[T_, float]:
     """Result and wall time of one call, waiting for queued GPU work on both sides."""
-    _sync(device)
+    synchronize(device)
     start = time.perf_counter()
     result = action()
-    _sync(device)
+    synchronize(device)
     return result, time.perf_counter() - start
 
 
@@ -52,10 +56,10 @@ class StageTimer:
     def stage(self, name: str) -> Iterator[None]:
         if name not in STAGES:
             raise ValueError(f"unknown stage {name!r}; stages are {', '.join(STAGES)}")
-        _sync(self._device)
+        synchronize(self._device)
         start = time.perf_counter()
         try:
             yield
         finally:
-            _sync(self._device)
+            synchronize(self._device)
             setattr(self.timings, name, getattr(self.timings, name) + time.perf_counter() - start)

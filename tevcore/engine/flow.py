@@ -21,6 +21,7 @@ from tevcore.engine.sampling import check_temperature, is_greedy, log_probs, tok
 from tevcore.engine.tree import DraftTree
 
 DEFAULT_MISSING_K = 5
+FLOAT64_SCRATCH_ELEMENTS = 1 << 22  # float64 rows normalised at once: 32 MB, whatever the vocabulary and tree size
 
 
 def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
@@ -90,12 +91,7 @@ def log_missing_mass(tree: DraftTree, row_log_probs: torch.Tensor, nodes: torch.
 
     It never subtracts m from 1, so it stays exact where m is within ~1e-16 of 1.
     """
-    slot = torch.full((tree.num_nodes,), -1, dtype=torch.long)
-    slot[nodes.cpu()] = torch.arange(nodes.numel())
-    rows, asked = slot[tree.parents[1:]], slot[tree.parents[1:]] >= 0  # children of the nodes asked for only
-    banned = torch.zeros(nodes.numel(), row_log_probs.shape[-1], dtype=torch.bool)
-    banned[rows[asked], tree.tokens[1:][asked]] = True
-    banned = banned.to(row_log_probs.device)
+    banned = _child_tokens_of(tree, nodes.to(row_log_probs.device), row_log_probs.shape[-1])
     return torch.logsumexp(row_log_probs.masked_fill(banned, float("-inf")), dim=-1)
 
 
@@ -166,9 +162,10 @@ def target_flow(
     n = tree.num_nodes
     miss_tok = _top_non_children(tree, node_logits, missing_k)
     # one float64 read of the entries needed: each edge in its parent's row, each missing token in its own
-    rows = torch.cat([tree.parents[1:], torch.arange(n).repeat_interleave(miss_tok.shape[1])])
-    tokens = torch.cat([tree.tokens[1:], miss_tok.flatten().cpu()])
-    entries = token_log_probs(node_logits, rows, tokens, temperature, dtype=torch.float64)
+    device = node_logits.device
+    rows = torch.cat([tree.parents[1:].to(device), torch.arange(n, device=device).repeat_interleave(miss_tok.shape[1])])
+    tokens = torch.cat([tree.tokens[1:].to(device), miss_tok.flatten()])
+    entries = _float64_entries(node_logits, rows, tokens, temperature)
     log_a = torch.cat([entries.new_zeros(1), entries[:tree.size]])
     log_p = path_log_probs(tree, log_a)
     child_mass = torch.zeros_like(log_a).index_add_(0, tree.parents[1:].to(log_a.device), log_a[1:].exp())
@@ -188,6 +185,37 @@ def target_flow(
     )
 
 
+def _float64_entries(node_logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor,
+                     temperature: float) -> torch.Tensor:
+    """`token_log_probs` in float64, normalising a bounded block of rows at a time (on the logits' device).
+
+    A 150k-token vocabulary over a 128-node tree would be a 155 MB float64 copy
+    in one go; blocks of `FLOAT64_SCRATCH_ELEMENTS` keep the scratch small and
+    the values the same.
+    """
+    block = max(1, FLOAT64_SCRATCH_ELEMENTS // node_logits.shape[-1])
+    out = torch.empty(rows.shape[0], dtype=torch.float64, device=node_logits.device)
+    rows_here = rows.to(node_logits.device)
+    for first in range(0, node_logits.shape[0], block):
+        picked = torch.nonzero((rows_here >= first) & (rows_here < first + block)).flatten()
+        if picked.numel():
+            scratch = node_logits[first:first + block].to(torch.float64, copy=True)
+            out[picked] = token_log_probs(scratch, rows_here[picked] - first, tokens.to(picked.device)[picked],
+                                          temperature, scratch=True)
+    return out
+
+
+def _child_tokens_of(tree: DraftTree, nodes: torch.Tensor, vocab: int) -> torch.Tensor:
+    """(len(nodes), V) bool on `nodes`' device: True at the child tokens of each node (no V-wide CPU mask)."""
+    parents, tokens = tree.parents[1:].to(nodes.device), tree.tokens[1:].to(nodes.device)
+    slot = torch.full((tree.num_nodes,), -1, dtype=torch.long, device=nodes.device)
+    slot[nodes] = torch.arange(nodes.numel(), device=nodes.device)
+    kept = slot[parents] >= 0
+    banned = torch.zeros(nodes.numel(), vocab, dtype=torch.bool, device=nodes.device)
+    banned[slot[parents][kept], tokens[kept]] = True
+    return banned
+
+
 def _top_non_children(tree: DraftTree, node_logits: torch.Tensor, missing_k: int) -> torch.Tensor:
     """(N+1, k): per node, the k highest-logit tokens that are not its children, best first.
 
@@ -201,6 +229,8 @@ def _top_non_children(tree: DraftTree, node_logits: torch.Tensor, missing_k: int
     most_children = int(torch.bincount(tree.parents[1:], minlength=tree.num_nodes).max())
     k = min(int(missing_k), vocab - most_children)
     candidates = node_logits.topk(min(vocab, k + most_children), dim=-1).indices
-    is_child = tree.child_token_mask(vocab).to(candidates.device).gather(-1, candidates)
+    parents, tokens = tree.parents[1:].to(candidates.device), tree.tokens[1:].to(candidates.device)
+    hits = (candidates[parents] == tokens[:, None]).to(torch.int32)  # child j against its parent's candidates
+    is_child = torch.zeros_like(candidates, dtype=torch.int32).index_add_(0, parents, hits) > 0
     keep = torch.sort(is_child.to(torch.uint8), dim=-1, stable=True).indices[:, :k]  # non-children first, rank kept
     return candidates.gather(-1, keep)

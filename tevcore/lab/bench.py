@@ -26,8 +26,8 @@ from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import load_prompts
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from tevcore.flags import comma_list
-from tevcore.target.loading import Target, load_target
+from tevcore.flags import add_target_arguments, comma_list, target_from_args
+from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
 
@@ -230,7 +230,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--refresh-curve", action="store_true",
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
-    parser.add_argument("--target", default="default")
     parser.add_argument("--proposer", default="default",
                         help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
                              "a drafter folder, '<any>+lookup'")
@@ -238,7 +237,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    parser.add_argument("--device", default=None)
+    add_target_arguments(parser)
     parser.add_argument("--out", default="results/bench.json")
 
 
@@ -258,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
         parse_trim(spec)
     if args.budgets == "auto" and len(trim_specs) != 1:
         raise ValueError("--budget auto chooses for one --trim spec; give one")
-    target = load_target(args.target, device=args.device)
+    target = target_from_args(args)
     proposer = resolve_proposer(args.proposer, target, drafter_dtype)
     datasets = comma_list(args.dataset, str, "prompt sets")
     verifiers = comma_list(args.verifiers, str, "verifiers")

@@ -30,9 +30,9 @@ from tevcore.engine.builders import best_first
 from tevcore.lab.bench import git_commit
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
-from tevcore.flags import comma_list
+from tevcore.flags import add_target_arguments, comma_list, target_from_args
 from tevcore.engine.flow import TargetFlow, target_flow
-from tevcore.target.loading import Target, encode_prompt, load_target
+from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.sampling import make_generator
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
@@ -65,8 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompts", type=int, default=3, help="held-out MT-Bench prompts to take trees from")
     parser.add_argument("--positions", type=int, default=2, help="tree positions per prompt (consecutive tokens of its greedy walk)")
     parser.add_argument("--depth", type=int, default=8, help="rollout depth K of the stand-in proposer")
-    parser.add_argument("--target", default="default", help="'default', a .gguf file, a model folder or a hub id")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    add_target_arguments(parser)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the decisions' random draws")
     parser.add_argument("--out", default="results/verifiers.json", help="JSON file for the results")
@@ -196,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"rounds must be >= 1, got {args.rounds}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    target = load_target(args.target, device=args.device)
+    target = target_from_args(args)
     prompts = [p.text for p in load_prompts("mt-bench", "heldout", args.prompts)]
     trees = collect_trees(target, prompts, budgets, args.positions, args.depth)
     rows = []

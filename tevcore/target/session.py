@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from tevcore.target.kv_cache import grow_room, roomy_cache
+from tevcore.target.kv_cache import full_cache, grow_room, roomy_cache
 from tevcore.target.loading import Target
+from tevcore.target.tree_masks import check_tree_masks, tree_masks
 from tevcore.engine.tree import DraftTree
 
 
@@ -44,6 +45,7 @@ class TargetSession:
         self.target = target
         self.in_place = in_place
         self.model = target.model
+        self._windows = check_tree_masks(self.model)  # layer type -> window; refuses what it cannot mask
         self._prefill_kwargs = _one_logit_row(self.model)
         self.hidden_layers = tuple(hidden_layers)
         self.cache: DynamicCache | None = None
@@ -87,7 +89,7 @@ class TargetSession:
             )
         self.committed = [int(t) for t in token_ids]
         self.cache = (roomy_cache(self.model.config, len(token_ids) + reserve) if self.in_place
-                      else DynamicCache(config=self.model.config))
+                      else full_cache(self.model.config))
         hidden_size = int(self.model.config.hidden_size)
         # room for the whole decode: a commit writes its rows in place instead of copying the history
         self._hidden = {layer: torch.empty(len(token_ids) + reserve, hidden_size, device=self.device)
@@ -112,7 +114,7 @@ class TargetSession:
             raise ValueError(f"the tree reaches position {start + tree.max_depth}, past the model's context")
         ids = tree.tokens.to(self.device).unsqueeze(0)
         positions = (start + tree.depths).to(self.device).unsqueeze(0)
-        mask = self._tree_mask(tree, start)
+        mask = tree_masks(self._windows, tree, start, self.model.dtype, self.device)
         with torch.inference_mode():
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                              cache=self.cache, use_cache=True,
@@ -120,16 +122,6 @@ class TargetSession:
         hidden = {layer: out.hidden_states[layer][0].float() for layer in self.hidden_layers}
         self._last_tree, self._last_hidden = tree, hidden
         return TreeScores(logits=out.logits[0].float(), hidden=hidden)
-
-    def _tree_mask(self, tree: DraftTree, start: int) -> torch.Tensor:
-        """Additive 4D mask (1, 1, N+1, start+N+1): context visible, tree ancestors only."""
-        dtype = self.model.dtype
-        n = tree.num_nodes
-        allowed = torch.ones(n, start + n, dtype=torch.bool)
-        allowed[:, start:] = tree.ancestor_mask()
-        mask = torch.zeros(n, start + n, dtype=dtype)
-        mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-        return mask.to(self.device)[None, None]
 
     @torch.inference_mode()
     def commit(self, path: list[int], bonus_token: int) -> None:

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import torch
 
-from tevcore.flags import comma_list
+from tevcore.flags import add_target_arguments, comma_list, target_from_args
 from tevcore.train.data import DataConfig, build_dataset, plan_jobs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="folder for the shards (resumes when it exists)")
-    parser.add_argument("--target", default="default", help="target spec (default: the embedded SmolLM2)")
-    parser.add_argument("--device", default=None)
+    add_target_arguments(parser)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 leaves cores for others)")
     parser.add_argument("--max-shards", type=int, default=None, help="stop after the first N shards of the plan")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and exit")
@@ -49,11 +48,9 @@ def config_from_args(args: argparse.Namespace) -> DataConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tevcore.target.loading import load_target
-
     torch.set_num_threads(args.threads)
     config = config_from_args(args)
-    target = load_target(config.target, device=args.device)
+    target = target_from_args(args, spec=config.target)
     plan = plan_jobs(target, config)[: args.max_shards]
     kinds = [shard[0].kind for shard in plan]
     print(f"plan: {len(plan)} shards ({kinds.count('gen')} generated, {kinds.count('text')} teacher-forced), "

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from tevcore.flags import budget_or_chain, comma_list
+from tevcore.flags import add_target_arguments, budget_or_chain, comma_list, target_from_args
 from tevcore.train.eval import (
     BUDGETS,
     MIX,
@@ -28,8 +28,7 @@ from tevcore.train.eval import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("drafter", nargs="?", default=None,
                         help="drafter folder (config.json + model.safetensors); default: assets/drafter")
-    parser.add_argument("--target", default="default")
-    parser.add_argument("--device", default=None)
+    add_target_arguments(parser)
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="e.g. chain,4,8,16,32")
     parser.add_argument("--temperatures", default="0,1")
     parser.add_argument("--greedy-sets", default="humaneval", help="held-out sets at T = 0")
@@ -56,14 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tevcore.proposers.block import BlockProposer, default_drafter_path, load_drafter
     from tevcore.proposers.lookup import ContextLookupProposer
-    from tevcore.target.loading import load_target
 
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
     if args.compare and (args.oracle or "chain" in budgets):
         raise ValueError("--compare scores best-first trees of numbered budgets; drop 'chain' and --oracle")
     torch.set_num_threads(args.threads)
-    target = load_target(args.target, device=args.device)
+    target = target_from_args(args)
     folder = Path(args.drafter) if args.drafter else default_drafter_path()
 
     def proposer_for(folder: Path):

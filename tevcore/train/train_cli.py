@@ -13,16 +13,19 @@ from pathlib import Path
 
 import torch
 
+from tevcore.flags import add_target_arguments, target_from_args
 from tevcore.train.config import TrainConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="run folder (resumes when it holds a checkpoint)")
     parser.add_argument("--config", type=Path, default=None, help="JSON training config; flags override it")
-    parser.add_argument("--device", default=None)
+    add_target_arguments(parser, target_default=None)  # None: the config's target (TrainConfig.target)
     parser.add_argument("--dry-run", action="store_true", help="print the validated config and plan, then exit")
     parser.add_argument("--export", type=Path, default=None, help="also write an fp16 copy of the final drafter here")
     for f in fields(TrainConfig):
+        if f.name == "target":
+            continue
         flag = "--" + f.name.replace("_", "-")
         kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
         parser.add_argument(flag, type=kind, default=None, help=f"TrainConfig.{f.name}")
@@ -55,7 +58,6 @@ def _plan(config: TrainConfig) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from tevcore.proposers.block import load_drafter, save_drafter
-    from tevcore.target.loading import load_target
     from tevcore.train.loop import train
 
     config = config_from_args(args)
@@ -64,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     torch.set_num_threads(config.threads)
     device = args.device
-    if device is None and torch.cuda.is_available():
+    if device == "auto" and torch.cuda.is_available():  # one GPU per DDP rank
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-    target = load_target(config.target, device=device)
+    target = target_from_args(args, spec=config.target, device=device)
     final = train(config, args.out, target)
     if args.export and int(os.environ.get("RANK", "0")) == 0:
         save_drafter(load_drafter(final, target), args.export, dtype=torch.float16)
