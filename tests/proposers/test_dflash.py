@@ -169,3 +169,32 @@ def test_a_missing_folder_and_mismatched_weights_are_refused(targets, tmp_path):
     with pytest.raises(ValueError, match="hidden_norm.weight"):
         resolve_proposer(f"dflash:{folder}", target)
     assert json.loads((folder / "config.json").read_text())["architectures"] == ["DFlashDraftModel"]
+
+
+def test_round_and_generate_commands_take_a_dflash_drafter(targets, tmp_path, capsys, one_thread):
+    from tevcore.cli import main
+    from tevcore.engine.flow import target_flow
+    from tevcore.engine.records import read_trace
+    from tevcore.target.loading import encode_prompt
+
+    folder, _ = _drafter(tmp_path, "d", seed=1, block_size=5)
+    target_folder, target = targets["qwen3"]
+    common = ["--target", str(target_folder), "--proposer", f"dflash:{folder}", "--prompt", "abcabcab", "--no-chat",
+              "--device", "cpu"]
+    out = tmp_path / "d.jsonl"
+    assert main(["round", *common, "--temperature", "1", "--budget", "8", "--out", str(out)]) == 0
+    record = read_trace(out).rounds[0]
+    assert record.proposer.startswith("DFlash drafter") and record.tree.size == 8
+    session = TargetSession(target)
+    session.prefill(encode_prompt(target, "abcabcab", chat=False), reserve=8)
+    flow = target_flow(record.tree, session.score_tree(record.tree).logits, 1.0)
+    assert torch.allclose(flow.path_prob, record.flow.path_prob, atol=1e-6)
+    assert torch.allclose(flow.exit_mass, record.flow.exit_mass, atol=1e-6)
+    capsys.readouterr()
+    assert main(["generate", *common, "--max-new-tokens", "16"]) == 0
+    printed = capsys.readouterr().out.split("\n\n")[0]
+    ids = encode_prompt(target, "abcabcab", chat=False)
+    with torch.no_grad():
+        greedy = target.model.generate(torch.tensor([ids]), max_new_tokens=16, do_sample=False,
+                                       pad_token_id=0)[0, len(ids):].tolist()
+    assert printed == target.tokenizer.decode(greedy)
