@@ -133,6 +133,11 @@ def test_greedy_decoding_equals_the_targets_generate(targets, tmp_path, one_thre
                                    eos_token_id=None, pad_token_id=0)[0, len(PROMPT):].tolist()
     assert ours.tokens == hf
     assert any(r.block_length > 1 for r in ours.rounds)  # drafted tokens were accepted: the cache path ran
+    with torch.no_grad():  # transformers' own DFlash chain decoding takes the same loaded drafter
+        chain = target.model.generate(torch.tensor([PROMPT]), max_new_tokens=24, do_sample=False, eos_token_id=None,
+                                      pad_token_id=0, assistant_model=proposer.hf_dflash_assistant,
+                                      speculation_type="dflash")[0, len(PROMPT):].tolist()
+    assert chain == hf
 
 
 BAD_CONFIGS = {
@@ -198,3 +203,13 @@ def test_round_and_generate_commands_take_a_dflash_drafter(targets, tmp_path, ca
         greedy = target.model.generate(torch.tensor([ids]), max_new_tokens=16, do_sample=False,
                                        pad_token_id=0)[0, len(ids):].tolist()
     assert printed == target.tokenizer.decode(greedy)
+
+
+def test_bench_runs_transformers_dflash_chain_as_a_peer(targets, tmp_path, one_thread):
+    from tevcore.lab.bench import run_bench
+
+    folder, _ = _drafter(tmp_path, "d", seed=1, block_size=5)
+    target = targets["qwen3"][1]
+    rows = run_bench(target, resolve_proposer(f"dflash:{folder}", target), ["humaneval"], 1, 6, [0.0], [4], ["tev"])
+    peer = [row for row in rows if row["method"].startswith("HF DFlash chain")]
+    assert len(peer) == 1 and peer[0]["tokens_per_s"] > 0

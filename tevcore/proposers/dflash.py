@@ -79,6 +79,11 @@ class DFlashProposer:
         self._cache: DynamicCache | None = None
         self._fed: list[int] = []  # committed tokens whose positions the draft cache holds
 
+    @property
+    def hf_dflash_assistant(self):
+        """The drafter as transformers' own DFlash chain decoding takes it (`bench` runs it as a peer)."""
+        return self.drafter
+
     @classmethod
     def load(cls, source: str, target: Target) -> DFlashProposer:
         drafter, spec = load_dflash(source, target)
