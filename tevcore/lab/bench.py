@@ -89,8 +89,9 @@ class MethodStats:
 
 
 def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperature: float, lookup: bool,
-                 seed: int) -> tuple[int, float]:
-    """Tokens produced and seconds by HF generate (optionally prompt-lookup decoding)."""
+                 seed: int, dflash=None) -> tuple[int, float]:
+    """Tokens produced and seconds by HF generate (optionally prompt-lookup decoding, or transformers' DFlash
+    chain decoding with the drafter `dflash`)."""
     torch.manual_seed(seed)
     kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens, "min_new_tokens": 1,
               "pad_token_id": target.tokenizer.eos_token_id if target.tokenizer is not None else 0}
@@ -98,6 +99,8 @@ def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperatur
         kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
     if lookup:
         kwargs["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
+    if dflash is not None:
+        kwargs.update(assistant_model=dflash, speculation_type="dflash")
     inputs = torch.tensor([ids], device=target.device)
     start = time.perf_counter()
     with torch.inference_mode():
@@ -137,6 +140,9 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
             if peers:
                 stats[("hf",)] = MethodStats("HF generate")
                 stats[("hf-lookup",)] = MethodStats(f"HF prompt lookup ({PROMPT_LOOKUP_TOKENS})")
+                dflash = getattr(proposer, "hf_dflash_assistant", None)  # the same drafter, chain-decoded by HF
+                if dflash is not None:
+                    stats[("hf-dflash",)] = MethodStats(f"HF DFlash chain (block {dflash.config.block_size})")
             for index, ids in enumerate(tqdm(prompts, desc=f"{dataset} T={temperature}", leave=False)):
                 base = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
                                     seed=draw_seed(seed, dataset, temperature, index, "ar"))
@@ -162,7 +168,8 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                                 entry.stage_seconds[stage] += getattr(record.timings, stage)
                     elif kind.startswith("hf"):
                         produced, seconds = _hf_generate(target, ids, max_new_tokens, temperature,
-                                                         kind == "hf-lookup", cell_seed)
+                                                         kind == "hf-lookup", cell_seed,
+                                                         dflash if kind == "hf-dflash" else None)
                         speed = produced / seconds
                     else:
                         continue
@@ -232,7 +239,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--proposer", default="default",
                         help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
-                             "a drafter folder, '<any>+lookup'")
+                             "a drafter folder, 'dflash:<DFlash folder or hub id>' (then transformers' DFlash chain "
+                             "decoding with the same drafter is a peer), '<any>+lookup'")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")

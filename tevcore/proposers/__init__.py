@@ -19,7 +19,7 @@ __all__ = ["Proposer", "resolve_proposer", "PROPOSER_SPECS", "GreedyRolloutPropo
 
 LOOKUP_SUFFIX = "+lookup"
 PROPOSER_SPECS = ("'default' (= 'drafter+lookup'), 'drafter', 'rollout', 'lookup' (the lookup without a drafter), "
-                  "a drafter folder, or any of these + '+lookup'")
+                  "a drafter folder, 'dflash:<DFlash folder or hub id>', or any of these + '+lookup'")
 DRAFTER_DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16}
 DRAFTER_DTYPE_HELP = ("dtype a block drafter runs in: 'auto' (bfloat16 on CPUs that run it natively, else its own "
                       "float32), 'float32' or 'bfloat16' (refused on a CPU whose oneDNN cannot pack it); only the drafts change, "
@@ -37,13 +37,17 @@ def resolve_proposer(spec: str, target, drafter_dtype: torch.dtype | None = None
     """A proposer from its spec.
 
     'drafter' -> the committed drafter (the stand-in if none fits the target);
-    'rollout' -> the stand-in; anything else -> a drafter folder. A '+lookup'
+    'rollout' -> the stand-in; 'dflash:<folder or hub id>' (or a folder whose
+    config names DFlashDraftModel) -> a published DFlash drafter; anything
+    else -> a block drafter folder. A '+lookup'
     suffix mixes in the context lookup; 'default' is 'drafter+lookup' and
     'lookup' the lookup over flat rows (no drafter). `drafter_dtype` is the
     block drafter's (None: `BlockProposer`'s default).
     """
     from pathlib import Path
 
+    from tevcore.proposers.dflash import DFlashProposer
+    from tevcore.proposers.dflash_format import PREFIX as DFLASH_PREFIX, is_dflash_folder
     from tevcore.proposers.lookup import ContextLookupProposer
 
     base = {"default": "drafter" + LOOKUP_SUFFIX, "lookup": "none" + LOOKUP_SUFFIX}.get(spec, spec)
@@ -55,6 +59,8 @@ def resolve_proposer(spec: str, target, drafter_dtype: torch.dtype | None = None
         proposer = GreedyRolloutProposer()
     elif base == "none" and lookup:
         proposer = NoDrafter(target.vocab_size)
+    elif base.startswith(DFLASH_PREFIX) or is_dflash_folder(Path(base).expanduser()):
+        proposer = DFlashProposer.load(base.removeprefix(DFLASH_PREFIX), target)
     else:
         folder = Path(base).expanduser()
         if not folder.is_dir():

@@ -26,6 +26,7 @@ from torch import nn
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.loading import Target
 from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
+from tevcore.proposers.target_record import target_fingerprint
 from tevcore.target.session import TargetSession
 from tevcore.proposers.base import ProposerBase
 
@@ -35,6 +36,7 @@ MODEL_TYPE = "tevcore-block-drafter"
 DEFAULT_BRANCHES = 2  # second-pass depth-1 tokens of a drafter trained with a known slot
 SURE_FIRST_LOGQ = math.log(0.9)  # above this depth-1 draft probability the second pass is skipped
 DEFAULT_LAYERS = 2  # encoder layers of a new drafter
+LEGACY_TARGET = "the default SmolLM2-135M-Instruct"  # what a drafter saved without a target record was trained for
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class BlockDrafterConfig:
     ffn: int = 1536
     dropout: float = 0.0  # training only; eval mode turns it off
     known_slots: int = 0  # leading slots trained to take a known token (path-conditioned rows)
+    target: dict | None = None  # the target it was trained for (`target_record`); None: saved before records
 
     def __post_init__(self) -> None:
         layers = self.hidden_layers
@@ -245,17 +248,23 @@ def check_growth(have: int, layers: int) -> None:
 
 
 def check_target(config: BlockDrafterConfig, target: Target) -> None:
-    """A drafter only fits a target with the vocabulary and hidden size it was trained on."""
+    """A drafter only fits the target it was trained for (its record), or at least that target's shape."""
     hidden = int(target.model.config.hidden_size)
     layers = int(target.model.config.num_hidden_layers)
+    record = config.target or {}
+    trained = f"target {record['name']}" if "name" in record else LEGACY_TARGET
     if target.vocab_size != config.target_vocab_size:
-        raise ValueError(f"the drafter was trained for a vocabulary of {config.target_vocab_size} tokens, "
-                         f"but the target has {target.vocab_size}")
+        raise ValueError(f"the drafter was trained for {trained} with a vocabulary of {config.target_vocab_size} "
+                         f"tokens, but the target {target.name} has {target.vocab_size}")
     if hidden != config.target_hidden_size:
-        raise ValueError(f"the drafter was trained for hidden size {config.target_hidden_size}, "
-                         f"but the target has {hidden}")
+        raise ValueError(f"the drafter was trained for {trained} with hidden size {config.target_hidden_size}, "
+                         f"but the target {target.name} has {hidden}")
     if max(config.hidden_layers) > layers:
-        raise ValueError(f"the drafter reads layer {max(config.hidden_layers)}, but the target has {layers} layers")
+        raise ValueError(f"the drafter (trained for {trained}) reads layer {max(config.hidden_layers)}, "
+                         f"but the target {target.name} has {layers} layers")
+    if "fingerprint" in record and record["fingerprint"] != target_fingerprint(target):
+        raise ValueError(f"the drafter was trained for target {record['name']}, not for {target.name} "
+                         f"(same shape, other weights)")
 
 
 def context_features(session: TargetSession, config: BlockDrafterConfig) -> tuple[torch.Tensor, torch.Tensor]:

@@ -27,6 +27,7 @@ from transformers import DynamicCache
 from tevcore.engine.sampling import sample_rows
 from tevcore.lab.datasets import DATASETS
 from tevcore.flags import comma_list
+from tevcore.proposers.target_record import target_fingerprint
 from tevcore.target.loading import Target
 from tevcore.train.prompts import all_training_prompts
 
@@ -104,8 +105,18 @@ def generation_jobs(prompts: list[list[int]], config: DataConfig) -> list[Job]:
     return jobs
 
 
+def check_hidden_layers(target: Target, config: DataConfig) -> None:
+    """The feature layers must exist in the target (hidden-state index 0 is the embedding output)."""
+    depth = int(target.model.config.num_hidden_layers)
+    if max(config.hidden_layers) > depth or min(config.hidden_layers) < 0:
+        spread = ",".join(str(round(depth * (i + 1) / 4)) for i in range(min(4, depth)))
+        raise ValueError(f"hidden layers {list(config.hidden_layers)} do not lie in 0..{depth} (the target "
+                         f"{target.name} has {depth} layers); pass e.g. --hidden-layers {spread}")
+
+
 def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     """The deterministic list of shards (each a list of jobs) for a target and config."""
+    check_hidden_layers(target, config)
     rng = random.Random(config.seed)
     items = all_training_prompts(config.sets or None)
     shards: list[list[Job]] = []
@@ -249,7 +260,8 @@ def _check_manifest(folder: Path, target: Target, config: DataConfig, shards: in
         raise ValueError(f"{folder} was built with another config; use a new folder or the same settings")
     folder.mkdir(parents=True, exist_ok=True)
     manifest = {"config": config_dict, "target_name": target.name, "vocab_size": target.vocab_size,
-                "hidden_size": int(target.model.config.hidden_size), "shards": shards}
+                "hidden_size": int(target.model.config.hidden_size), "target_fingerprint": target_fingerprint(target),
+                "shards": shards}
     path.write_text(json.dumps(manifest, indent=2))
 
 
@@ -257,6 +269,7 @@ def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: 
                   plan: list[list[Job]] | None = None) -> int:
     """Write the missing shards of the plan (default: `plan_jobs`) into `folder`; return how many exist."""
     folder = Path(folder)
+    check_hidden_layers(target, config)
     plan = plan_jobs(target, config) if plan is None else plan
     if max_shards is not None:
         plan = plan[:max_shards]
@@ -311,6 +324,17 @@ def read_manifests(spec: str | Path) -> list[dict]:
             raise ValueError(f"{folder} was built for another target or other hidden layers than "
                              f"{data_folders(spec)[0]}; they cannot be joined")
     return manifests
+
+
+def check_data_target(spec: str | Path, target: Target) -> None:
+    """Features and teacher rows of one target are no training data for another."""
+    manifest = read_manifests(spec)[0]
+    shape = (manifest.get("vocab_size"), manifest.get("hidden_size"))
+    fingerprint = manifest.get("target_fingerprint")  # absent in sets built before it was recorded
+    if shape != (target.vocab_size, int(target.model.config.hidden_size)) or (
+            fingerprint is not None and fingerprint != target_fingerprint(target)):
+        raise ValueError(f"{spec} was built for target {manifest.get('target_name')}, not for {target.name}; "
+                         f"build a set for it with `build-data --target`")
 
 
 def read_manifest(folder: Path) -> dict:

@@ -27,7 +27,8 @@ from tevcore.train.eval import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("drafter", nargs="?", default=None,
-                        help="drafter folder (config.json + model.safetensors); default: assets/drafter")
+                        help="drafter folder (config.json + model.safetensors), or 'dflash:<folder or hub id>' "
+                             "(a published DFlash drafter; a DFlash folder is also detected); default: assets/drafter")
     add_target_arguments(parser)
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="e.g. chain,4,8,16,32")
     parser.add_argument("--temperatures", default="0,1")
@@ -54,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tevcore.proposers.block import BlockProposer, default_drafter_path, load_drafter
+    from tevcore.proposers.dflash import DFlashProposer
+    from tevcore.proposers.dflash_format import PREFIX as DFLASH_PREFIX, is_dflash_folder
     from tevcore.proposers.lookup import ContextLookupProposer
 
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
@@ -65,8 +68,12 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.drafter) if args.drafter else default_drafter_path()
 
     def proposer_for(folder: Path):
-        proposer = BlockProposer(load_drafter(folder, target), name=str(folder), branches=args.branches,
-                                 dtype=drafter_dtype)
+        spec = str(folder)
+        if spec.startswith(DFLASH_PREFIX) or is_dflash_folder(folder):
+            proposer = DFlashProposer.load(spec.removeprefix(DFLASH_PREFIX), target)
+        else:
+            proposer = BlockProposer(load_drafter(folder, target), name=spec, branches=args.branches,
+                                     dtype=drafter_dtype)
         return ContextLookupProposer(proposer) if args.lookup else proposer
 
     proposer = proposer_for(folder)

@@ -31,10 +31,13 @@ from tevcore.proposers.block import (
     read_config,
     save_drafter,
 )
+from tevcore.proposers.target_record import target_record
 from tevcore.engine.flow import target_flow
 from tevcore.target.loading import Target
 from tevcore.train.anchors import AnchorBatch, AnchorSet
 from tevcore.train.config import TrainConfig
+from tevcore.train.data import check_data_target
+from tevcore.train.dflash_train import is_dflash_init, train_dflash
 from tevcore.train.losses import distill_loss, tree_objective
 from tevcore.train.rundir import (
     RunLock,
@@ -71,7 +74,8 @@ def new_drafter(config: TrainConfig, anchors: AnchorSet, target: Target) -> Bloc
     shape = BlockDrafterConfig(
         target_vocab_size=target.vocab_size, target_hidden_size=int(target.model.config.hidden_size),
         draft_vocab_size=vocab, hidden_layers=tuple(anchors.layers), context=config.context, depth=config.depth,
-        layers=config.layers or DEFAULT_LAYERS, heads=config.heads, ffn=config.ffn, dropout=config.dropout)
+        layers=config.layers or DEFAULT_LAYERS, heads=config.heads, ffn=config.ffn, dropout=config.dropout,
+        target=target_record(target, tuple(anchors.layers)))
     torch.manual_seed(config.seed)
     return BlockDrafter(shape, draft_ids).to(target.device).attach(target)
 
@@ -154,8 +158,11 @@ def train(config: TrainConfig, out: Path, target: Target,
     `on_step` is called with each step's metrics (for progress displays); an
     exception raised from it stops the run like an interruption would.
     """
-    if config.init and config.layers is not None:  # refused before the run folder is made
+    if config.init and config.layers is not None and not config.init.startswith("dflash:"):  # before the run folder
         check_growth(read_config(Path(config.init)).layers, config.layers)
+    check_data_target(config.data, target)
+    if is_dflash_init(config):
+        return train_dflash(config, out, target)
     rank, world = _dist()
     if config.batch_size % world or config.tree_anchors % world:
         raise ValueError(f"batch_size and tree_anchors must be divisible by the {world} processes")

@@ -71,7 +71,12 @@ def run(args: argparse.Namespace) -> int:
     target = target_from_args(args, spec=config.target, device=device)
     final = train(config, args.out, target)
     if args.export and int(os.environ.get("RANK", "0")) == 0:
-        save_drafter(load_drafter(final, target), args.export, dtype=torch.float16)
+        from tevcore.proposers.dflash_format import load_dflash, save_dflash
+
+        if config.init and config.init.startswith("dflash:"):
+            save_dflash(*load_dflash(final, target), args.export, dtype=torch.float16)
+        else:
+            save_drafter(load_drafter(final, target), args.export, dtype=torch.float16)
         print(f"exported fp16 drafter to {args.export}")
     return 0
 

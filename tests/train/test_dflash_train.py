@@ -1,0 +1,82 @@
+"""`train --init dflash:<folder>`: distillation and ExitTrain on a published-format DFlash drafter, saved back.
+
+A few steps on a tiny Qwen3 target; the saved folder keeps the published
+layout (same config.json, same tensor names) and the DFlash proposer loads
+it with the rows the trained drafter had in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import tevcore.train.dflash_train as dflash_train
+from dflash_checkpoints import dflash_config, write_dflash
+from tevcore.cli import main
+from tevcore.proposers import resolve_proposer
+from tevcore.proposers.dflash import DFlashProposer
+from tevcore.target.loading import load_target
+from tevcore.target.session import TargetSession
+from tevcore.train.data import DataConfig, Job, build_dataset
+
+PROMPT = [1, 40, 41, 50, 60, 70, 41, 42, 43]
+
+
+def _rows(proposer) -> torch.Tensor:
+    session = TargetSession(proposer.target, hidden_layers=proposer.hidden_layers)
+    session.prefill(PROMPT, reserve=8)
+    return proposer.propose(session).shared
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_model_folder, tmp_path_factory):
+    """(target folder, target, distillation set, DFlash checkpoint) for a tiny Qwen3."""
+    folder = tiny_model_folder("qwen3")
+    target = load_target(str(folder), device="cpu")
+    root = tmp_path_factory.mktemp("dflash-train")
+    rng = random.Random(0)
+    text = [Job("text", tuple(rng.randrange(3, 128) for _ in range(rng.randrange(20, 30))), 2) for _ in range(4)]
+    config = DataConfig(target=str(folder), hidden_layers=(1, 2), context=4, top_k=8, max_new_tokens=6,
+                        gen_batch=2, text_batch=2)
+    build_dataset(target, config, root / "data", plan=[text[:2], text[2:]])
+    checkpoint = write_dflash(root / "dflash", dflash_config(64, 128, 2, block_size=4), seed=5)
+    return folder, target, root / "data", checkpoint
+
+
+@pytest.mark.parametrize("tree_lambda", ["0", "0.1"])
+def test_fine_tune_saves_a_checkpoint_the_proposer_loads(setup, tmp_path, monkeypatch, one_thread, tree_lambda):
+    folder, target, data, checkpoint = setup
+    before = _rows(resolve_proposer(f"dflash:{checkpoint}", target))
+    trained_rows = {}
+    save = dflash_train.save_dflash
+
+    def save_and_remember(drafter, spec, where, *args, **kw):
+        trained_rows["rows"] = _rows(DFlashProposer(drafter, spec, target))
+        return save(drafter, spec, where, *args, **kw)
+
+    monkeypatch.setattr(dflash_train, "save_dflash", save_and_remember)
+    run = tmp_path / "run"
+    tree = ["--tree-anchors", "2", "--tree-pool", "4", "--tree-budget", "4"] if tree_lambda != "0" else []
+    assert main(["train", str(run), "--data", str(data), "--target", str(folder), "--init", f"dflash:{checkpoint}",
+                 "--device", "cpu", "--depth", "3", "--context", "4", "--steps", "3", "--batch-size", "2",
+                 "--warmup", "1", "--lr", "0.01", "--tree-lambda", tree_lambda, *tree]) == 0
+    saved = run / "drafter"
+    assert json.loads((saved / "config.json").read_text()) == json.loads((checkpoint / "config.json").read_text())
+    assert set(load_file(str(saved / "model.safetensors"))) == set(load_file(str(checkpoint / "model.safetensors")))
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == 3 and all(("tree" in m) == (tree_lambda != "0") for m in metrics)
+    after = _rows(resolve_proposer(f"dflash:{saved}", target))
+    assert torch.allclose(after, trained_rows["rows"], atol=1e-6)  # saved and reloaded as trained
+    assert not torch.allclose(after, before, atol=1e-3)  # the steps moved the drafter
+
+
+def test_a_depth_past_the_block_is_refused_before_anything_is_written(setup, tmp_path, capsys):
+    folder, _, data, checkpoint = setup
+    code = main(["train", str(tmp_path / "run"), "--data", str(data), "--target", str(folder), "--init",
+                 f"dflash:{checkpoint}", "--device", "cpu", "--depth", "6", "--context", "4", "--steps", "1"])
+    assert code == 2 and "exceeds the DFlash drafter's 3" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,126 @@
+"""Fine-tuning a published DFlash drafter: distillation, optionally + lambda * the ExitTrain tree loss.
+
+`train --init dflash:<folder>` lands here. The losses, the batches of
+anchors, the learning-rate schedule and the tree pool are the block
+drafter's (`loop.py`); what differs is the drafter's input: a DFlash block
+attends to the target's hidden states over the WHOLE context at its own
+layers, not to the distillation set's last C stored positions, so each
+sequence's features are recomputed once by the frozen target and kept. Its
+rows cover the full target vocabulary (no draft vocabulary). The result is
+saved in the published layout, so the DFlash proposer (and any other DFlash
+runtime) loads it. Runs are single-process and do not resume.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from tevcore.engine.builders import best_first
+from tevcore.engine.flow import target_flow
+from tevcore.proposers.dflash import block_logits
+from tevcore.proposers.dflash_format import PREFIX, load_dflash, save_dflash
+from tevcore.target.loading import Target
+from tevcore.train.anchors import AnchorSet
+from tevcore.train.config import TrainConfig
+from tevcore.train.losses import distill_loss, tree_objective
+from tevcore.train.rundir import write_json_atomic, write_status
+
+
+def is_dflash_init(config: TrainConfig) -> bool:
+    return bool(config.init) and config.init.startswith(PREFIX)
+
+
+class SequenceFeatures:
+    """The target's concatenated hidden states at the drafter's layers over each stored sequence, computed once."""
+
+    def __init__(self, target: Target, layer_indices: tuple[int, ...], anchors: AnchorSet) -> None:
+        self.target, self.layers, self.anchors = target, layer_indices, anchors
+        self._kept: dict[tuple[int, int], torch.Tensor] = {}
+
+    def __call__(self, shard: int, seq: int) -> torch.Tensor:
+        key = (shard, seq)
+        if key not in self._kept:
+            ids = torch.tensor([self.anchors.sequence(shard, seq)], device=self.target.device)
+            with torch.no_grad():  # not inference_mode: these tensors enter the drafter's autograd graph
+                states = self.target.model(input_ids=ids, output_hidden_states=True).hidden_states
+            self._kept[key] = torch.cat([states[i][0] for i in self.layers], -1).float()
+        return self._kept[key]
+
+
+def _check(config: TrainConfig, depth: int) -> None:
+    if config.depth > depth:
+        raise ValueError(f"--depth {config.depth} exceeds the DFlash drafter's {depth} draft positions per block")
+    if config.layers is not None or config.known_prob:
+        raise ValueError("--layers and --known-prob apply to block drafters, not to a DFlash drafter")
+
+
+def train_dflash(config: TrainConfig, out: Path, target: Target) -> Path:
+    """Fine-tune the DFlash drafter of `config.init` into `out`/drafter (published format); returns that folder."""
+    from tevcore.train.loop import _step_rows, _tree_pool, learning_rate
+
+    drafter, spec = load_dflash(config.init.removeprefix(PREFIX), target)
+    _check(config, spec.depth)
+    out, final = Path(out), Path(out) / "drafter"
+    if final.exists():
+        raise ValueError(f"{out} already holds a finished DFlash run; DFlash runs do not resume, use a new folder")
+    torch.set_num_threads(config.threads)
+    anchors = AnchorSet(config.data, config.context, config.depth, config.max_shards)
+    features = SequenceFeatures(target, spec.hidden_layers, anchors)
+    vocab_map = torch.arange(target.vocab_size)  # DFlash rows span the whole target vocabulary
+    pool, pool_rows = _tree_pool(config, anchors, target) if config.tree_anchors else (None, None)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "config.json", config.to_dict())
+    started = time.time()
+    drafter.train()
+    params = [p for p in drafter.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    device = target.device
+
+    def rows_at(anchor: list[int]) -> torch.Tensor:
+        """(depth, V) log-probs of the block at one anchor, from its whole context."""
+        s, q, t = anchor
+        position = anchors.full_position(s, q, t)
+        context = features(s, q)[:position][None]
+        root = torch.tensor([anchors.sequence(s, q)[position]], device=device)
+        positions = torch.arange(position + spec.block_size, device=device)[None]
+        logits = block_logits(drafter, spec, target, context, root, positions)[0, :config.depth]
+        return torch.log_softmax(logits, -1)
+
+    with open(out / "metrics.jsonl", "w") as metrics_file:
+        for step in range(config.steps):
+            rows, tree_rows, _ = _step_rows(config, step, anchors, pool_rows, 0, 1)
+            batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
+            logq = torch.stack([rows_at(a) for a in batch.anchors.tolist()])
+            n = len(rows)
+            loss = distill_loss(logq[:n], batch.teacher_ids[:n].to(device), batch.teacher_probs[:n].to(device))
+            metrics = {"step": step + 1, "lr": learning_rate(config, step), "distill": loss.item()}
+            if len(tree_rows):
+                tree_terms, tree_e = [], 0.0
+                for i in range(n, len(batch.anchors)):
+                    s, q, t = batch.anchors[i].tolist()
+                    tree = best_first(int(batch.roots[i]), logq[i].detach().cpu(), config.tree_budget)
+                    logits = pool.score((s, q), anchors.full_position(s, q, t), tree)
+                    tree_terms.append(tree_objective(logq[i], tree, logits, config.tree_weight,
+                                                     config.tree_temperature, config.tree_alpha, vocab_map))
+                    tree_e += target_flow(tree, logits, config.tree_temperature).expected_length
+                tree = torch.stack(tree_terms).mean()
+                loss = loss + config.tree_lambda * tree
+                metrics.update(tree=tree.item(), tree_E=tree_e / len(tree_terms))
+            for group in optimizer.param_groups:
+                group["lr"] = metrics["lr"]
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+            optimizer.step()
+            metrics["loss"] = loss.item()
+            metrics_file.write(json.dumps(metrics) + "\n")
+            write_status(out, "running", step + 1, config.steps, started)
+    save_dflash(drafter.eval(), spec, final)
+    write_status(out, "finished", config.steps, config.steps, started)
+    print(f"saved the fine-tuned DFlash drafter to {final}")
+    return final
