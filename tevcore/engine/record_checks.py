@@ -39,7 +39,7 @@ def check_counts(data: dict[str, Any]) -> None:
 def check_flow(tree: DraftTree, flow: TargetFlow) -> None:
     """One entry per node, finite probabilities in [0, 1], (N+1) x k missing tokens inside the id range."""
     n = tree.num_nodes
-    for name in (*PROBABILITIES, "log_path_prob"):
+    for name in PROBABILITIES:
         values = getattr(flow, name)
         if tuple(values.shape) != (n,):
             raise ValueError(f"the flow and the tree disagree: flow {name} has shape {tuple(values.shape)}, "
@@ -48,8 +48,6 @@ def check_flow(tree: DraftTree, flow: TargetFlow) -> None:
         values = getattr(flow, name)
         if not bool(torch.isfinite(values).all()) or bool((values < -SLACK).any() or (values > 1 + SLACK).any()):
             raise ValueError(f"flow {name} must hold finite probabilities in [0, 1]")
-    if bool(torch.isnan(flow.log_path_prob).any()) or bool((flow.log_path_prob > SLACK).any()):
-        raise ValueError("flow log_path_prob must be log-probabilities (<= 0, not NaN)")
     tokens, probs = flow.missing_tokens, flow.missing_probs
     if tokens.dim() != 2 or tokens.shape[0] != n or tuple(probs.shape) != tuple(tokens.shape):
         raise ValueError(f"flow missing_tokens and missing_probs must both be {n} x k, "

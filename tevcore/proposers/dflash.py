@@ -22,6 +22,7 @@ from tevcore.engine.draft_rows import DraftRows
 from tevcore.proposers.dflash_format import DFlashSpec, load_dflash
 from tevcore.target.loading import Target
 from tevcore.target.session import TargetSession
+from tevcore.proposers.base import ProposerBase
 
 FULL_ATTENTION = {"full_attention": None}  # no mask: every block query sees the whole context and block
 
@@ -64,7 +65,7 @@ def context_features(session: TargetSession, spec: DFlashSpec, start: int) -> to
     return torch.cat([hidden[layer][start:] for layer in spec.hidden_layers], -1)[None]
 
 
-class DFlashProposer:
+class DFlashProposer(ProposerBase):
     """A `Proposer` around a published DFlash drafter (see the module docstring)."""
 
     stand_in = False
