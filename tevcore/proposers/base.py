@@ -23,7 +23,10 @@ class Proposer(Protocol):
     """Anything that can propose per-depth draft distributions for the next round.
 
     A proposer may also offer `has_cheap_evidence(session) -> bool`: whether it
-    knows, without drafting, that this round is promising (see `skip_gate`).
+    knows, without drafting, that this round is promising (see `skip_gate`),
+    and `propose_tree(session, builder, budget) -> DraftTree`: the round's whole
+    tree, for a proposer whose rows depend on the path (a draft LM); the decode
+    loop then uses it instead of building from `propose`.
     """
 
     name: str
