@@ -114,13 +114,14 @@ def _hf_greedy(target, prompt: list[int], max_new_tokens: int) -> list[int]:
 def test_greedy_decoding_equals_the_targets_own_generate(models, family):
     target, near, far = models[family]
     prompts = [PROMPT, PROMPT[::-1]]
-    references = [_hf_greedy(target, prompt, 24) for prompt in prompts]
-    assert sum(map(len, references)) > 24  # not all stopped at once by EOS
-    for proposer, builder, verifier in ((near, "best_first", "tev"), (near, "chain", "tev"),
-                                        (near, "best_first", "residual"), (far, "best_first", "tev")):
-        for prompt, reference in zip(prompts, references):
-            config = DecodeConfig(max_new_tokens=24, budget=8, builder=builder, verifier=verifier)
-            assert generate(target, proposer, prompt, config).tokens == reference, (proposer.name, builder, verifier)
+    references = [_hf_greedy(target, prompt, 20) for prompt in prompts]
+    assert sum(map(len, references)) > 20  # not all stopped at once by EOS
+    cases = [(near, "best_first", "tev", 0), (near, "best_first", "tev", 1), (near, "chain", "tev", 0),
+             (near, "chain", "tev", 1), (far, "best_first", "residual", 0)]
+    for proposer, builder, verifier, index in cases:
+        config = DecodeConfig(max_new_tokens=20, budget=8, builder=builder, verifier=verifier)
+        tokens = generate(target, proposer, prompts[index], config).tokens
+        assert tokens == references[index], (proposer.name, builder, verifier, index)
 
 
 def _two_token_law(target, prompt: list[int], temperature: float) -> dict[tuple[int, int], float]:
@@ -139,13 +140,13 @@ def _two_token_law(target, prompt: list[int], temperature: float) -> dict[tuple[
 def test_joint_law_of_two_tokens_matches_the_target(models, verifier):
     target, near, _ = models["qwen3"]
     proposer = DraftLMProposer(near.draft, target, depth=2)  # two tokens: deeper drafts would only cost time
-    temperature, draws = 1.0, 200
+    temperature, draws = 1.0, 160
     law = _two_token_law(target, PROMPT, temperature)
     counts = dict.fromkeys(law, 0)
     accepted = 0
     for seed in range(draws):
         config = DecodeConfig(max_new_tokens=2, temperature=temperature, budget=4, verifier=verifier, seed=seed,
-                              stop_tokens=())
+                              stop_tokens=(), missing_k=0)
         result = generate(target, proposer, PROMPT, config)
         counts[tuple(result.tokens)] += 1
         accepted += len(result.rounds[0].path) > 1
