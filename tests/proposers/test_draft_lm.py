@@ -4,7 +4,6 @@ with the target's own greedy `generate`, the T = 1 joint law, and refusals."""
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from transformers import DynamicCache
 
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, rounds
+from tevcore.engine.builders import chain
 from tevcore.engine.tree import DraftTree
 from tevcore.proposers import resolve_proposer
 from tevcore.proposers.draft_lm import DraftLMProposer, load_draft_lm
@@ -195,9 +195,9 @@ def test_missing_folders_non_causal_lms_and_offline_hub_ids_are_refused(models, 
     (tmp_path / "encoder" / "config.json").write_text(json.dumps({"model_type": "vit"}))
     (tmp_path / "empty").mkdir()
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    cases = [(f"model:{tmp_path / 'nowhere'}", "folder not found"), (f"model:{tmp_path / 'encoder'}", "not a causal LM"),
-             (f"model:{tmp_path / 'empty'}", "not a causal LM"), ("model:nobody/no-such-model", "offline"),
-             ("model:", "needs a hub id or a model folder")]
+    cases = [(f"model:{tmp_path / 'nowhere'}", "folder not found"),
+             (f"model:{tmp_path / 'encoder'}", "not a causal LM"), (f"model:{tmp_path / 'empty'}", "not a causal LM"),
+             ("model:nobody/no-such-model", "offline"), ("model:", "needs a hub id or a model folder")]
     for spec, expected in cases:
         with pytest.raises(ValueError) as err:
             resolve_proposer(spec, target)
@@ -214,7 +214,7 @@ def test_the_cli_refuses_a_bad_draft_lm_in_one_line(tiny_model_folder, tmp_path,
     assert err.strip().splitlines()[-1].startswith("error: draft LM folder not found")
 
 
-def test_a_bad_depth_or_builder_is_refused(models):
+def test_chain_rows_and_bad_depths_or_builders(models):
     target, proposer, _ = models["llama"]
     with pytest.raises(ValueError, match="depth must be >= 1"):
         DraftLMProposer(proposer.draft, target, depth=0)
@@ -222,4 +222,10 @@ def test_a_bad_depth_or_builder_is_refused(models):
     session.prefill(PROMPT)
     with pytest.raises(ValueError, match="positive widths"):
         proposer.grow(session, "width:2,2,2,2,2", 64)
-    assert math.isfinite(float(proposer.propose(session).logsumexp(-1).sum()))
+    rows = proposer.propose(session)  # the greedy chain's rows, for callers that build from rows
+    assert rows.shape == (proposer.depth, target.vocab_size)
+    assert torch.allclose(rows.logsumexp(-1), torch.zeros(proposer.depth), atol=1e-5)
+    from_rows = chain(session.root_token, rows)
+    grown = proposer.grow(session, "chain", proposer.depth).tree
+    assert torch.equal(from_rows.tokens, grown.tokens)
+    assert torch.allclose(from_rows.draft_logp, grown.draft_logp, atol=1e-5)

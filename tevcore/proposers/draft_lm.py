@@ -20,6 +20,7 @@ so the root's draft row comes from that same forward.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,7 @@ class _Pool:
     parents: list[int]
     scores: list[float]
     depths: list[int]
-    columns: dict[int, int] = field(default_factory=dict)  # expanded node -> its draft cache position
+    columns: dict[int, int] = field(default_factory=dict)  # expanded non-root node -> its draft cache position
     ranked: dict[int, tuple[list[float], list[int]]] = field(default_factory=dict)
     child: dict[tuple[int, int], int] = field(default_factory=dict)  # (node, token) -> child node
     rows: dict[int, torch.Tensor] = field(default_factory=dict)
@@ -150,7 +151,6 @@ class DraftLMProposer:
         widths = _widths(builder, budget, self.depth)
         context = len(session.committed)
         pool = _Pool(tokens=[session.root_token], parents=[-1], scores=[0.0], depths=[0])
-        pool.columns[0] = context - 1
         frontier, logp = [0], self._sync(session.committed)
         try:
             for depth in range(1, len(widths) + 1):
@@ -262,10 +262,10 @@ def _widths(builder: str, budget: int, depth: int) -> list[int]:
 
 def _best_first_frontier(pool: _Pool, added: list[int], budget: int) -> list[int]:
     """The new nodes still among the top-`budget` prefixes seen so far (ties kept; never a -inf prefix)."""
-    finite = sorted((s for s in pool.scores[1:] if s > -math.inf), reverse=True)
-    if not finite:
+    best = heapq.nlargest(budget, (s for s in pool.scores[1:] if s > -math.inf))
+    if not best:
         return []
-    threshold = finite[min(budget, len(finite)) - 1]
+    threshold = best[-1]
     return [n for n in added if pool.scores[n] >= threshold and pool.scores[n] > -math.inf]
 
 
