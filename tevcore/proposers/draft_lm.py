@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,6 +133,7 @@ class DraftLMProposer:
         self.name = f"draft LM {draft.name} (K={self.depth})"
         self.cache: DynamicCache | None = None
         self.cached_tokens: list[int] = []  # the tokens whose keys and values the draft cache holds
+        self._lock = threading.Lock()  # one cache: decodes sharing this proposer (app sessions) take turns
 
     def feedback(self, *args, **kwargs) -> None:
         """Nothing to do: the cache syncs with the committed tokens at the next `propose`."""
@@ -149,9 +151,15 @@ class DraftLMProposer:
         """The round's tree under `builder` and `budget`, one draft forward per depth."""
         budget = check_budget(budget)
         widths = _widths(builder, budget, self.depth)
-        context = len(session.committed)
-        pool = _Pool(tokens=[session.root_token], parents=[-1], scores=[0.0], depths=[0])
-        frontier, logp = [0], self._sync(session.committed)
+        with self._lock:
+            return self._grow(session.committed, builder, budget, widths, keep_rows)
+
+    def _grow(self, committed: list[int], builder: str, budget: int, widths: list[int],
+              keep_rows: bool) -> DraftGrowth:
+        """Sync the cache to `committed`, expand one frontier per depth, crop the tree's entries away."""
+        context = len(committed)
+        pool = _Pool(tokens=[committed[-1]], parents=[-1], scores=[0.0], depths=[0])
+        frontier, logp = [0], self._sync(committed)
         try:
             for depth in range(1, len(widths) + 1):
                 if keep_rows:
