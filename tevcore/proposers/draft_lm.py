@@ -135,7 +135,11 @@ class DraftLMProposer:
         self.cached_tokens: list[int] = []  # the tokens whose keys and values the draft cache holds
         self._lock = threading.Lock()  # one cache: decodes sharing this proposer (app sessions) take turns
 
-    def feedback(self, *args, **kwargs) -> None:
+    def has_cheap_evidence(self, session: TargetSession) -> bool:
+        """A draft LM knows nothing about a round before drafting it."""
+        return False
+
+    def observe_round(self, session: TargetSession, record) -> None:
         """Nothing to do: the cache syncs with the committed tokens at the next `propose`."""
 
     def propose(self, session: TargetSession) -> torch.Tensor:
