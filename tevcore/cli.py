@@ -62,7 +62,8 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--proposer", default="default",
                         help="'default' (the committed drafter + context lookup), 'drafter' (drafter alone), 'lookup' "
                              "(context lookup, no drafter), 'rollout' (stand-in: target greedy rollout), a drafter "
-                             "folder; append '+lookup' to mix in context lookup")
+                             "folder, 'model:<hub id or folder>' (a small causal LM with the target's tokenizer drafts "
+                             "a chain or best-first tree); append '+lookup' to mix in context lookup")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--budget", type=int, default=DecodeConfig.budget, help=helps["budget"])
     parser.add_argument("--temperature", type=float, default=DecodeConfig.temperature, help=helps["temperature"])

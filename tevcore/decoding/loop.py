@@ -77,6 +77,13 @@ def _cut_at_stop(tokens: list[int], stops: set[int], room: int) -> tuple[list[in
     return tokens[:room], len(tokens) >= room
 
 
+def _propose(proposer: Proposer, session: TargetSession, config: DecodeConfig):
+    """Per-depth rows for the builder, or the whole tree from a proposer whose rows depend on the path."""
+    if hasattr(proposer, "propose_tree"):
+        return proposer.propose_tree(session, config.builder, config.budget)
+    return proposer.propose(session)
+
+
 def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
            config: DecodeConfig) -> Iterator[RoundRecord]:
     """Speculative decoding, one yielded `RoundRecord` per draft-verify-commit round."""
@@ -100,9 +107,12 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         with timer.stage("draft"):
             evidence = bool(depth) and trimming and proposer.has_cheap_evidence(session)
             drafting = bool(depth) and gate.should_draft(evidence)
-            depth_logq = proposer.propose(session) if drafting else None
+            depth_logq = _propose(proposer, session, config) if drafting else None
         with timer.stage("tree_build"):
-            tree = builder(root, depth_logq, config.budget) if drafting else DraftTree.root_only(root)
+            if not drafting:
+                tree = DraftTree.root_only(root)
+            else:  # a proposer that grows its own tree (a draft LM) gives it whole
+                tree = depth_logq if isinstance(depth_logq, DraftTree) else builder(root, depth_logq, config.budget)
             draft_probs = draft_path_probs(tree)[1:] if trimming else None
             if drafting and trimming:
                 kept = best_prefix_size(draft_probs, config.tree_costs, calibration.scale)

@@ -31,6 +31,9 @@ class Proposer(Protocol):
     drafting) and, once after the round's commit, `observe_round(session,
     record)`. `ProposerBase` gives the two optional calls as no-ops, so a
     proposer that keeps itself in sync inside `propose` inherits them.
+    A proposer whose rows depend on the path (a draft LM) may also offer
+    `propose_tree(session, builder, budget) -> DraftTree`, the round's whole
+    tree; the decode loop then uses it instead of building from `propose`.
     """
 
     name: str

@@ -1,0 +1,231 @@
+"""The draft LM proposer: frontier forwards vs separate runs, a cache that follows the commits, T = 0 identity
+with the target's own greedy `generate`, the T = 1 joint law, and refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from scipy.stats import chisquare
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from transformers import DynamicCache
+
+from tevcore.config import DecodeConfig
+from tevcore.decoding.loop import generate, rounds
+from tevcore.engine.builders import chain
+from tevcore.engine.tree import DraftTree
+from tevcore.proposers import resolve_proposer
+from tevcore.proposers.draft_lm import DraftLMProposer, load_draft_lm
+from tevcore.target.loading import load_target
+from tevcore.target.session import TargetSession
+
+SHARPEN = 20.0  # random tiny heads give near-uniform rows; scaled up, a few tokens carry most of the mass
+PROMPT = [1, 40, 71, 90, 33, 5, 101, 64, 12, 77, 50]
+
+
+def _sharpen(model: torch.nn.Module, factor: float, noise: float = 0.0, seed: int = 0) -> None:
+    """Scale the output head (and add seeded noise): peaked rows, and a draft that half agrees with its target."""
+    weight = model.get_output_embeddings().weight
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        weight.mul_(factor).add_(noise * torch.randn(weight.shape, generator=generator))
+
+
+@pytest.fixture(scope="module")
+def models(tiny_model_folder, one_thread_module):
+    """family -> (sharpened target, draft LM = its own folder with a noisy head, draft LM of another family)."""
+    built = {}
+    for family, other in (("qwen3", "llama"), ("llama", "qwen3")):
+        folder = tiny_model_folder(family)
+        target = load_target(str(folder), device="cpu")
+        _sharpen(target.model, SHARPEN)
+        near = load_draft_lm(str(folder), target, depth=4)
+        _sharpen(near.model, SHARPEN, noise=0.2, seed=1)
+        far = load_draft_lm(str(tiny_model_folder(other, seed=2)), target, depth=4)
+        built[family] = target, near, far
+    return built
+
+
+def _path_tokens(tree, node: int) -> list[int]:
+    tokens = []
+    while node > 0:
+        tokens.append(int(tree.tokens[node]))
+        node = int(tree.parents[node])
+    return tokens[::-1]
+
+
+def test_frontier_forward_equals_separate_runs_of_each_path(models):
+    target, proposer, _ = models["qwen3"]
+    session = TargetSession(target)
+    session.prefill(PROMPT, reserve=32)
+    proposer.grow(session, "chain", 4)  # leave the draft cache longer than the context: the sync must crop it
+    session.score_tree(DraftTree.root_only(session.root_token))
+    session.commit([0], 9)  # a new root: the committed context moves on
+    with sdpa_kernel(SDPBackend.MATH):
+        grown = proposer.grow(session, "best_first", 12, keep_rows=True)
+        tree = grown.tree
+        per_depth = torch.bincount(tree.depths[list(grown.rows)])
+        assert tree.size == 12 and tree.max_depth >= 3 and int(per_depth[1:].max()) >= 2  # a frontier of several
+        worst = 0.0
+        for node, row in grown.rows.items():
+            ids = torch.tensor([session.committed + _path_tokens(tree, node)])
+            with torch.inference_mode():
+                alone = torch.log_softmax(proposer.model(input_ids=ids).logits[0, -1].float(), -1)
+            worst = max(worst, float((row - alone).abs().max()))
+            for child in (i for i in range(1, tree.num_nodes) if int(tree.parents[i]) == node):
+                assert abs(float(tree.draft_logp[child]) - float(alone[tree.tokens[child]])) < 1e-4
+    print(f"frontier rows vs separate runs over {len(grown.rows)} expanded nodes: max abs diff {worst:.2e}")
+    assert worst < 1e-4
+
+
+def _fresh_cache(model, tokens: list[int]) -> DynamicCache:
+    cache = DynamicCache(config=model.config)
+    with torch.inference_mode():
+        model(input_ids=torch.tensor([tokens]), cache=cache, use_cache=True)
+    return cache
+
+
+@pytest.mark.parametrize("builder", ["chain", "best_first"])
+def test_draft_cache_follows_the_committed_path(models, builder):
+    target, proposer, _ = models["llama"]
+    committed, accepted = list(PROMPT), []
+    config = DecodeConfig(max_new_tokens=24, budget=6, builder=builder, stop_tokens=())
+    for record in rounds(target, proposer, PROMPT, config):
+        assert proposer.cached_tokens == committed  # synced at this round's start, its tree cropped away
+        fresh = _fresh_cache(proposer.model, committed)
+        for mine, theirs in zip(proposer.cache.layers, fresh.layers):
+            assert torch.allclose(mine.keys, theirs.keys, atol=1e-5)
+            assert torch.allclose(mine.values, theirs.values, atol=1e-5)
+        committed += record.emitted_tokens
+        accepted.append(len(record.path) - 1)
+    assert max(accepted) >= 2, f"no round accepted two draft tokens ({accepted}): the commits were not exercised"
+
+
+def _hf_greedy(target, prompt: list[int], max_new_tokens: int) -> list[int]:
+    ids = torch.tensor([prompt])
+    with torch.inference_mode():
+        out = target.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                    max_new_tokens=max_new_tokens, pad_token_id=0)
+    return out[0, len(prompt):].tolist()
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3"])
+def test_greedy_decoding_equals_the_targets_own_generate(models, family):
+    target, near, far = models[family]
+    prompts = [PROMPT, PROMPT[::-1]]
+    references = [_hf_greedy(target, prompt, 20) for prompt in prompts]
+    assert sum(map(len, references)) > 20  # not all stopped at once by EOS
+    cases = [(near, "best_first", "tev", 0), (near, "best_first", "tev", 1), (near, "chain", "tev", 0),
+             (near, "chain", "tev", 1), (far, "best_first", "residual", 0)]
+    for proposer, builder, verifier, index in cases:
+        config = DecodeConfig(max_new_tokens=20, budget=8, builder=builder, verifier=verifier)
+        tokens = generate(target, proposer, prompts[index], config).tokens
+        assert tokens == references[index], (proposer.name, builder, verifier, index)
+
+
+def _two_token_law(target, prompt: list[int], temperature: float) -> dict[tuple[int, int], float]:
+    """Exact probabilities of every first-two-token string (one batched forward over all first tokens)."""
+    vocab = target.vocab_size
+    with torch.inference_mode():
+        first = torch.log_softmax(target.model(input_ids=torch.tensor([prompt])).logits[0, -1].double()
+                                  / temperature, -1)
+        batch = torch.tensor([prompt + [t] for t in range(vocab)])
+        second = torch.log_softmax(target.model(input_ids=batch).logits[:, -1].double() / temperature, -1)
+    joint = (first[:, None] + second).exp()
+    return {(a, b): float(joint[a, b]) for a in range(vocab) for b in range(vocab)}
+
+
+@pytest.mark.parametrize("verifier", ["tev", "residual"])
+def test_joint_law_of_two_tokens_matches_the_target(models, verifier):
+    target, near, _ = models["qwen3"]
+    proposer = DraftLMProposer(near.draft, target, depth=2)  # two tokens: deeper drafts would only cost time
+    temperature, draws = 1.0, 160
+    law = _two_token_law(target, PROMPT, temperature)
+    counts = dict.fromkeys(law, 0)
+    accepted = 0
+    for seed in range(draws):
+        config = DecodeConfig(max_new_tokens=2, temperature=temperature, budget=4, verifier=verifier, seed=seed,
+                              stop_tokens=(), missing_k=0)
+        result = generate(target, proposer, PROMPT, config)
+        counts[tuple(result.tokens)] += 1
+        accepted += len(result.rounds[0].path) > 1
+    big = [c for c in law if law[c] * draws >= 5]
+    observed = [counts[c] for c in big] + [draws - sum(counts[c] for c in big)]
+    expected = [law[c] * draws for c in big] + [draws * (1 - sum(law[c] for c in big))]
+    p_value = chisquare(observed, expected).pvalue
+    print(f"{verifier} with a draft LM: 2-token law, {len(observed)} cells, {draws} draws, "
+          f"{accepted} first rounds accepted a draft token, chi2 p = {p_value:.3f}")
+    assert len(big) >= 5 and 0 < accepted < draws  # a peaked law, and drafts both taken and refused
+    assert p_value > 1e-3
+
+
+def _save_permuted_tokenizer(folder, source) -> None:
+    """`source`'s tokenizer with the ids of 'a' and 'b' swapped."""
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    original = AutoTokenizer.from_pretrained(source)
+    spec = json.loads(original.backend_tokenizer.to_str())
+    vocab = spec["model"]["vocab"]
+    vocab["a"], vocab["b"] = vocab["b"], vocab["a"]
+    swapped = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(spec)), bos_token="<s>",
+                                      eos_token="</s>", pad_token="<pad>")
+    swapped.save_pretrained(folder)
+
+
+def test_a_draft_lm_with_another_tokenizer_is_refused(models, tiny_model_folder):
+    target = models["qwen3"][0]
+    folder = tiny_model_folder("llama", seed=5)
+    _save_permuted_tokenizer(folder, folder)
+    with pytest.raises(ValueError) as err:
+        resolve_proposer(f"model:{folder}", target)
+    message = str(err.value)
+    print(message)
+    assert "does not share the target's tokenizer" in message
+    assert "'a' is 98 in the draft's but 97" in message or "'b' is 97 in the draft's but 98" in message
+    assert folder.name in message and target.name in message and "\n" not in message
+
+
+def test_missing_folders_non_causal_lms_and_offline_hub_ids_are_refused(models, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    target = models["qwen3"][0]
+    (tmp_path / "encoder").mkdir()
+    (tmp_path / "encoder" / "config.json").write_text(json.dumps({"model_type": "vit"}))
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    cases = [(f"model:{tmp_path / 'nowhere'}", "folder not found"),
+             (f"model:{tmp_path / 'encoder'}", "not a causal LM"), (f"model:{tmp_path / 'empty'}", "not a causal LM"),
+             ("model:nobody/no-such-model", "offline"), ("model:", "needs a hub id or a model folder")]
+    for spec, expected in cases:
+        with pytest.raises(ValueError) as err:
+            resolve_proposer(spec, target)
+        assert expected in str(err.value) and "\n" not in str(err.value), (spec, str(err.value))
+
+
+def test_the_cli_refuses_a_bad_draft_lm_in_one_line(tiny_model_folder, tmp_path, capsys):
+    from tevcore.cli import main
+
+    code = main(["round", "--prompt", "hi", "--no-chat", "--target", str(tiny_model_folder("qwen3")),
+                 "--proposer", f"model:{tmp_path / 'nowhere'}", "--device", "cpu"])
+    err = capsys.readouterr().err  # after the target's loading progress bar
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("error: draft LM folder not found")
+
+
+def test_chain_rows_and_bad_depths_or_builders(models):
+    target, proposer, _ = models["llama"]
+    with pytest.raises(ValueError, match="depth must be >= 1"):
+        DraftLMProposer(proposer.draft, target, depth=0)
+    session = TargetSession(target)
+    session.prefill(PROMPT)
+    with pytest.raises(ValueError, match="positive widths"):
+        proposer.grow(session, "width:2,2,2,2,2", 64)
+    rows = proposer.propose(session)  # the greedy chain's rows, for callers that build from rows
+    assert rows.shape == (proposer.depth, target.vocab_size)
+    assert torch.allclose(rows.logsumexp(-1), torch.zeros(proposer.depth), atol=1e-5)
+    from_rows = chain(session.root_token, rows)
+    grown = proposer.grow(session, "chain", proposer.depth).tree
+    assert torch.equal(from_rows.tokens, grown.tokens)
+    assert torch.allclose(from_rows.draft_logp, grown.draft_logp, atol=1e-5)
