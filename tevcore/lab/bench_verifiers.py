@@ -135,7 +135,8 @@ def _quantile(values: list[float], q: float) -> float:
 
 def summarise(trees: list[ScoredTree], timings: dict[str, dict[str, list[float]]],
               temperature: float) -> list[dict]:
-    """One row per verifier for one budget: median latencies in both modes, ratios to residual, share of the forward."""
+    """One row per verifier for one budget: median latencies in both modes, the median of its per-round
+    ratios to residual's decision on the same tree, and its share of the tree's forward."""
     flows = [s.lean_flow(temperature) for s in trees]
     shared = {
         "budget": trees[0].budget,
@@ -153,8 +154,9 @@ def summarise(trees: list[ScoredTree], timings: dict[str, dict[str, list[float]]
         for mode in MODES:
             row[f"{mode}_median_ms"] = 1e3 * medians[name][mode]
             row[f"{mode}_p90_ms"] = 1e3 * _quantile(timing[mode], 0.9)
-            row[f"{mode}_vs_residual"] = (medians[name][mode] / medians["residual"][mode]
-                                          if "residual" in medians else None)
+            row[f"{mode}_vs_residual"] = (statistics.median(
+                mine / theirs for mine, theirs in zip(timing[mode], timings["residual"][mode]))
+                if "residual" in timings else None)  # per-round pairs: the same tree, moments apart
             row[f"{mode}_fraction_of_forward"] = statistics.median(timing[mode + "_fraction"])
         rows.append(row)
     return rows
