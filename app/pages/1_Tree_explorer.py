@@ -13,6 +13,7 @@ import shared_ui  # noqa: E402
 import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
+import explorer_state  # noqa: E402
 import figures  # noqa: E402
 from tevcore.verify.verifiers import VERIFIERS, verifier_label  # noqa: E402
 
@@ -108,7 +109,7 @@ def start_generation() -> bool:
         return False
     if note:
         st.warning(note)
-    ss.update(ex_gen=rounds(target, proposer, ids, config), ex_records=[], ex_done=False, ex_seen=0,
+    ss.update(ex_gen=rounds(target, proposer, ids, config), ex_records=[], ex_done=False, ex_seen=0, ex_nodes={}, ex_clicks={},
               ex_settings=dict(settings), ex_prompt_ids=ids, ex_target_spec=spec, ex_source="live",
               ex_meta={"target": target.name, "prompt": prompt, "proposer": getattr(proposer, "name", None),
                        "config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}},
@@ -152,7 +153,7 @@ new_clicked = c3.button("⟲ New generation", key="ex_new", help="forget the rou
 live_slot = st.empty()
 
 if new_clicked:
-    ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0)
+    ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={})
 if run_clicked or step_clicked:
     fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
     if not fresh or start_generation():
@@ -169,7 +170,7 @@ def open_trace(source: bytes | Path, name: str) -> None:
         st.error(f"Could not open {name}: {err}")
         return
     ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {name}",
-              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None)
+              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None, ex_nodes={}, ex_clicks={})
 
 
 with st.expander("Open a trace (replay without a model)", expanded=False):
@@ -196,71 +197,84 @@ st.caption(f"source: {ss.ex_source} · drafter: {records[-1].proposer} · {len(r
            f"{'finished' if ss.ex_done else 'in progress (Step or Run for more)'}")
 
 # ------------------------------------------------------------------ the selected round
+VIEW_KEYS = ("ex_nodes", "ex_clicks")  # what a view error resets (with the round); the rounds stay
+
+
+def pick_node(index: int, key: str) -> None:
+    """The node selectbox changed: remember its choice for this round (typed, checked)."""
+    value = ss.get(key)
+    if explorer_state.valid_node(value, ss.ex_records[index].tree.num_nodes):
+        ss.ex_nodes[index] = value
+
+
+def show_round(record, index: int) -> None:
+    """One round: the tree (a click selects a node), the metrics, the chosen node's next-token law."""
+    chosen = ss.setdefault("ex_nodes", {})
+    clicks = ss.setdefault("ex_clicks", {})
+    num_nodes = record.tree.num_nodes
+    chart_key = f"ex_tree_chart_{index}"  # a selection belongs to the round it was made on
+    clicked = explorer_state.clicked_node(ss.get(chart_key))
+    if clicked != clicks.get(index):  # a new click (not the old selection seen again)
+        clicks[index] = clicked
+        if explorer_state.valid_node(clicked, num_nodes):
+            chosen[index] = clicked
+    default = record.exit_node if record.exit_node is not None else 0
+    node = explorer_state.node_for_round(chosen, index, num_nodes, default)
+    node_key = f"ex_node_{index}"
+    ss[node_key] = node  # set before the widget is drawn
+
+    left, right = st.columns([3, 2])
+    with left:
+        fig = figures.record_tree_figure(record, selected=node)
+        st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
+                        config={"scrollZoom": True})
+    with right:
+        m1, m2, m3 = st.columns(3)
+        m1.metric("1 + C (expected)", f"{record.expected_length:.2f}")
+        m2.metric("block length", record.block_length,
+                  delta=f"{record.block_length - record.expected_length:+.2f}", delta_color="off")
+        m3.metric("tree", f"{record.tree.size} nodes", delta=f"depth {record.tree.max_depth}", delta_color="off")
+        st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
+                    f"`{record.bonus_text!r}` · **emitted** `{record.emitted_text!r}`")
+        texts = record.token_texts
+        st.selectbox("node", list(range(num_nodes)), key=node_key, on_change=pick_node, args=(index, node_key),
+                     format_func=lambda v: f"{v}: {texts[v]!r} (depth {int(record.tree.depths[v])})",
+                     help="or click a node in the tree")
+        rows = figures.node_distribution(record, node)
+        st.plotly_chart(figures.next_token_figure(rows, f"p(.|node {node} {texts[node]!r}): tree children, "
+                                                        "missing tokens, rest"), key="ex_node_chart")
+        st.plotly_chart(figures.timings_figure(record), key="ex_timings")
+
+    with st.expander("nodes of this round (table)", expanded=False):
+        st.dataframe(figures.node_table(record), hide_index=True, key="ex_table")
+
+
+def show_across_rounds(records) -> None:
+    st.subheader("Across rounds")
+    st.markdown(figures.text_by_round_html(records), unsafe_allow_html=True)
+    a1, a2, a3 = st.columns(3)
+    a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
+    a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
+    a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
+
+
 if ss.ex_seen != len(records):  # new rounds arrived: follow the latest
     ss.ex_round = len(records) - 1
     ss.ex_seen = len(records)
-    ss.pop("ex_node", None)
 if len(records) > 1:
     st.slider("round", 0, len(records) - 1, key="ex_round")
-index = int(ss.get("ex_round", len(records) - 1))
-index = min(max(index, 0), len(records) - 1)
-record = records[index]
+index = ss.get("ex_round", len(records) - 1)
+index = min(max(index, 0), len(records) - 1) if isinstance(index, int) else len(records) - 1
 ss.ex_selected_round = index  # read by the verifier comparison page
-
-# a click on a tree node selects it (applied before the selectbox is drawn)
-chart_state = ss.get("ex_tree_chart")
-points = []
 try:
-    points = list(chart_state["selection"]["points"]) if chart_state else []
-except (KeyError, TypeError):
-    points = []
-clicked = None
-for point in points:
-    data = point.get("customdata")
-    if isinstance(data, (list, tuple)):
-        data = data[0] if data else None
-    if data is not None:
-        clicked = int(data)
-        break
-if clicked is not None and clicked != ss.get("ex_last_click") and clicked < record.tree.num_nodes:
-    ss.ex_node = clicked
-ss.ex_last_click = clicked
-if "ex_node" not in ss or ss.ex_node >= record.tree.num_nodes:
-    ss.ex_node = record.exit_node if record.exit_node is not None else 0
-
-left, right = st.columns([3, 2])
-with left:
-    fig = figures.record_tree_figure(record, selected=int(ss.ex_node))
-    st.plotly_chart(fig, key="ex_tree_chart", on_select="rerun", selection_mode="points",
-                    config={"scrollZoom": True})
-with right:
-    m1, m2, m3 = st.columns(3)
-    m1.metric("1 + C (expected)", f"{record.expected_length:.2f}")
-    m2.metric("block length", record.block_length,
-              delta=f"{record.block_length - record.expected_length:+.2f}", delta_color="off")
-    m3.metric("tree", f"{record.tree.size} nodes", delta=f"depth {record.tree.max_depth}", delta_color="off")
-    st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
-                f"`{record.bonus_text!r}` · **emitted** `{record.emitted_text!r}`")
-    texts = record.token_texts
-    st.selectbox("node", list(range(record.tree.num_nodes)), key="ex_node",
-                 format_func=lambda v: f"{v}: {texts[v]!r} (depth {int(record.tree.depths[v])})",
-                 help="or click a node in the tree")
-    node = int(ss.ex_node)
-    rows = figures.node_distribution(record, node)
-    st.plotly_chart(figures.next_token_figure(rows, f"p(.|node {node} {texts[node]!r}): tree children, "
-                                                    "missing tokens, rest"), key="ex_node_chart")
-    st.plotly_chart(figures.timings_figure(record), key="ex_timings")
-
-with st.expander("nodes of this round (table)", expanded=False):
-    st.dataframe(figures.node_table(record), hide_index=True, key="ex_table")
-
-# ------------------------------------------------------------------ across rounds
-st.subheader("Across rounds")
-st.markdown(figures.text_by_round_html(records), unsafe_allow_html=True)
-a1, a2, a3 = st.columns(3)
-a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
-a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
-a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
+    show_round(records[index], index)
+    show_across_rounds(records)
+except Exception as err:  # a broken view never loses the rounds: say what failed, reset the view only
+    st.error(f"This view failed ({type(err).__name__}: {err}). The {len(records)} rounds are kept; the view "
+             "(round, chosen node) was reset, so the next action draws it afresh.")
+    for key in VIEW_KEYS:
+        ss.pop(key, None)
+    ss.ex_seen = -1  # the next run shows the latest round again
 
 # ------------------------------------------------------------------ save
 st.subheader("Save these rounds")

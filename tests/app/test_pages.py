@@ -38,11 +38,50 @@ def test_explorer_replays_records_without_a_model():
     assert not at.exception and not at.error
     assert charts(at) >= 6  # tree, p(.|v), timings, block length, exit depth, speed
     assert at.slider(key="ex_round").value == 2
-    at.selectbox(key="ex_node").set_value(0).run()
+    at.selectbox(key="ex_node_2").set_value(0).run()
     assert not at.exception
     at.slider(key="ex_round").set_value(0).run()
     assert not at.exception and not at.error
     assert len(at.get("download_button")) == 1
+
+
+def test_explorer_keeps_each_rounds_node_and_survives_a_round_switch():
+    records = appdata.synthetic_records(rounds=3, budget=12)
+    records[0] = appdata.synthetic_record(budget=3, index=0)[0]  # round 0 has fewer nodes than round 2
+    at = page("1_Tree_explorer.py")
+    at.session_state["ex_records"] = records
+    at.session_state["ex_done"] = True
+    at.run()
+    last = records[2].tree.num_nodes - 1
+    at.selectbox(key="ex_node_2").set_value(last).run()
+    at.slider(key="ex_round").set_value(0).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="ex_node_0").value == (records[0].exit_node or 0)  # node `last` is not in round 0
+    at.slider(key="ex_round").set_value(2).run()
+    assert at.selectbox(key="ex_node_2").value == last  # remembered per round, as an int
+    at.session_state["ex_nodes"] = {2: "7: ' the' (depth 2)"}  # a stale label read back as text
+    at.run()
+    assert not at.exception and at.selectbox(key="ex_node_2").value == (records[2].exit_node or 0)
+
+
+def test_explorer_recovers_from_a_view_error_and_keeps_the_rounds(monkeypatch):
+    import figures
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("drawing failed")
+
+    at = page("1_Tree_explorer.py")
+    at.session_state["ex_records"] = appdata.synthetic_records(rounds=3, budget=12)
+    at.session_state["ex_done"] = True
+    at.run()
+    with monkeypatch.context() as patch:
+        patch.setattr(figures, "record_tree_figure", broken)
+        at.slider(key="ex_round").set_value(1).run()
+    assert not at.exception
+    assert any("drawing failed" in e.value and "3 rounds are kept" in e.value for e in at.error)
+    assert len(at.session_state["ex_records"]) == 3
+    at.run()
+    assert not at.exception and not at.error and charts(at) >= 6
 
 
 def test_explorer_reports_an_empty_prompt():
