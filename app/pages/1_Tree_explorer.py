@@ -15,6 +15,8 @@ import streamlit as st  # noqa: E402
 import appdata  # noqa: E402
 import explorer_state  # noqa: E402
 import figures  # noqa: E402
+import inputs  # noqa: E402
+from tevcore.config import DecodeConfig  # noqa: E402
 from tevcore.verify.verifiers import VERIFIERS, verifier_label  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
@@ -49,8 +51,9 @@ with st.sidebar:
                           key=f"ex_prompt_{source}_{labels.index(picked)}")
     chat = st.checkbox("apply the chat template", value=True, key="ex_chat")
     st.header("Decoding")
-    temperature = st.number_input("temperature", min_value=0.0, max_value=5.0, value=0.7, step=0.1, key="ex_temp")
-    budget = st.number_input("budget (tree nodes)", min_value=0, max_value=512, value=32, step=1, key="ex_budget")
+    # no min/max on the boxes: a typed number always reaches the script, and an out-of-range one is refused below
+    temperature = st.number_input("temperature", value=0.7, step=0.1, key="ex_temp")
+    budget = st.number_input("budget (tree nodes)", value=32, step=1, key="ex_budget")
     builder = st.selectbox("builder", BUILDERS, key="ex_builder",
                            help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths")
     verifier = st.selectbox("verifier", list(VERIFIERS), format_func=verifier_label, key="ex_verifier")
@@ -58,8 +61,8 @@ with st.sidebar:
                         help="off = score the whole drafted tree; auto = each round scores the prefix of its tree "
                              "with the most forecast tokens per forward cost measured on this machine (down to a "
                              "plain one-token step), as `--trim auto` does")
-    seed = st.number_input("seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="ex_seed")
-    max_new = st.number_input("max new tokens", min_value=1, max_value=1024, value=48, step=8, key="ex_max_new")
+    seed = st.number_input("seed", value=DecodeConfig.default("seed"), step=1, key="ex_seed")
+    max_new = st.number_input("max new tokens", value=48, step=8, key="ex_max_new")
     proposer_options = ["default", "drafter", "lookup", "rollout"]
     if ss.get("active_drafter"):
         proposer_options.insert(0, ss["active_drafter"])
@@ -73,13 +76,19 @@ with st.sidebar:
              "rollout = stand-in (the target's own greedy rollout); "
              "a folder = a checkpoint made active on the ExitTrain page")
 
+RANGES = {"temperature": inputs.decode_range("temperature", 5.0), "budget": inputs.decode_range("budget", 512),
+          "seed": inputs.decode_range("seed", 2**31 - 1), "max_new_tokens": inputs.decode_range("max_new_tokens", 1024)}
+input_problems = [problem for problem in (
+    inputs.range_problem(label, value, RANGES[name]) for name, label, value in (
+        ("temperature", "temperature", temperature), ("budget", "budget (tree nodes)", budget),
+        ("seed", "seed", seed), ("max_new_tokens", "max new tokens", max_new))) if problem]
+for problem in input_problems:
+    st.sidebar.error(f"Refused: {problem}.")
 settings = dict(prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget), builder=builder,
                 verifier=verifier, seed=int(seed), max_new_tokens=int(max_new), proposer=proposer_spec, trim=trim)
 
 
 def make_config():
-    from tevcore.config import DecodeConfig
-
     return DecodeConfig(max_new_tokens=settings["max_new_tokens"], temperature=settings["temperature"],
                         budget=settings["budget"], builder=settings["builder"], verifier=settings["verifier"],
                         seed=settings["seed"], chat=settings["chat"])
@@ -147,10 +156,13 @@ def advance(limit: int | None, live_slot=None) -> None:
 
 # ------------------------------------------------------------------ controls
 c1, c2, c3, c4 = st.columns([1, 1, 1, 3])
-run_clicked = c1.button("▶ Run live", type="primary", key="ex_run", help="stream rounds to the end")
-step_clicked = c2.button("⏭ Step one round", key="ex_step")
+blocked = bool(input_problems)  # a run never starts with a number other than the one shown
+run_clicked = c1.button("▶ Run live", type="primary", key="ex_run", help="stream rounds to the end", disabled=blocked)
+step_clicked = c2.button("⏭ Step one round", key="ex_step", disabled=blocked)
 new_clicked = c3.button("⟲ New generation", key="ex_new", help="forget the rounds and start over")
 live_slot = st.empty()
+if blocked:
+    st.error("Run and Step wait for valid settings: " + "; ".join(input_problems) + ".")
 
 if new_clicked:
     ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={})

@@ -49,22 +49,22 @@ with tab_new:
     data = c2.selectbox("distillation set", [str(p) for p in sets] or ["(none found: build one with "
                                                                       "`python -m tevcore build-data`)"],
                         key="et_data")
-    steps = c3.number_input("steps", 1, 1_000_000, 200, step=50, key="et_steps")
+    steps = c3.number_input("steps", value=200, step=50, key="et_steps")
     c4, c5, c6, c7 = st.columns(4)
-    lam = c4.number_input("λ (tree loss weight; 0 = plain distillation)", 0.0, 100.0, 0.1, step=0.05,
+    lam = c4.number_input("λ (tree loss weight; 0 = plain distillation)", value=0.1, step=0.05,
                           key="et_lambda")
     weight = c5.selectbox("weight type", list(TREE_WEIGHTS), key="et_weight",
                           help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); "
                                "flow: P(v) times the target's whole row at v, so the tokens the tree lacked count too")
-    alpha = c6.number_input("α (edge floor)", 1e-6, 0.5, 0.01, step=0.005, format="%.4f", key="et_alpha")
-    tree_budget = c7.number_input("tree budget", 1, 512, 8, key="et_budget")
+    alpha = c6.number_input("α (edge floor)", value=0.01, step=0.005, format="%.4f", key="et_alpha")
+    tree_budget = c7.number_input("tree budget", value=8, key="et_budget")
     c8, c9, c10, c11, c12 = st.columns(5)
-    anchors = c8.number_input("tree anchors per step", 0, 4096, 8, key="et_anchors",
+    anchors = c8.number_input("tree anchors per step", value=8, key="et_anchors",
                               help="anchors per step that get the tree loss (needed when λ > 0)")
-    batch = c9.number_input("batch size (anchors)", 1, 4096, 64, key="et_batch")
-    shards = c10.number_input("data size (shards; 0 = all)", 0, 100_000, 8, key="et_shards")
-    every = c11.number_input("checkpoint every (steps)", 1, 100_000, 50, key="et_every")
-    threads = c12.number_input("CPU threads", 1, 64, 1, key="et_threads")
+    batch = c9.number_input("batch size (anchors)", value=64, key="et_batch")
+    shards = c10.number_input("data size (shards; 0 = all)", value=8, key="et_shards")
+    every = c11.number_input("checkpoint every (steps)", value=50, key="et_every")
+    threads = c12.number_input("CPU threads", value=1, key="et_threads")
     values = {"data": data if sets else None, "steps": int(steps), "tree_lambda": float(lam), "tree_weight": weight,
               "tree_alpha": float(alpha), "tree_budget": int(tree_budget), "tree_anchors": int(anchors),
               "batch_size": int(batch), "max_shards": int(shards) if shards else None,
@@ -180,9 +180,9 @@ with tab_compare:
     picks = st.multiselect("checkpoints", all_ckpts, default=all_ckpts[-2:], key="et_cmp")
     e1, e2, e3, e4 = st.columns(4)
     budgets_text = e1.text_input("budgets", value="4,8,16", key="et_cmp_budgets")
-    per_set = e2.number_input("held-out prompts per set", 1, 50, 1, key="et_cmp_n")
-    cmp_temp = e3.number_input("temperature", 0.0, 2.0, 1.0, step=0.1, key="et_cmp_temp")
-    cmp_tokens = e4.number_input("max new tokens", 8, 512, 32, step=8, key="et_cmp_tokens")
+    per_set = e2.number_input("held-out prompts per set", value=1, key="et_cmp_n")
+    cmp_temp = e3.number_input("temperature", value=1.0, step=0.1, key="et_cmp_temp")
+    cmp_tokens = e4.number_input("max new tokens", value=32, step=8, key="et_cmp_tokens")
     try:
         budgets = comma_list(budgets_text, budget_or_chain, "budgets (positive integers or 'chain')")
     except ValueError as err:

@@ -210,3 +210,43 @@ def test_workshop_recomputes_and_steps_without_a_model():
     slider.set_value(slider.max).run()
     assert not at.exception
     assert any("bonus" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("key, value, allowed", [
+    ("ex_budget", 100_000, "[0, 512]"), ("ex_budget", -5, "[0, 512]"), ("ex_temp", 7.0, "[0, 5]"),
+    ("ex_temp", -1.0, "[0, 5]"), ("ex_max_new", 0, "[1, 1024]"), ("ex_seed", -1, "[0, 2147483647]"),
+])
+def test_explorer_refuses_an_out_of_range_number_and_names_the_range(key, value, allowed):
+    at = page("1_Tree_explorer.py").run()
+    at.sidebar.number_input(key=key).set_value(value).run()
+    assert not at.exception
+    assert any(allowed in e.value and "Refused" in e.value for e in at.sidebar.error), [e.value for e in at.error]
+    assert at.button(key="ex_step").disabled and at.button(key="ex_run").disabled  # never runs another value
+    assert at.session_state["ex_records"] == [] and at.session_state["ex_gen"] is None
+
+
+def test_explorer_takes_the_lower_bounds_from_the_engine_config():
+    import inputs
+    from tevcore.config import DecodeConfig
+
+    for name in ("budget", "max_new_tokens", "temperature", "seed"):
+        low = DecodeConfig.lowest(name)
+        assert inputs.range_problem(name, low, inputs.decode_range(name, 10)) is None
+        assert inputs.range_problem(name, low - 1, inputs.decode_range(name, 10)) is not None
+        with pytest.raises(ValueError):
+            DecodeConfig(**{name: low - 1})
+
+
+def test_workshop_refuses_p_outside_0_1_instead_of_clamping(monkeypatch):
+    presets = appdata.workshop_presets()
+    chain = presets["chain"].copy()
+    chain.loc[1, "p"] = 1.7
+    monkeypatch.setattr(appdata, "workshop_presets", lambda: {"chain": chain})
+    at = page("4_Exit_law_workshop.py").run()
+    assert not at.exception
+    assert any("p must lie in [0, 1], got 1.7" in e.value for e in at.error)
+    assert charts(at) == 0  # nothing computed from a refused table
+    monkeypatch.undo()
+    at = page("4_Exit_law_workshop.py").run()
+    at.number_input(key="ws_seed").set_value(-3).run()
+    assert any("[0, ∞)" in e.value for e in at.error)
