@@ -209,6 +209,7 @@ st.caption(f"source: {ss.ex_source} · drafter: {records[-1].proposer} · {len(r
            f"{'finished' if ss.ex_done else 'in progress (Step or Run for more)'}")
 
 # ------------------------------------------------------------------ the selected round
+TOP_NODES_SHOWN = 64  # the node-link view's default cut (the icicle always shows every node)
 VIEW_KEYS = ("ex_nodes", "ex_clicks")  # what a view error resets (with the round); the rounds stay
 
 
@@ -237,15 +238,28 @@ def show_round(record, index: int) -> None:
 
     left, right = st.columns([3, 2])
     with left:
-        fig = figures.record_tree_figure(record, selected=node)
-        st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
-                        config={"scrollZoom": True})
+        link_tab, icicle_tab = st.tabs(["node-link tree", "icicle: where the mass leaves"])
+        with link_tab:
+            shown = num_nodes
+            if num_nodes > 2:
+                shown = st.slider("show the top-N nodes by P(v)", 2, num_nodes, min(num_nodes, TOP_NODES_SHOWN),
+                                  key="ex_top_n", help="big trees: draw only the nodes that carry the most target "
+                                  "mass (the accepted path, exit and chosen node always stay); labels sit on the "
+                                  f"top {figures.tree.LABELLED_NODES} by P, every node has its hover")
+            fig = figures.record_tree_figure(record, selected=node, show_top=shown)
+            st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
+                            config={"scrollZoom": True})
+        with icicle_tab:
+            st.plotly_chart(figures.record_icicle_figure(record), key="ex_icicle")
+            st.caption("Each box is as wide as P(v); its children split it by their a, so the empty part under a "
+                       "box is the mass X(v) that leaves the tree there. Orange outline: the accepted path; red "
+                       "outline and ★: the exit node. Click a box to zoom into its subtree.")
     with right:
-        m1, m2, m3 = st.columns(3)
-        m1.metric("1 + C (expected)", f"{record.expected_length:.2f}")
+        m1, m2, m3 = st.columns(3)  # short values only: a metric card truncates long ones
+        m1.metric("1 + C", f"{record.expected_length:.2f}", help="expected block length of this tree")
         m2.metric("block length", record.block_length,
                   delta=f"{record.block_length - record.expected_length:+.2f}", delta_color="off")
-        m3.metric("tree", f"{record.tree.size} nodes", delta=f"depth {record.tree.max_depth}", delta_color="off")
+        m3.metric("tree nodes", record.tree.size, delta=f"depth {record.tree.max_depth}", delta_color="off")
         st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
                     f"`{record.bonus_text!r}` · **emitted** `{record.emitted_text!r}`")
         texts = record.token_texts

@@ -151,7 +151,7 @@ def _open(page, link_text: str) -> None:
 
 
 def _click_tree_node(page, node: int) -> None:
-    """Click node `node` of the explorer's tree figure (the first plot), where plotly drew it."""
+    """Click the `node`-th drawn node of the explorer's tree figure (the first plot), where plotly drew it."""
     box = page.evaluate("""(node) => {
         const gd = document.querySelector('.js-plotly-plot');
         const k = gd.data.findIndex(t => (t.name || '').startsWith('node'));
@@ -200,7 +200,7 @@ def test_explorer_live_then_click_a_node_move_the_rounds_and_change_the_budget(a
     _set_number(page, "budget (tree nodes)", 64)
     _set_number(page, "max new tokens", 8)
     page.get_by_role("button", name="▶ Run live").click()
-    page.get_by_text("1 + C (expected)").wait_for(timeout=240_000)
+    page.get_by_text("tree nodes", exact=True).wait_for(timeout=240_000)
     page.get_by_text("Across rounds").wait_for(timeout=30_000)
     page.mouse.move(5, 5)  # no tooltip in the screenshot
     page.set_viewport_size({"width": 1600, "height": 2300})  # the round and the across-rounds figures
@@ -216,12 +216,43 @@ def test_explorer_live_then_click_a_node_move_the_rounds_and_change_the_budget(a
     page.set_viewport_size({"width": 1600, "height": 1500})
     lap("explorer live")
 
+    # the icicle of the live round: widths = P(v) and gaps = X(v), checked against the downloaded trace
+    from tevcore.engine.records import read_trace
+
+    trace = read_trace(Path(download.value.path()))
+    record = trace.rounds[-1]
+    page.get_by_role("tab", name="icicle: where the mass leaves").first.click()
+    page.wait_for_function("Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                           ".some(e => e.data && e.data[0].type === 'icicle' && e.querySelectorAll('.slice').length)",
+                           timeout=30_000)
+    icicle = page.evaluate("""() => {
+        const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(e => e.data[0].type === 'icicle');
+        const t = gd.data[0];
+        return {ids: Array.from(t.ids), parents: Array.from(t.parents), values: Array.from(t.values),
+                slices: gd.querySelectorAll('.slice').length};
+    }""")
+    P = record.flow.path_prob.double().tolist()
+    X = record.flow.exit_mass.double().tolist()
+    assert icicle["slices"] >= 1 and len(icicle["values"]) == record.tree.num_nodes
+    under = {v: 0.0 for v in icicle["ids"]}
+    for v, parent, value in zip(icicle["ids"], icicle["parents"], icicle["values"]):
+        assert value == pytest.approx(P[int(v)], abs=1e-9)  # the width of node v is P(v)
+        if parent:
+            under[parent] += value
+    for v, value in zip(icicle["ids"], icicle["values"]):
+        assert value - under[v] == pytest.approx(X[int(v)], abs=1e-6)  # the gap under it is X(v)
+    page.mouse.move(5, 5)
+    page.screenshot(path=str(shots / "explorer-icicle.png"))
+    page.get_by_role("tab", name="node-link tree").first.click()
+    lap("icicle")
+
     # the crash sequence of issue 30: click a node, the round slider back two rounds and forth, change the budget
     rounds = int(_round_slider(page).get_attribute("max")) + 1
     assert rounds >= 3, "the live generation needs three rounds for this sequence"
-    last_node = page.evaluate("document.querySelector('.js-plotly-plot').data"
-                              ".find(t => (t.name || '').startsWith('node')).x.length") - 1
-    _click_tree_node(page, last_node)
+    drawn = page.evaluate("document.querySelector('.js-plotly-plot').data"
+                          ".find(t => (t.name || '').startsWith('node')).customdata")
+    last_node = int(drawn[-1])  # the highest node id drawn: absent from smaller rounds
+    _click_tree_node(page, len(drawn) - 1)
     deadline = time.time() + 30
     while not _chosen_node_text(page).startswith(f"{last_node}: "):
         assert time.time() < deadline, f"a click on node {last_node} did not select it"
