@@ -250,3 +250,21 @@ def test_workshop_refuses_p_outside_0_1_instead_of_clamping(monkeypatch):
     at = page("4_Exit_law_workshop.py").run()
     at.number_input(key="ws_seed").set_value(-3).run()
     assert any("[0, ∞)" in e.value for e in at.error)
+
+
+def test_exittrain_compare_refuses_two_identical_weight_files(tmp_path):
+    run = tmp_path / "run-a"
+    for name in ("checkpoint-40", "drafter"):
+        (run / name).mkdir(parents=True)
+        (run / name / "config.json").write_text("{}")
+        (run / name / "model.safetensors").write_bytes(b"the same weights")
+    (run / "config.json").write_text("{}")
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    assert not at.exception
+    defaults = at.multiselect(key="et_cmp").value
+    assert defaults == [str(run / "drafter"), str(APP.parent / "assets" / "drafter")]  # two different drafters
+    assert not at.button(key="et_cmp_run").disabled
+    at.multiselect(key="et_cmp").set_value([str(run / "checkpoint-40"), str(run / "drafter")]).run()
+    assert any("exactly the same weights" in e.value for e in at.error)
+    assert at.button(key="et_cmp_run").disabled
