@@ -50,6 +50,11 @@ with st.sidebar:
     prompt = st.text_area("prompt (free text; edit freely)", value=default_text, height=120,
                           key=f"ex_prompt_{source}_{labels.index(picked)}")
     chat = st.checkbox("apply the chat template", value=True, key="ex_chat")
+    st.header("Target")
+    target_choice = st.text_input(
+        "target model", value=shared_ui.target_spec(), key="ex_target",
+        help="'default' = the embedded SmolLM2-135M; or a hub id (from the local cache: the app runs offline), "
+             "a local model folder or a .gguf file. Loaded once per process on the first Run or Step.").strip()
     st.header("Decoding")
     # no min/max on the boxes: a typed number always reaches the script, and an out-of-range one is refused below
     temperature = st.number_input("temperature", value=0.7, step=0.1, key="ex_temp")
@@ -84,7 +89,7 @@ input_problems = [problem for problem in (
         ("seed", "seed", seed), ("max_new_tokens", "max new tokens", max_new))) if problem]
 for problem in input_problems:
     st.sidebar.error(f"Refused: {problem}.")
-settings = dict(prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget), builder=builder,
+settings = dict(target=target_choice, prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget), builder=builder,
                 verifier=verifier, seed=int(seed), max_new_tokens=int(max_new), proposer=proposer_spec, trim=trim)
 
 
@@ -107,7 +112,10 @@ def start_generation() -> bool:
     from tevcore.decoding.autobudget import trim_costs
     from tevcore.decoding.loop import prompt_ids, rounds  # loads transformers: only when a generation starts
 
-    spec = shared_ui.target_spec()
+    spec = target_choice
+    if not spec:
+        st.error("The target field is empty: type 'default', a hub id, a model folder or a .gguf path.")
+        return False
     try:
         target = shared_ui.get_target(spec)
         proposer, note = shared_ui.proposer_with_fallback(proposer_spec, spec) if config.budget > 0 else (None, None)

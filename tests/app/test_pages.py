@@ -268,3 +268,14 @@ def test_exittrain_compare_refuses_two_identical_weight_files(tmp_path):
     at.multiselect(key="et_cmp").set_value([str(run / "checkpoint-40"), str(run / "drafter")]).run()
     assert any("exactly the same weights" in e.value for e in at.error)
     assert at.button(key="et_cmp_run").disabled
+
+
+def test_explorer_target_field_reports_a_missing_folder(tmp_path):
+    at = page("1_Tree_explorer.py").run()
+    assert at.sidebar.text_input(key="ex_target").value == "default"  # the embedded target stays the default
+    missing = tmp_path / "no-such-model"
+    at.sidebar.text_input(key="ex_target").set_value(str(missing)).run()
+    at.button(key="ex_step").click().run()
+    assert not at.exception
+    assert any("Could not start" in e.value and "no-such-model" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state["ex_records"] == []
