@@ -186,9 +186,12 @@ def show_runs(root: Path) -> None:
         return
     st.dataframe(trainruns.runs_table(runs), hide_index=True, key="et_runs_table")
     names = [r.folder.name for r in runs]
-    default = Path(ss.get("et_watch", "")).name
-    if ss.get("et_pick") not in names:
-        ss.et_pick = default if default in names else names[0]
+    watched = Path(ss.get("et_watch", "")).name
+    if watched in names and ss.get("et_watch_shown") != watched:  # a run started here: show it once it appears
+        ss.et_pick = watched
+        ss.et_watch_shown = watched
+    elif ss.get("et_pick") not in names:
+        ss.et_pick = names[0]
     pick = st.selectbox("run", names, key="et_pick")
     chosen = runs[names.index(pick)]
     show_progress(chosen.folder)

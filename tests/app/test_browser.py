@@ -47,12 +47,34 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+QUICK_TRAINER = """
+import json, os, sys, time
+from pathlib import Path
+run = Path(sys.argv[1]); run.mkdir(parents=True, exist_ok=True)
+(run / "config.json").write_text(json.dumps({"data": "demo", "steps": 12}))
+start = time.time()
+for step in range(1, 13):
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": step, "loss": 3.0 / step, "tree_E": 1 + step / 12}) + "\\n")
+    state = "finished" if step == 12 else "running"
+    (run / "status.tmp").write_text(json.dumps({"state": state, "pid": os.getpid(), "step": step,
+                                                "total_steps": 12, "started": start, "updated": time.time()}))
+    os.replace(run / "status.tmp", run / "status.json")
+    time.sleep(0.5)
+(run / "checkpoint-12").mkdir(exist_ok=True)
+(run / "checkpoint-12" / "config.json").write_text("{}")
+"""
+
+
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     port = _free_port()
+    trainer = tmp_path_factory.mktemp("trainer") / "quick_trainer.py"
+    trainer.write_text(QUICK_TRAINER)
     log = open(tmp_path_factory.mktemp("streamlit") / "server.log", "w+")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TEV_APP_PROPOSER="default", TEV_APP_THREADS="1",
-               PYTHONPATH=str(REPO))  # this checkout, whatever the editable install points at
+               PYTHONPATH=str(REPO),  # this checkout, whatever the editable install points at
+               TEV_APP_TRAINER=str(trainer))  # "Start training" runs the quick stand-in above
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
          "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
@@ -313,6 +335,22 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
     _no_exception(page)
     page.screenshot(path=str(shots / "exittrain.png"))
     lap("exittrain")
+
+    # a run started from the page appears in the Runs tab and finishes there, without a reload
+    page.get_by_role("tab", name="New run").click()
+    name = page.get_by_label("run name (folder under the runs folder)", exact=True)
+    name.fill("started-here")
+    name.press("Enter")
+    _wait_idle(page)
+    page.get_by_role("button", name="▶ Start training").click()
+    page.get_by_text("Started process", exact=False).wait_for(timeout=30_000)
+    page.get_by_role("tab", name="Runs").click()
+    page.get_by_text("started-here", exact=False).first.wait_for(timeout=30_000)
+    page.get_by_text("finished: step 12/12", exact=False).wait_for(timeout=60_000)
+    page.get_by_text("checkpoint-12", exact=False).first.wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="■ Stop (started from this app)").count() == 0  # gone with the process
+    _no_exception(page)
+    lap("a run started from the page")
 
     _open(page, "Exit law workshop")
     page.get_by_text("The law in plain words", exact=False).wait_for(timeout=30_000)
