@@ -126,7 +126,8 @@ def start_generation() -> bool:
         return False
     if note:
         st.warning(note)
-    ss.update(ex_gen=rounds(target, proposer, ids, config), ex_records=[], ex_done=False, ex_seen=0, ex_nodes={}, ex_clicks={},
+    ss.update(ex_gen=rounds(target, proposer, ids, config), ex_records=[], ex_done=False, ex_seen=0,
+              ex_nodes={}, ex_clicks={},
               ex_settings=dict(settings), ex_prompt_ids=ids, ex_target_spec=spec, ex_source="live",
               ex_meta={"target": target.name, "prompt": prompt, "proposer": getattr(proposer, "name", None),
                        "config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}},
