@@ -63,7 +63,8 @@ def icicle_figure(tree, flow, token_texts: Sequence[str], *, path: Sequence[int]
         ids=rows["id"].tolist(), parents=rows["parent"].tolist(), labels=labels, values=rows["value"].tolist(),
         branchvalues="total", customdata=rows[["P", "X"]].to_numpy().tolist(), hovertext=hover, hoverinfo="text",
         texttemplate="%{label}<br>P %{customdata[0]:.3f} · X %{customdata[1]:.3f}",
-        marker={"colors": rows["X"].tolist(), "colorscale": "Reds", "cmin": 0.0, "cmax": float(max(rows["X"].max(), 1e-9)),
+        marker={"colors": rows["X"].tolist(), "colorscale": "Reds", "cmin": 0.0,
+                "cmax": float(max(rows["X"].max(), 1e-9)),
                 "colorbar": {"title": {"text": "X(v)"}, "thickness": 12}, "line": {"color": outline, "width": width}},
         tiling={"orientation": "v"}, sort=False, name="icicle (width = P, gap = X)"))
     fig.update_layout(title=title, height=560, margin={"l": 10, "r": 10, "t": 50, "b": 10})

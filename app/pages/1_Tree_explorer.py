@@ -89,7 +89,8 @@ input_problems = [problem for problem in (
         ("seed", "seed", seed), ("max_new_tokens", "max new tokens", max_new))) if problem]
 for problem in input_problems:
     st.sidebar.error(f"Refused: {problem}.")
-settings = dict(target=target_choice, prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget), builder=builder,
+settings = dict(target=target_choice, prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget),
+                builder=builder,
                 verifier=verifier, seed=int(seed), max_new_tokens=int(max_new), proposer=proposer_spec, trim=trim)
 
 

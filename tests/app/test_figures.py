@@ -232,7 +232,8 @@ def test_icicle_widths_are_P_and_each_gap_is_the_exit_mass(records):
     assert list(icicle.marker.colors) == pytest.approx(record.flow.exit_mass.tolist())  # coloured by X
     assert icicle.labels[record.exit_node].startswith("★")
     path_lines = [icicle.marker.line.color[v] for v in record.path if v != record.exit_node]
-    assert set(path_lines) <= {figures.PATH_COLOUR} and icicle.marker.line.color[record.exit_node] == figures.EXIT_COLOUR
+    assert set(path_lines) <= {figures.PATH_COLOUR}
+    assert icicle.marker.line.color[record.exit_node] == figures.EXIT_COLOUR
 
 
 def test_icicle_never_lets_children_outgrow_their_parent():

@@ -277,5 +277,5 @@ def test_explorer_target_field_reports_a_missing_folder(tmp_path):
     at.sidebar.text_input(key="ex_target").set_value(str(missing)).run()
     at.button(key="ex_step").click().run()
     assert not at.exception
-    assert any("Could not start" in e.value and "no-such-model" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("Could not start" in e.value and "no-such-model" in e.value for e in at.error)
     assert at.session_state["ex_records"] == []
