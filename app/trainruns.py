@@ -265,7 +265,14 @@ def plan(cmd: list[str]) -> tuple[bool, str]:
 
 
 def launch(cmd: list[str], folder: Path) -> subprocess.Popen:
-    """Start training in the background; its output goes to <folder>/train.log."""
+    """Start training in the background; its output goes to <folder>/train.log.
+
+    TEV_APP_TRAINER names a stand-in trainer script run instead of `python -m tevcore train`
+    with the same arguments (the browser test uses one that writes a run folder in seconds).
+    """
+    stand_in = os.environ.get("TEV_APP_TRAINER")
+    if stand_in:
+        cmd = [sys.executable, stand_in, *cmd[4:]]
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     log = open(folder / LOG_NAME, "a", encoding="utf-8")
@@ -288,3 +295,87 @@ def log_tail(folder: Path, lines: int = 15) -> str:
     # tqdm rewrites one line with carriage returns: keep the last state of each line
     cleaned = [line.split("\r")[-1] for line in text.splitlines()]
     return "\n".join(cleaned[-lines:])
+
+
+# ---------------------------------------------------------------- processes, weights, data sets
+
+DEFAULT_DRAFTER = Path(__file__).resolve().parents[1] / "assets" / "drafter"  # the committed default drafter
+DATA_LOG = "build-data.log"
+
+
+def reap(processes: dict) -> list[tuple[str, int]]:
+    """Collect the exit status of every finished process the app started (no zombies); returns (folder, code)."""
+    finished = []
+    for folder, proc in list(processes.items()):
+        code = proc.poll()  # poll() waits for a finished child, so it never stays <defunct>
+        if code is not None:
+            finished.append((folder, code))
+    return finished
+
+
+def weights_digest(folder: Path) -> str | None:
+    """SHA-256 of a drafter folder's weight files (None when it has none), to tell identical drafters apart."""
+    import hashlib
+
+    files = sorted(Path(folder).glob("*.safetensors"))
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def identical_weights(folders: list[str]) -> list[tuple[str, str]]:
+    """Pairs of the chosen drafter folders whose weight files are byte-for-byte the same."""
+    seen: dict[str, str] = {}
+    pairs = []
+    for folder in folders:
+        key = weights_digest(Path(folder))
+        if key is None:
+            continue
+        if key in seen:
+            pairs.append((seen[key], folder))
+        else:
+            seen[key] = folder
+    return pairs
+
+
+def default_comparison(runs: list[RunInfo]) -> list[str]:
+    """Compare's starting pair: the newest checkpoint of the newest run with one, against the committed drafter."""
+    newest = next((r.checkpoints[-1] for r in runs if r.checkpoints), None)
+    pair = [str(newest)] if newest is not None else []
+    if DEFAULT_DRAFTER.is_dir():
+        pair.append(str(DEFAULT_DRAFTER))
+    return pair
+
+
+def data_command(folder: Path, shards: int, threads: int = 1) -> list[str]:
+    """`python -m tevcore build-data` for a small set: the engine's builder, run as a background process."""
+    return [sys.executable, "-m", "tevcore", "build-data", str(folder), "--max-shards", str(int(shards)),
+            "--threads", str(int(threads))]
+
+
+def launch_data(folder: Path, shards: int, threads: int = 1) -> subprocess.Popen:
+    """Start building a distillation set in the background; output to <folder>/build-data.log."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = open(folder / DATA_LOG, "a", encoding="utf-8")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    try:
+        return subprocess.Popen(data_command(folder, shards, threads), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, cwd=str(Path(__file__).resolve().parents[1]))
+    finally:
+        log.close()
+
+
+def data_progress(folder: Path) -> int:
+    """Shards written so far, by the engine's own shard names."""
+    from tevcore.train.data import shard_path
+
+    count = 0
+    while shard_path(Path(folder), count).is_file():
+        count += 1
+    return count

@@ -19,15 +19,15 @@ SAMPLING_TEMPERATURE = 1.0
 class DecodeConfig:
     """How to decode: every field is checked on construction, before any model work."""
 
-    max_new_tokens: int = field(default=128, metadata={"help": "tokens to generate at most"})
-    temperature: float = field(default=0.0, metadata={"help": "0 = greedy; > 0 samples from p^(1/T)"})
-    budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "draft-tree node budget (0 = no draft)"})
+    max_new_tokens: int = field(default=128, metadata={"help": "tokens to generate at most", "min": 1})
+    temperature: float = field(default=0.0, metadata={"help": "0 = greedy; > 0 samples from p^(1/T)", "min": 0.0})
+    budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "draft-tree node budget (0 = no draft)", "min": 0})
     builder: str = field(default="best_first", metadata={"help": "best_first, chain or width:W1,W2,..."})
     verifier: str = field(default="tev", metadata={"help": "tev, residual, predraw, greedy, chain, naive_ratio"})
-    seed: int = field(default=0, metadata={"help": "seed of the verifier's random draws"})
+    seed: int = field(default=0, metadata={"help": "seed of the verifier's random draws", "min": 0})
     stop_tokens: tuple[int, ...] | None = field(default=None, metadata={"help": "None = the model's EOS and chat end tokens"})
     chat: bool = field(default=True, metadata={"help": "wrap a text prompt in the model's chat template"})
-    missing_k: int = field(default=5, metadata={"help": "top missing tokens recorded per node (record level full)"})
+    missing_k: int = field(default=5, metadata={"help": "top missing tokens recorded per node (record level full)", "min": 0})
     record: str = field(default="full", metadata={
         "help": "what each round records: full (missing tokens and texts, for the app and `round`) or lean "
                 "(what the loop needs: tree, flow, verdict; for benchmarks)"})
@@ -38,17 +38,15 @@ class DecodeConfig:
                 "keep choosing a plain step"})
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
+        for name in ("max_new_tokens", "budget", "seed", "missing_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < self.lowest(name):
+                raise ValueError(f"{name} must be an integer >= {self.lowest(name)}, got {value!r}")
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
-        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0:
-            raise ValueError(f"budget must be a non-negative integer, got {self.budget!r}")
         get_builder(self.builder, self.budget if self.budget > 0 else None)
         from tevcore.verify.verifiers import get_verifier  # late import: verifiers import sampling, not config
 
         get_verifier(self.verifier)
-        if self.missing_k < 0:
-            raise ValueError(f"missing_k must be >= 0, got {self.missing_k}")
         from tevcore.engine.records import RECORD_LEVELS
 
         if self.record not in RECORD_LEVELS:
@@ -57,6 +55,15 @@ class DecodeConfig:
             object.__setattr__(self, "tree_costs", _checked_costs(self.tree_costs, self.budget))
         if self.stop_tokens is not None:
             object.__setattr__(self, "stop_tokens", tuple(int(t) for t in self.stop_tokens))
+
+    @classmethod
+    def lowest(cls, name: str):
+        """The smallest valid value of a numeric field (its `min` metadata); front ends read it from here."""
+        return {f.name: f for f in fields(cls)}[name].metadata["min"]
+
+    @classmethod
+    def default(cls, name: str):
+        return {f.name: f for f in fields(cls)}[name].default
 
     @classmethod
     def help(cls) -> dict[str, str]:

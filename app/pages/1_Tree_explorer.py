@@ -13,7 +13,10 @@ import shared_ui  # noqa: E402
 import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
+import explorer_state  # noqa: E402
 import figures  # noqa: E402
+import inputs  # noqa: E402
+from tevcore.config import DecodeConfig  # noqa: E402
 from tevcore.verify.verifiers import VERIFIERS, verifier_label  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
@@ -47,9 +50,15 @@ with st.sidebar:
     prompt = st.text_area("prompt (free text; edit freely)", value=default_text, height=120,
                           key=f"ex_prompt_{source}_{labels.index(picked)}")
     chat = st.checkbox("apply the chat template", value=True, key="ex_chat")
+    st.header("Target")
+    target_choice = st.text_input(
+        "target model", value=shared_ui.target_spec(), key="ex_target",
+        help="'default' = the embedded SmolLM2-135M; or a hub id (from the local cache: the app runs offline), "
+             "a local model folder or a .gguf file. Loaded once per process on the first Run or Step.").strip()
     st.header("Decoding")
-    temperature = st.number_input("temperature", min_value=0.0, max_value=5.0, value=0.7, step=0.1, key="ex_temp")
-    budget = st.number_input("budget (tree nodes)", min_value=0, max_value=512, value=32, step=1, key="ex_budget")
+    # no min/max on the boxes: a typed number always reaches the script, and an out-of-range one is refused below
+    temperature = st.number_input("temperature", value=0.7, step=0.1, key="ex_temp")
+    budget = st.number_input("budget (tree nodes)", value=32, step=1, key="ex_budget")
     builder = st.selectbox("builder", BUILDERS, key="ex_builder",
                            help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths")
     verifier = st.selectbox("verifier", list(VERIFIERS), format_func=verifier_label, key="ex_verifier")
@@ -57,8 +66,8 @@ with st.sidebar:
                         help="off = score the whole drafted tree; auto = each round scores the prefix of its tree "
                              "with the most forecast tokens per forward cost measured on this machine (down to a "
                              "plain one-token step), as `--trim auto` does")
-    seed = st.number_input("seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="ex_seed")
-    max_new = st.number_input("max new tokens", min_value=1, max_value=1024, value=48, step=8, key="ex_max_new")
+    seed = st.number_input("seed", value=DecodeConfig.default("seed"), step=1, key="ex_seed")
+    max_new = st.number_input("max new tokens", value=48, step=8, key="ex_max_new")
     proposer_options = ["default", "drafter", "lookup", "rollout"]
     if ss.get("active_drafter"):
         proposer_options.insert(0, ss["active_drafter"])
@@ -72,13 +81,20 @@ with st.sidebar:
              "rollout = stand-in (the target's own greedy rollout); "
              "a folder = a checkpoint made active on the ExitTrain page")
 
-settings = dict(prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget), builder=builder,
+RANGES = {"temperature": inputs.decode_range("temperature", 5.0), "budget": inputs.decode_range("budget", 512),
+          "seed": inputs.decode_range("seed", 2**31 - 1), "max_new_tokens": inputs.decode_range("max_new_tokens", 1024)}
+input_problems = [problem for problem in (
+    inputs.range_problem(label, value, RANGES[name]) for name, label, value in (
+        ("temperature", "temperature", temperature), ("budget", "budget (tree nodes)", budget),
+        ("seed", "seed", seed), ("max_new_tokens", "max new tokens", max_new))) if problem]
+for problem in input_problems:
+    st.sidebar.error(f"Refused: {problem}.")
+settings = dict(target=target_choice, prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget),
+                builder=builder,
                 verifier=verifier, seed=int(seed), max_new_tokens=int(max_new), proposer=proposer_spec, trim=trim)
 
 
 def make_config():
-    from tevcore.config import DecodeConfig
-
     return DecodeConfig(max_new_tokens=settings["max_new_tokens"], temperature=settings["temperature"],
                         budget=settings["budget"], builder=settings["builder"], verifier=settings["verifier"],
                         seed=settings["seed"], chat=settings["chat"])
@@ -97,7 +113,10 @@ def start_generation() -> bool:
     from tevcore.decoding.autobudget import trim_costs
     from tevcore.decoding.loop import prompt_ids, rounds  # loads transformers: only when a generation starts
 
-    spec = shared_ui.target_spec()
+    spec = target_choice
+    if not spec:
+        st.error("The target field is empty: type 'default', a hub id, a model folder or a .gguf path.")
+        return False
     try:
         target = shared_ui.get_target(spec)
         proposer, note = shared_ui.proposer_with_fallback(proposer_spec, spec) if config.budget > 0 else (None, None)
@@ -109,6 +128,7 @@ def start_generation() -> bool:
     if note:
         st.warning(note)
     ss.update(ex_gen=rounds(target, proposer, ids, config), ex_records=[], ex_done=False, ex_seen=0,
+              ex_nodes={}, ex_clicks={},
               ex_settings=dict(settings), ex_prompt_ids=ids, ex_target_spec=spec, ex_source="live",
               ex_meta={"target": target.name, "prompt": prompt, "proposer": getattr(proposer, "name", None),
                        "config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}},
@@ -146,13 +166,16 @@ def advance(limit: int | None, live_slot=None) -> None:
 
 # ------------------------------------------------------------------ controls
 c1, c2, c3, c4 = st.columns([1, 1, 1, 3])
-run_clicked = c1.button("▶ Run live", type="primary", key="ex_run", help="stream rounds to the end")
-step_clicked = c2.button("⏭ Step one round", key="ex_step")
+blocked = bool(input_problems)  # a run never starts with a number other than the one shown
+run_clicked = c1.button("▶ Run live", type="primary", key="ex_run", help="stream rounds to the end", disabled=blocked)
+step_clicked = c2.button("⏭ Step one round", key="ex_step", disabled=blocked)
 new_clicked = c3.button("⟲ New generation", key="ex_new", help="forget the rounds and start over")
 live_slot = st.empty()
+if blocked:
+    st.error("Run and Step wait for valid settings: " + "; ".join(input_problems) + ".")
 
 if new_clicked:
-    ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0)
+    ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={})
 if run_clicked or step_clicked:
     fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
     if not fresh or start_generation():
@@ -169,7 +192,7 @@ def open_trace(source: bytes | Path, name: str) -> None:
         st.error(f"Could not open {name}: {err}")
         return
     ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {name}",
-              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None)
+              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None, ex_nodes={}, ex_clicks={})
 
 
 with st.expander("Open a trace (replay without a model)", expanded=False):
@@ -196,71 +219,98 @@ st.caption(f"source: {ss.ex_source} · drafter: {records[-1].proposer} · {len(r
            f"{'finished' if ss.ex_done else 'in progress (Step or Run for more)'}")
 
 # ------------------------------------------------------------------ the selected round
+TOP_NODES_SHOWN = 64  # the node-link view's default cut (the icicle always shows every node)
+VIEW_KEYS = ("ex_nodes", "ex_clicks")  # what a view error resets (with the round); the rounds stay
+
+
+def pick_node(index: int, key: str) -> None:
+    """The node selectbox changed: remember its choice for this round (typed, checked)."""
+    value = ss.get(key)
+    if explorer_state.valid_node(value, ss.ex_records[index].tree.num_nodes):
+        ss.ex_nodes[index] = value
+
+
+def show_round(record, index: int) -> None:
+    """One round: the tree (a click selects a node), the metrics, the chosen node's next-token law."""
+    chosen = ss.setdefault("ex_nodes", {})
+    clicks = ss.setdefault("ex_clicks", {})
+    num_nodes = record.tree.num_nodes
+    chart_key = f"ex_tree_chart_{index}"  # a selection belongs to the round it was made on
+    clicked = explorer_state.clicked_node(ss.get(chart_key))
+    if clicked != clicks.get(index):  # a new click (not the old selection seen again)
+        clicks[index] = clicked
+        if explorer_state.valid_node(clicked, num_nodes):
+            chosen[index] = clicked
+    default = record.exit_node if record.exit_node is not None else 0
+    node = explorer_state.node_for_round(chosen, index, num_nodes, default)
+    node_key = f"ex_node_{index}"
+    ss[node_key] = node  # set before the widget is drawn
+
+    left, right = st.columns([3, 2])
+    with left:
+        link_tab, icicle_tab = st.tabs(["node-link tree", "icicle: where the mass leaves"])
+        with link_tab:
+            shown = num_nodes
+            if num_nodes > 2:
+                shown = st.slider("show the top-N nodes by P(v)", 2, num_nodes, min(num_nodes, TOP_NODES_SHOWN),
+                                  key="ex_top_n", help="big trees: draw only the nodes that carry the most target "
+                                  "mass (the accepted path, exit and chosen node always stay); labels sit on the "
+                                  f"top {figures.tree.LABELLED_NODES} by P, every node has its hover")
+            fig = figures.record_tree_figure(record, selected=node, show_top=shown)
+            st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
+                            config={"scrollZoom": True})
+        with icicle_tab:
+            st.plotly_chart(figures.record_icicle_figure(record), key="ex_icicle")
+            st.caption("Each box is as wide as P(v); its children split it by their a, so the empty part under a "
+                       "box is the mass X(v) that leaves the tree there. Orange outline: the accepted path; red "
+                       "outline and ★: the exit node. Click a box to zoom into its subtree.")
+    with right:
+        m1, m2, m3 = st.columns(3)  # short values only: a metric card truncates long ones
+        m1.metric("1 + C", f"{record.expected_length:.2f}", help="expected block length of this tree")
+        m2.metric("block length", record.block_length,
+                  delta=f"{record.block_length - record.expected_length:+.2f}", delta_color="off")
+        m3.metric("tree nodes", record.tree.size, delta=f"depth {record.tree.max_depth}", delta_color="off")
+        st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
+                    f"`{record.bonus_text!r}` · **emitted** `{record.emitted_text!r}`")
+        texts = record.token_texts
+        st.selectbox("node", list(range(num_nodes)), key=node_key, on_change=pick_node, args=(index, node_key),
+                     format_func=lambda v: f"{v}: {texts[v]!r} (depth {int(record.tree.depths[v])})",
+                     help="or click a node in the tree")
+        rows = figures.node_distribution(record, node)
+        st.plotly_chart(figures.next_token_figure(rows, f"p(.|node {node} {texts[node]!r}): tree children, "
+                                                        "missing tokens, rest"), key="ex_node_chart")
+        st.plotly_chart(figures.timings_figure(record), key="ex_timings")
+
+    with st.expander("nodes of this round (table)", expanded=False):
+        st.dataframe(figures.node_table(record), hide_index=True, key="ex_table")
+
+
+def show_across_rounds(records) -> None:
+    st.subheader("Across rounds")
+    st.markdown(figures.text_by_round_html(records), unsafe_allow_html=True)
+    a1, a2, a3 = st.columns(3)
+    a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
+    a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
+    a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
+
+
 if ss.ex_seen != len(records):  # new rounds arrived: follow the latest
     ss.ex_round = len(records) - 1
     ss.ex_seen = len(records)
-    ss.pop("ex_node", None)
 if len(records) > 1:
     st.slider("round", 0, len(records) - 1, key="ex_round")
-index = int(ss.get("ex_round", len(records) - 1))
-index = min(max(index, 0), len(records) - 1)
-record = records[index]
+index = ss.get("ex_round", len(records) - 1)
+index = min(max(index, 0), len(records) - 1) if isinstance(index, int) else len(records) - 1
 ss.ex_selected_round = index  # read by the verifier comparison page
-
-# a click on a tree node selects it (applied before the selectbox is drawn)
-chart_state = ss.get("ex_tree_chart")
-points = []
 try:
-    points = list(chart_state["selection"]["points"]) if chart_state else []
-except (KeyError, TypeError):
-    points = []
-clicked = None
-for point in points:
-    data = point.get("customdata")
-    if isinstance(data, (list, tuple)):
-        data = data[0] if data else None
-    if data is not None:
-        clicked = int(data)
-        break
-if clicked is not None and clicked != ss.get("ex_last_click") and clicked < record.tree.num_nodes:
-    ss.ex_node = clicked
-ss.ex_last_click = clicked
-if "ex_node" not in ss or ss.ex_node >= record.tree.num_nodes:
-    ss.ex_node = record.exit_node if record.exit_node is not None else 0
-
-left, right = st.columns([3, 2])
-with left:
-    fig = figures.record_tree_figure(record, selected=int(ss.ex_node))
-    st.plotly_chart(fig, key="ex_tree_chart", on_select="rerun", selection_mode="points",
-                    config={"scrollZoom": True})
-with right:
-    m1, m2, m3 = st.columns(3)
-    m1.metric("1 + C (expected)", f"{record.expected_length:.2f}")
-    m2.metric("block length", record.block_length,
-              delta=f"{record.block_length - record.expected_length:+.2f}", delta_color="off")
-    m3.metric("tree", f"{record.tree.size} nodes", delta=f"depth {record.tree.max_depth}", delta_color="off")
-    st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
-                f"`{record.bonus_text!r}` · **emitted** `{record.emitted_text!r}`")
-    texts = record.token_texts
-    st.selectbox("node", list(range(record.tree.num_nodes)), key="ex_node",
-                 format_func=lambda v: f"{v}: {texts[v]!r} (depth {int(record.tree.depths[v])})",
-                 help="or click a node in the tree")
-    node = int(ss.ex_node)
-    rows = figures.node_distribution(record, node)
-    st.plotly_chart(figures.next_token_figure(rows, f"p(.|node {node} {texts[node]!r}): tree children, "
-                                                    "missing tokens, rest"), key="ex_node_chart")
-    st.plotly_chart(figures.timings_figure(record), key="ex_timings")
-
-with st.expander("nodes of this round (table)", expanded=False):
-    st.dataframe(figures.node_table(record), hide_index=True, key="ex_table")
-
-# ------------------------------------------------------------------ across rounds
-st.subheader("Across rounds")
-st.markdown(figures.text_by_round_html(records), unsafe_allow_html=True)
-a1, a2, a3 = st.columns(3)
-a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
-a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
-a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
+    show_round(records[index], index)
+    show_across_rounds(records)
+except Exception as err:  # a broken view never loses the rounds: say what failed, reset the view only
+    st.error(f"This view failed ({type(err).__name__}: {err}). The {len(records)} rounds are kept; the view "
+             "(round, chosen node) was reset, so the next action draws it afresh.")
+    for key in VIEW_KEYS:
+        ss.pop(key, None)
+    ss.ex_seen = -1  # the next run shows the latest round again
 
 # ------------------------------------------------------------------ save
 st.subheader("Save these rounds")

@@ -14,6 +14,7 @@ import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
+import inputs  # noqa: E402
 from tevcore.engine.flow import target_flow  # noqa: E402
 from tevcore.engine.sampling import make_generator  # noqa: E402
 from tevcore.lab.simulate import exit_law  # noqa: E402
@@ -44,7 +45,8 @@ table = st.data_editor(
         "node": st.column_config.NumberColumn("node", min_value=1, step=1, help="id of a tree node"),
         "parent": st.column_config.NumberColumn("parent", min_value=0, step=1, required=True),
         "token": st.column_config.TextColumn("token", required=True),
-        "p": st.column_config.NumberColumn("p", min_value=0.0, max_value=1.0, step=0.01, format="%.3f"),
+        # no min/max: the editor would clamp 1.7 to 1 silently; workshop_tree refuses it with a message instead
+        "p": st.column_config.NumberColumn("p", step=0.01, format="%.3f"),
         "in tree": st.column_config.CheckboxColumn("in tree", default=True),
     })
 
@@ -87,7 +89,12 @@ with bonus_col:
 # ------------------------------------------------------------------ two verifiers, step by step
 st.subheader("Step by step: predraw-and-follow vs one-draw TEV")
 c1, c2 = st.columns([1, 3])
-seed = int(c1.number_input("seed of the draws", 0, 1_000_000, 0, key="ws_seed"))
+seed_value = c1.number_input("seed of the draws", value=0, step=1, key="ws_seed")
+seed_problem = inputs.range_problem("seed of the draws", seed_value, inputs.decode_range("seed"))
+if seed_problem:
+    st.error(f"Refused: {seed_problem}.")
+    st.stop()
+seed = int(seed_value)
 try:
     walk = get_verifier("predraw")(ws.tree, ws.node_logits, 1.0, make_generator(seed))
     tev = get_verifier("tev")(ws.tree, ws.node_logits, 1.0, make_generator(seed))

@@ -214,3 +214,58 @@ def test_record_round_trip_through_dict_keeps_figures_identical(records):
     b = figures.record_tree_figure(again)
     assert list(a.data[-1].y) == list(b.data[-1].y)
     assert not math.isnan(float(again.flow.exit_mass.sum()))
+
+
+def test_icicle_widths_are_P_and_each_gap_is_the_exit_mass(records):
+    record = records[2]
+    fig = figures.record_icicle_figure(record)
+    icicle = fig.data[0]
+    assert icicle.type == "icicle" and icicle.branchvalues == "total"
+    values = np.asarray(icicle.values, dtype=float)
+    assert values == pytest.approx(record.flow.path_prob.double().numpy(), abs=1e-12)  # width = P(v)
+    parents = [int(p) if p else -1 for p in icicle.parents]
+    children_sum = np.zeros(len(values))
+    for v, p in enumerate(parents):
+        if p >= 0:
+            children_sum[p] += values[v]
+    assert values - children_sum == pytest.approx(record.flow.exit_mass.double().numpy(), abs=1e-9)  # gap = X(v)
+    assert list(icicle.marker.colors) == pytest.approx(record.flow.exit_mass.tolist())  # coloured by X
+    assert icicle.labels[record.exit_node].startswith("★")
+    path_lines = [icicle.marker.line.color[v] for v in record.path if v != record.exit_node]
+    assert set(path_lines) <= {figures.PATH_COLOUR}
+    assert icicle.marker.line.color[record.exit_node] == figures.EXIT_COLOUR
+
+
+def test_icicle_never_lets_children_outgrow_their_parent():
+    from tevcore.engine.tree import DraftTree
+
+    tree = DraftTree(tokens=torch.tensor([0, 1, 2]), parents=torch.tensor([-1, 0, 0]), draft_logp=torch.zeros(3))
+    logits = torch.full((3, 3), -1e9)
+    logits[0, 1] = logits[0, 2] = 0.0  # the root's whole mass goes to its two children: m(root) = 1
+    flow = target_flow(tree, logits.log_softmax(-1), 1.0)
+    rows = figures.icicle_rows(tree, flow, ["r", "a", "b"])
+    assert rows.loc[0, "value"] >= rows.loc[1:, "value"].sum()
+
+
+def test_big_trees_label_only_the_top_nodes_and_can_show_the_top_n():
+    record = appdata.synthetic_records(rounds=1, budget=128, seed=5)[0]
+    n = record.tree.num_nodes
+    fig = figures.record_tree_figure(record)
+    nodes = _trace(fig, "node")[0]
+    labelled = [v for v, text in zip(nodes.customdata, nodes.text) if text]
+    P = record.flow.path_prob.numpy()
+    assert len(nodes.customdata) == n and figures.tree.LABELLED_NODES <= len(labelled) < n
+    unlabelled = [v for v in range(n) if v not in labelled]
+    assert P[labelled].min() >= P[unlabelled].max() - 1e-12 or set(record.path) & set(labelled)
+    cut = figures.record_tree_figure(record, selected=n - 1, show_top=20)
+    kept = list(_trace(cut, "node")[0].customdata)
+    assert 20 <= len(kept) < n and n - 1 in kept and set(record.path) <= set(kept)
+    parents = record.tree.parents.tolist()
+    assert all(parents[v] in kept for v in kept if v)  # still one tree
+    assert "top" in cut.layout.title.text
+
+
+def test_an_unreadable_upload_names_the_users_file():
+    with pytest.raises(ValueError) as err:
+        appdata.trace_from_bytes(b'{"schema": "not a trace"}\n', "my-run.jsonl")
+    assert "upload" not in str(err.value) and "/tmp" not in str(err.value)

@@ -38,11 +38,50 @@ def test_explorer_replays_records_without_a_model():
     assert not at.exception and not at.error
     assert charts(at) >= 6  # tree, p(.|v), timings, block length, exit depth, speed
     assert at.slider(key="ex_round").value == 2
-    at.selectbox(key="ex_node").set_value(0).run()
+    at.selectbox(key="ex_node_2").set_value(0).run()
     assert not at.exception
     at.slider(key="ex_round").set_value(0).run()
     assert not at.exception and not at.error
     assert len(at.get("download_button")) == 1
+
+
+def test_explorer_keeps_each_rounds_node_and_survives_a_round_switch():
+    records = appdata.synthetic_records(rounds=3, budget=12)
+    records[0] = appdata.synthetic_record(budget=3, index=0)[0]  # round 0 has fewer nodes than round 2
+    at = page("1_Tree_explorer.py")
+    at.session_state["ex_records"] = records
+    at.session_state["ex_done"] = True
+    at.run()
+    last = records[2].tree.num_nodes - 1
+    at.selectbox(key="ex_node_2").set_value(last).run()
+    at.slider(key="ex_round").set_value(0).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="ex_node_0").value == (records[0].exit_node or 0)  # node `last` is not in round 0
+    at.slider(key="ex_round").set_value(2).run()
+    assert at.selectbox(key="ex_node_2").value == last  # remembered per round, as an int
+    at.session_state["ex_nodes"] = {2: "7: ' the' (depth 2)"}  # a stale label read back as text
+    at.run()
+    assert not at.exception and at.selectbox(key="ex_node_2").value == (records[2].exit_node or 0)
+
+
+def test_explorer_recovers_from_a_view_error_and_keeps_the_rounds(monkeypatch):
+    import figures
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("drawing failed")
+
+    at = page("1_Tree_explorer.py")
+    at.session_state["ex_records"] = appdata.synthetic_records(rounds=3, budget=12)
+    at.session_state["ex_done"] = True
+    at.run()
+    with monkeypatch.context() as patch:
+        patch.setattr(figures, "record_tree_figure", broken)
+        at.slider(key="ex_round").set_value(1).run()
+    assert not at.exception
+    assert any("drawing failed" in e.value and "3 rounds are kept" in e.value for e in at.error)
+    assert len(at.session_state["ex_records"]) == 3
+    at.run()
+    assert not at.exception and not at.error and charts(at) >= 6
 
 
 def test_explorer_reports_an_empty_prompt():
@@ -173,3 +212,72 @@ def test_workshop_recomputes_and_steps_without_a_model():
     slider.set_value(slider.max).run()
     assert not at.exception
     assert any("bonus" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("key, value, allowed", [
+    ("ex_budget", 100_000, "[0, 512]"), ("ex_budget", -5, "[0, 512]"), ("ex_temp", 7.0, "[0, 5]"),
+    ("ex_temp", -1.0, "[0, 5]"), ("ex_max_new", 0, "[1, 1024]"), ("ex_seed", -1, "[0, 2147483647]"),
+])
+def test_explorer_refuses_an_out_of_range_number_and_names_the_range(key, value, allowed):
+    at = page("1_Tree_explorer.py").run()
+    at.sidebar.number_input(key=key).set_value(value).run()
+    assert not at.exception
+    assert any(allowed in e.value and "Refused" in e.value for e in at.sidebar.error), [e.value for e in at.error]
+    assert at.button(key="ex_step").disabled and at.button(key="ex_run").disabled  # never runs another value
+    assert at.session_state["ex_records"] == [] and at.session_state["ex_gen"] is None
+
+
+def test_explorer_takes_the_lower_bounds_from_the_engine_config():
+    import inputs
+    from tevcore.config import DecodeConfig
+
+    for name in ("budget", "max_new_tokens", "temperature", "seed"):
+        low = DecodeConfig.lowest(name)
+        assert inputs.range_problem(name, low, inputs.decode_range(name, 10)) is None
+        assert inputs.range_problem(name, low - 1, inputs.decode_range(name, 10)) is not None
+        with pytest.raises(ValueError):
+            DecodeConfig(**{name: low - 1})
+
+
+def test_workshop_refuses_p_outside_0_1_instead_of_clamping(monkeypatch):
+    presets = appdata.workshop_presets()
+    chain = presets["chain"].copy()
+    chain.loc[1, "p"] = 1.7
+    monkeypatch.setattr(appdata, "workshop_presets", lambda: {"chain": chain})
+    at = page("4_Exit_law_workshop.py").run()
+    assert not at.exception
+    assert any("p must lie in [0, 1], got 1.7" in e.value for e in at.error)
+    assert charts(at) == 0  # nothing computed from a refused table
+    monkeypatch.undo()
+    at = page("4_Exit_law_workshop.py").run()
+    at.number_input(key="ws_seed").set_value(-3).run()
+    assert any("[0, ∞)" in e.value for e in at.error)
+
+
+def test_exittrain_compare_refuses_two_identical_weight_files(tmp_path):
+    run = tmp_path / "run-a"
+    for name in ("checkpoint-40", "drafter"):
+        (run / name).mkdir(parents=True)
+        (run / name / "config.json").write_text("{}")
+        (run / name / "model.safetensors").write_bytes(b"the same weights")
+    (run / "config.json").write_text("{}")
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    assert not at.exception
+    defaults = at.multiselect(key="et_cmp").value
+    assert defaults == [str(run / "drafter"), str(APP.parent / "assets" / "drafter")]  # two different drafters
+    assert not at.button(key="et_cmp_run").disabled
+    at.multiselect(key="et_cmp").set_value([str(run / "checkpoint-40"), str(run / "drafter")]).run()
+    assert any("exactly the same weights" in e.value for e in at.error)
+    assert at.button(key="et_cmp_run").disabled
+
+
+def test_explorer_target_field_reports_a_missing_folder(tmp_path):
+    at = page("1_Tree_explorer.py").run()
+    assert at.sidebar.text_input(key="ex_target").value == "default"  # the embedded target stays the default
+    missing = tmp_path / "no-such-model"
+    at.sidebar.text_input(key="ex_target").set_value(str(missing)).run()
+    at.button(key="ex_step").click().run()
+    assert not at.exception
+    assert any("Could not start" in e.value and "no-such-model" in e.value for e in at.error)
+    assert at.session_state["ex_records"] == []

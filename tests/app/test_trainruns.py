@@ -72,3 +72,39 @@ def test_command_uses_the_cli_flags_and_the_plan_validates(tmp_path):
     assert not ok and "tree_anchors" in text
     with pytest.raises(ValueError, match="no option"):
         trainruns.build_command(tmp_path / "run", {"not_a_field": 1})
+
+
+def test_finished_processes_are_reaped(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    procs = {"run": proc}
+    deadline = time.time() + 30
+    finished = []
+    while not finished and time.time() < deadline:
+        finished = trainruns.reap(procs)
+        time.sleep(0.05)
+    assert finished == [("run", 0)] and proc.returncode == 0  # waited for: no <defunct> left behind
+    with pytest.raises(ChildProcessError):
+        os.waitpid(proc.pid, os.WNOHANG)
+
+
+def _drafter(folder: Path, payload: bytes) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(payload)
+    return folder
+
+
+def test_identical_weight_files_are_found_and_compare_starts_with_two_drafters(tmp_path):
+    a = _drafter(tmp_path / "run" / "checkpoint-20", b"weights A")
+    b = _drafter(tmp_path / "run" / "drafter", b"weights A")
+    c = _drafter(tmp_path / "other", b"weights C")
+    assert trainruns.identical_weights([str(a), str(b), str(c)]) == [(str(a), str(b))]
+    assert trainruns.identical_weights([str(a), str(c)]) == []
+    (tmp_path / "run" / "config.json").write_text("{}")
+    pair = trainruns.default_comparison(trainruns.list_runs(tmp_path))
+    assert pair == [str(b), str(trainruns.DEFAULT_DRAFTER)]  # the newest checkpoint against the committed drafter
+    assert trainruns.identical_weights(pair) == []

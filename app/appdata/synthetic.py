@@ -1,0 +1,44 @@
+"""Made-up rounds on a random toy target (no model): examples for the pages and their tests."""
+
+from __future__ import annotations
+
+import torch
+
+from tevcore.engine.builders import best_first
+from tevcore.engine.flow import target_flow
+from tevcore.engine.records import RoundRecord, StageTimings
+
+
+def synthetic_record(budget: int = 16, seed: int = 0, vocab: int = 40, depth: int = 6, temperature: float = 1.0,
+                     index: int = 0) -> tuple[RoundRecord, torch.Tensor]:
+    """A made-up round on a random toy target: the tree, its flow and node logits.
+
+    The tree comes from the engine's best-first builder on random draft rows;
+    the "verdict" follows the path to the node of largest exit mass and takes
+    that node's top missing token as bonus (a stand-in: no verifier runs here).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    depth_logq = torch.log_softmax(3.0 * torch.randn(depth, vocab, generator=gen), -1)
+    tree = best_first(0, depth_logq, budget)
+    logits = 3.0 * torch.randn(tree.num_nodes, vocab, generator=gen)
+    # make the target like the tree a little, so flows look like real ones
+    logits[tree.parents[1:], tree.tokens[1:]] += 2.5
+    flow = target_flow(tree, logits, temperature)
+    exit_node = int(flow.exit_mass.argmax())
+    path = tree.path(exit_node)
+    bonus = int(flow.missing_tokens[exit_node, 0])
+    texts = [f"t{int(t)}" for t in tree.tokens.tolist()]
+    missing = [[f"t{int(t)}" for t in row] for row in flow.missing_tokens.tolist()]
+    emitted = tree.tokens[path[1:]].tolist() + [bonus]
+    record = RoundRecord(
+        index=index, proposer="synthetic", builder="best_first", budget=budget, temperature=temperature,
+        context_length=10, tree=tree, flow=flow, token_texts=texts, missing_texts=missing, verifier="synthetic",
+        path=path, exit_node=exit_node, bonus_token=bonus, bonus_text=f"t{bonus}", emitted_tokens=emitted,
+        emitted_text="".join(f" t{t}" for t in emitted),
+        timings=StageTimings(draft=0.004, tree_build=0.001, tree_forward=0.02, flow=0.001, verify_decision=0.0004,
+                             commit=0.001))
+    return record, logits
+
+
+def synthetic_records(rounds: int = 5, budget: int = 16, seed: int = 0) -> list[RoundRecord]:
+    return [synthetic_record(budget=budget, seed=seed + i, index=i)[0] for i in range(rounds)]

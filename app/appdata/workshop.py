@@ -1,0 +1,128 @@
+"""The workshop's hand-editable trees: presets, and the edited table checked and turned into a tree."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import networkx as nx
+import pandas as pd
+import torch
+
+from tevcore.engine.tree import DraftTree
+
+from appdata.replay import OTHER
+
+ROOT = "<root>"
+
+
+WORKSHOP_COLUMNS = ["node", "parent", "token", "p", "in tree"]
+
+
+def workshop_presets() -> dict[str, pd.DataFrame]:
+    """Hand-editable trees: one row per token the target wants after a parent node.
+
+    Rows with `in tree` set are tree nodes (their `node` id is used as a parent by
+    other rows; 0 is the root); the other rows are missing tokens. `p` is the
+    target's p(token | parent); what a parent's rows leave of 1 goes to '(other)'.
+    """
+    def frame(rows):
+        return pd.DataFrame(rows, columns=WORKSHOP_COLUMNS).astype(
+            {"node": "Int64", "parent": "Int64", "token": "string", "p": "float64", "in tree": "bool"})
+
+    chain = frame([
+        (1, 0, "The", 0.8, True), (2, 1, " cat", 0.7, True), (3, 2, " sat", 0.6, True), (4, 3, " on", 0.5, True),
+        (None, 0, "A", 0.15, False), (None, 1, " dog", 0.2, False), (None, 4, " the", 0.4, False)])
+    bushy = frame([
+        (1, 0, "The", 0.4, True), (2, 0, "A", 0.3, True), (3, 0, "In", 0.1, True),
+        (4, 1, " cat", 0.5, True), (5, 1, " dog", 0.3, True), (6, 2, " big", 0.4, True), (7, 2, " small", 0.3, True),
+        (8, 4, " sat", 0.6, True), (9, 5, " ran", 0.5, True), (None, 0, "One", 0.15, False),
+        (None, 4, " is", 0.3, False), (None, 8, " on", 0.7, False)])
+    root_loss = frame([
+        (1, 0, "Yes", 0.1, True), (2, 0, "No", 0.05, True), (3, 1, ",", 0.95, True), (4, 3, " I", 0.9, True),
+        (5, 4, " think", 0.9, True), (6, 2, ".", 0.8, True), (None, 0, "Well", 0.6, False),
+        (None, 0, "Maybe", 0.2, False)])
+    return {"chain": chain, "bushy": bushy, "loses most mass at the root": root_loss}
+
+
+@dataclass
+class WorkshopTree:
+    tree: DraftTree
+    node_logits: torch.Tensor  # log of the edited probabilities, remainder on '(other)'
+    vocab: list[str]
+    node_labels: list[str]  # "0 <root>", "1 'The'", ...
+    node_ids: list[int]  # the user's node id of each tree index
+
+
+def workshop_tree(table: pd.DataFrame) -> WorkshopTree:
+    """Build a DraftTree and node logits from the edited table; ValueError with a plain message if invalid."""
+    missing_cols = [c for c in WORKSHOP_COLUMNS if c not in table.columns]
+    if missing_cols:
+        raise ValueError(f"the table needs the columns {', '.join(missing_cols)}")
+    rows = []
+    for i, row in enumerate(table.to_dict("records"), start=1):
+        token = row.get("token")
+        if token is None or (isinstance(token, float) and math.isnan(token)) or pd.isna(token) or str(token) == "":
+            if all(pd.isna(row.get(c)) for c in ("node", "parent", "p")):
+                continue  # an empty row the editor added
+            raise ValueError(f"row {i}: the token is empty")
+        try:
+            parent = int(row["parent"])
+            p = float(row["p"])
+        except (TypeError, ValueError):
+            raise ValueError(f"row {i}: parent must be a node id and p a number") from None
+        if math.isnan(p) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"row {i}: p must lie in [0, 1], got {row['p']}")
+        in_tree = bool(row.get("in tree")) if not pd.isna(row.get("in tree")) else False
+        node = row.get("node")
+        if in_tree:
+            if node is None or pd.isna(node):
+                raise ValueError(f"row {i}: a tree node needs a node id")
+            node = int(node)
+            if node <= 0:
+                raise ValueError(f"row {i}: node ids must be positive (0 is the root)")
+        rows.append({"node": node if in_tree else None, "parent": parent, "token": str(token), "p": p,
+                     "in_tree": in_tree, "row": i})
+    tree_rows = [r for r in rows if r["in_tree"]]
+    ids = [r["node"] for r in tree_rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError("node ids must be unique")
+    known = {0} | set(ids)
+    for r in rows:
+        if r["parent"] not in known:
+            raise ValueError(f"row {r['row']}: parent {r['parent']} is not a tree node")
+    graph = nx.DiGraph()
+    graph.add_node(0)
+    for r in tree_rows:
+        graph.add_edge(r["parent"], r["node"])
+    if not nx.is_directed_acyclic_graph(graph) or any(graph.in_degree(n) > 1 for n in graph.nodes):
+        raise ValueError("the parent links form a cycle: every node needs one parent on a path to the root")
+    order = [0] + [n for n in nx.topological_sort(graph) if n != 0]
+    index = {node: i for i, node in enumerate(order)}
+    by_parent: dict[int, list[dict]] = {}
+    for r in rows:
+        by_parent.setdefault(r["parent"], []).append(r)
+    for parent, kids in by_parent.items():
+        tokens = [k["token"] for k in kids]
+        if len(set(tokens)) != len(tokens):
+            raise ValueError(f"node {parent} lists a token twice: siblings and missing tokens must differ")
+        total = sum(k["p"] for k in kids)
+        if total > 1.0 + 1e-9:
+            raise ValueError(f"the probabilities after node {parent} add up to {total:.3f} > 1")
+    vocab = [ROOT] + sorted({r["token"] for r in rows}) + [OTHER]
+    vid = {t: i for i, t in enumerate(vocab)}
+    row_of = {r["node"]: r for r in tree_rows}
+    tokens = [vid[ROOT]] + [vid[row_of[n]["token"]] for n in order[1:]]
+    parents = [-1] + [index[row_of[n]["parent"]] for n in order[1:]]
+    probs = torch.zeros(len(order), len(vocab), dtype=torch.float64)
+    for r in rows:
+        probs[index[r["parent"]], vid[r["token"]]] = r["p"]
+    probs[:, vid[OTHER]] = (1.0 - probs.sum(-1)).clamp_min(0.0)
+    tree = DraftTree(tokens=torch.tensor(tokens), parents=torch.tensor(parents),
+                     draft_logp=torch.zeros(len(order)))
+    labels = [f"{n} {'<root>' if n == 0 else repr(row_of[n]['token'])}" for n in order]
+    return WorkshopTree(tree, probs.log(), vocab, labels, order)
+
+
+def workshop_texts(ws: WorkshopTree) -> list[str]:
+    return [ws.vocab[int(t)] for t in ws.tree.tokens.tolist()]
