@@ -144,15 +144,24 @@ def _run_round(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown_text(record, stops: set[int], target) -> str:
+    """The round's emitted text without the end-of-turn token a chat model ends on (the record keeps it)."""
+    text = record.emitted_text
+    if record.emitted_tokens and record.emitted_tokens[-1] in stops and target.tokenizer is not None:
+        return text.removesuffix(target.tokenizer.decode([record.emitted_tokens[-1]]))
+    return text
+
+
 def _run_generate(args: argparse.Namespace) -> int:
     from tevcore.decoding.loop import rounds
 
     config, target, proposer = _decode_setup(args, max_new_tokens=args.max_new_tokens)
     records = []
     start = time.perf_counter()
+    stops = set(config.stop_tokens) if config.stop_tokens is not None else target.stop_token_ids()
     for record in rounds(target, proposer, args.prompt, config):
         records.append(record)
-        sys.stdout.write(record.emitted_text)
+        sys.stdout.write(_shown_text(record, stops, target))
         sys.stdout.flush()
     seconds = time.perf_counter() - start
     tokens = sum(len(r.emitted_tokens) for r in records)
