@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -26,90 +26,14 @@ from torch import nn
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.loading import Target
 from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
-from tevcore.proposers.target_record import target_fingerprint
+from tevcore.proposers.block_config import MODEL_TYPE, BlockDrafterConfig, check_draft_ids, check_target
 from tevcore.target.session import TargetSession
 from tevcore.proposers.base import ProposerBase
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
-MODEL_TYPE = "tevcore-block-drafter"
 DEFAULT_BRANCHES = 2  # second-pass depth-1 tokens of a drafter trained with a known slot
 SURE_FIRST_LOGQ = math.log(0.9)  # above this depth-1 draft probability the second pass is skipped
-DEFAULT_LAYERS = 2  # encoder layers of a new drafter
-LEGACY_TARGET = "the default SmolLM2-135M-Instruct"  # what a drafter saved without a target record was trained for
-
-
-@dataclass(frozen=True)
-class BlockDrafterConfig:
-    """Shape of a block drafter and the target shape it was trained against."""
-
-    target_vocab_size: int
-    target_hidden_size: int
-    draft_vocab_size: int
-    hidden_layers: tuple[int, ...] = (8, 16, 24, 30)
-    context: int = 8
-    depth: int = 6
-    layers: int = DEFAULT_LAYERS
-    heads: int = 9
-    ffn: int = 1536
-    dropout: float = 0.0  # training only; eval mode turns it off
-    known_slots: int = 0  # leading slots trained to take a known token (path-conditioned rows)
-    target: dict | None = None  # the target it was trained for (`target_record`); None: saved before records
-
-    def __post_init__(self) -> None:
-        layers = self.hidden_layers
-        if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__") or not all(_is_int(x) for x in layers):
-            raise ValueError(f"hidden_layers must be a list of target layer indices, got {layers!r}")
-        object.__setattr__(self, "hidden_layers", tuple(int(x) for x in layers))
-        for name in ("target_vocab_size", "target_hidden_size", "draft_vocab_size", "context", "depth", "layers",
-                     "heads", "ffn", "known_slots"):
-            value, low = getattr(self, name), 0 if name == "known_slots" else 1
-            if not _is_int(value) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if not self.hidden_layers:
-            raise ValueError("hidden_layers must name at least one target layer")
-        if min(self.hidden_layers) < 0:
-            raise ValueError(f"hidden_layers must be target layer indices >= 0, got {list(self.hidden_layers)}")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)):
-            raise ValueError(f"dropout must be a number, got {self.dropout!r}")
-        if self.target_hidden_size % self.heads:
-            raise ValueError(f"heads ({self.heads}) must divide the hidden size {self.target_hidden_size}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
-        if not 0 <= self.known_slots < self.depth:
-            raise ValueError(f"known_slots must lie in [0, depth), got {self.known_slots}")
-        if self.draft_vocab_size > self.target_vocab_size:
-            raise ValueError("the draft vocabulary cannot exceed the target vocabulary")
-
-    @classmethod
-    def from_dict(cls, data: dict) -> BlockDrafterConfig:
-        if not isinstance(data, dict):
-            raise ValueError(f"a block drafter config is a JSON object, got a {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known - {"model_type"}
-        if unknown:
-            raise ValueError(f"unknown block drafter config keys: {sorted(unknown)}")
-        if data.get("model_type", MODEL_TYPE) != MODEL_TYPE:
-            raise ValueError(f"model_type {data.get('model_type')!r} is not {MODEL_TYPE!r}")
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    def to_dict(self) -> dict:
-        return {"model_type": MODEL_TYPE, **asdict(self), "hidden_layers": list(self.hidden_layers)}
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_draft_ids(config: BlockDrafterConfig, ids: torch.Tensor, where: Path) -> None:
-    """Draft ids are distinct integer ids inside the vocabulary the drafter was trained for."""
-    if ids.is_floating_point() or ids.dim() != 1:
-        raise ValueError(f"{where}: draft_ids must be a 1-D integer tensor, got {ids.dtype} of shape {tuple(ids.shape)}")
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= config.target_vocab_size):
-        raise ValueError(f"{where}: draft_ids run from {int(ids.min())} to {int(ids.max())}, outside the target "
-                         f"vocabulary of {config.target_vocab_size} tokens")
-
-
 class RMSNorm(nn.Module):
     def __init__(self, size: int, eps: float = 1e-6) -> None:
         super().__init__()
@@ -245,26 +169,6 @@ def check_growth(have: int, layers: int) -> None:
     """Encoder layers can be added to a drafter, never taken away."""
     if layers < have:
         raise ValueError(f"cannot shrink a drafter of {have} encoder layers to {layers}")
-
-
-def check_target(config: BlockDrafterConfig, target: Target) -> None:
-    """A drafter only fits the target it was trained for (its record), or at least that target's shape."""
-    hidden = int(target.model.config.hidden_size)
-    layers = int(target.model.config.num_hidden_layers)
-    record = config.target or {}
-    trained = f"target {record['name']}" if "name" in record else LEGACY_TARGET
-    if target.vocab_size != config.target_vocab_size:
-        raise ValueError(f"the drafter was trained for {trained} with a vocabulary of {config.target_vocab_size} "
-                         f"tokens, but the target {target.name} has {target.vocab_size}")
-    if hidden != config.target_hidden_size:
-        raise ValueError(f"the drafter was trained for {trained} with hidden size {config.target_hidden_size}, "
-                         f"but the target {target.name} has {hidden}")
-    if max(config.hidden_layers) > layers:
-        raise ValueError(f"the drafter (trained for {trained}) reads layer {max(config.hidden_layers)}, "
-                         f"but the target {target.name} has {layers} layers")
-    if "fingerprint" in record and record["fingerprint"] != target_fingerprint(target):
-        raise ValueError(f"the drafter was trained for target {record['name']}, not for {target.name} "
-                         f"(same shape, other weights)")
 
 
 def context_features(session: TargetSession, config: BlockDrafterConfig) -> tuple[torch.Tensor, torch.Tensor]:

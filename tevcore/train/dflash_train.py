@@ -60,7 +60,7 @@ def _check(config: TrainConfig, depth: int) -> None:
 
 def train_dflash(config: TrainConfig, out: Path, target: Target) -> Path:
     """Fine-tune the DFlash drafter of `config.init` into `out`/drafter (published format); returns that folder."""
-    from tevcore.train.loop import _step_rows, _tree_pool, learning_rate
+    from tevcore.train.loop import _step_rows, _tree_pool, learning_rate, optimizer_step
 
     drafter, spec = load_dflash(config.init.removeprefix(PREFIX), target)
     _check(config, spec.depth)
@@ -110,14 +110,7 @@ def train_dflash(config: TrainConfig, out: Path, target: Target) -> Path:
                 tree = torch.stack(tree_terms).mean()
                 loss = loss + config.tree_lambda * tree
                 metrics.update(tree=tree.item(), tree_E=tree_e / len(tree_terms))
-            for group in optimizer.param_groups:
-                group["lr"] = metrics["lr"]
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if config.grad_clip:
-                torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
-            optimizer.step()
-            metrics["loss"] = loss.item()
+            metrics["loss"] = optimizer_step(optimizer, params, loss, metrics["lr"], config.grad_clip)
             metrics_file.write(json.dumps(metrics) + "\n")
             write_status(out, "running", step + 1, config.steps, started)
     save_dflash(drafter.eval(), spec, final)

@@ -22,10 +22,9 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from tevcore.engine.builders import best_first
+from tevcore.proposers.block_config import DEFAULT_LAYERS, BlockDrafterConfig
 from tevcore.proposers.block import (
-    DEFAULT_LAYERS,
     BlockDrafter,
-    BlockDrafterConfig,
     check_growth,
     load_drafter,
     read_config,
@@ -151,6 +150,19 @@ def _tree_terms(drafter: BlockDrafter, logq: torch.Tensor, batch: AnchorBatch, a
     return torch.stack(losses).mean(), {k: v / n for k, v in stats.items()}
 
 
+def optimizer_step(optimizer: torch.optim.Optimizer, params: list, loss: torch.Tensor, lr: float,
+                   grad_clip: float | None) -> float:
+    """One step at learning rate `lr`, gradients clipped to `grad_clip` where set; returns the loss."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(params, grad_clip)
+    optimizer.step()
+    return loss.item()
+
+
 def train(config: TrainConfig, out: Path, target: Target,
           on_step: Callable[[dict], None] | None = None) -> Path:
     """Train (or resume) into run folder `out`; returns the final drafter folder.
@@ -252,14 +264,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
                 tree, stats = _tree_terms(drafter, logq[n:], tree_batch, anchors, pool, config, vocab_map)
                 loss = loss + config.tree_lambda * tree
                 metrics.update(tree=tree.item(), **stats)
-            for group in optimizer.param_groups:
-                group["lr"] = metrics["lr"]
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if config.grad_clip:
-                torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
-            optimizer.step()
-            metrics["loss"] = loss.item()
+            metrics["loss"] = optimizer_step(optimizer, params, loss, metrics["lr"], config.grad_clip)
             if rank == 0:
                 with open(out / "metrics.jsonl", "a") as f:
                     f.write(json.dumps(metrics) + "\n")
