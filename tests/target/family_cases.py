@@ -7,7 +7,7 @@ import torch
 
 from tevcore.engine.builders import best_first
 from tevcore.engine.tree import DraftTree
-from tevcore.proposers.base import GreedyRolloutProposer
+from tevcore.proposers.base import GreedyRolloutProposer, ProposerBase
 from tevcore.target.loading import Target, load_target
 from tevcore.target.packed_linear import pack_linears
 
@@ -76,7 +76,7 @@ class NoisyRolloutProposer(GreedyRolloutProposer):
         return torch.log_softmax(rows, -1)
 
 
-class FixedRowsProposer:
+class FixedRowsProposer(ProposerBase):
     """The same per-depth rows every round (no forwards): a cheap drafter for many sampled decodes."""
 
     hidden_layers = ()
