@@ -82,6 +82,8 @@ def test_a_verdict_is_a_root_to_exit_chain_and_the_bonus_a_non_child_token(name,
         banned = {int(tree.tokens[ids[len(path)]])} if len(path) < len(ids) else set()
     else:
         banned = _child_tokens(tree, verdict.exit_node)
+    if name == "naive_ratio" and len(banned) == logits.shape[-1]:
+        return  # the inexact foil may exit where the children cover the vocabulary: no legal bonus is left
     assert verdict.bonus_token not in banned
     assert math.isfinite(float(logits[verdict.exit_node, verdict.bonus_token]))  # a token of probability > 0
 
