@@ -13,7 +13,7 @@ import torch
 import appdata
 import figures
 from tevcore.engine.flow import target_flow
-from tevcore.engine.records import RoundRecord
+from tevcore.engine.records import STAGES, RoundRecord
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_node_distribution_marks_children_and_missing_and_sums_to_one(records):
 
 
 def test_round_and_across_round_figures(records):
-    assert len(figures.timings_figure(records[0]).data[0].x) == 6
+    assert len(figures.timings_figure(records[0]).data[0].x) == len(STAGES)
     blocks = figures.block_length_figure(records)
     assert list(blocks.data[0].y) == [r.block_length for r in records]
     assert list(blocks.data[1].y) == pytest.approx([r.expected_length for r in records])
