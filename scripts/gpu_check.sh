@@ -34,7 +34,7 @@ step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $RESULTS
 }
 
 # torch from PyPI on Linux x86_64 is a CUDA build; a local "+cpu" build also satisfies `torch==2.13.0`
-# for pip, so a CPU torch is replaced explicitly, from PyPI, before the other requirements go in.
+# for pip, so a CPU torch is replaced explicitly, from the package index, before the other requirements go in.
 install() {
   local pin has_cuda
   pin=$(grep -E '^torch==' requirements.txt)
@@ -43,7 +43,7 @@ install() {
   if [ "${TEV_GPU_KEEP_TORCH:-0}" = 1 ] && [ "$has_cuda" = 1 ]; then
     echo "keeping the installed CUDA torch"
   elif [ "$has_cuda" != 1 ] || ! python3 -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '${pin#torch==}')"; then
-    python3 -m pip install -q --force-reinstall --index-url https://pypi.org/simple "$pin" || return 1
+    python3 -m pip install -q --force-reinstall "$pin" || return 1
   fi
   grep -vE '^(torch==|playwright)' requirements.txt >"$RESULTS/requirements-gpu.txt"
   python3 -m pip install -q -r "$RESULTS/requirements-gpu.txt" || return 1
@@ -64,6 +64,15 @@ step bench-verifiers 120 python3 -m tevcore bench-verifiers --device cuda --dtyp
   --rounds 100 --out "$RESULTS/verifiers.json"
 step bench 150 python3 -m tevcore bench --device cuda --dtype bfloat16 --dataset humaneval --n 3 \
   --max-new-tokens 64 --temperatures 0,1 --budgets 8,16 --verifiers tev,residual --out "$RESULTS/bench.json"
+# A published Qwen3 target with its DFlash drafter (issue: DFlash proposers), where the weights can be had:
+# TEV_GPU_QWEN3 and TEV_GPU_DFLASH name local folders (or hub ids when this machine is online).
+if [ -n "${TEV_GPU_QWEN3:-}" ] && [ -n "${TEV_GPU_DFLASH:-}" ]; then
+  step dflash-bench 240 python3 -m tevcore bench --target "$TEV_GPU_QWEN3" --proposer "dflash:$TEV_GPU_DFLASH" \
+    --device cuda --dtype bfloat16 --dataset humaneval,mt-bench --n 2 --max-new-tokens 64 --temperatures 0,1 \
+    --budgets 16,32,64 --verifiers tev,residual --out "$RESULTS/dflash-bench.json"
+else
+  echo "== dflash-bench: skipped: set TEV_GPU_QWEN3 (a Qwen3 target) and TEV_GPU_DFLASH (its DFlash drafter) to run it"
+fi
 
 echo "gpu_check: results in $RESULTS"
 if [ ${#failed[@]} -gt 0 ]; then
