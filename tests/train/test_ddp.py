@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
+import types
 
 import torch
 import torch.distributed as dist
@@ -37,7 +39,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_process_ddp_equals_single_process(tiny_target, tiny_data, tmp_path):
+def test_two_process_ddp_equals_single_process(tiny_target, tiny_data, tmp_path, monkeypatch):
+    # spawned ranks re-run the parent's __main__; after AppTest ran a page script that would be the page
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
     model_dir = tmp_path / "tiny-model"
     tiny_target.model.save_pretrained(model_dir)
     single = train(TrainConfig(data=str(tiny_data), **CONFIG), tmp_path / "single", tiny_target)
