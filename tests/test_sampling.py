@@ -20,3 +20,17 @@ def test_token_log_probs_are_entries_of_log_probs(temperature, rows):
     scratch = logits.clone()
     torch.testing.assert_close(token_log_probs(scratch, rows, tokens, temperature, scratch=True), expected,
                                rtol=0, atol=1e-12)
+
+
+def test_seeded_torch_rng_repeats_its_draws_and_gives_the_callers_state_back():
+    from tevcore.engine.sampling import seeded_torch_rng
+
+    torch.manual_seed(11)  # the caller's own stream, as a test would set it
+    expected = torch.rand(3)
+    torch.manual_seed(11)
+    with seeded_torch_rng(5):
+        first = torch.nn.Linear(4, 4).weight.detach().clone()
+    with seeded_torch_rng(5):
+        second = torch.nn.Linear(4, 4).weight.detach().clone()
+    assert torch.equal(first, second)
+    assert torch.equal(torch.rand(3), expected)  # the seeded block left the caller's stream where it was

@@ -112,3 +112,21 @@ def test_committed_hidden_states_equal_a_fresh_forward(tiny_target):
         kept = session.context_hidden[layer]
         assert kept.shape[0] == session.cached_length
         torch.testing.assert_close(kept, fresh.hidden_states[layer][0], rtol=1e-4, atol=1e-4)
+
+
+def test_rewind_forgets_a_lookahead_and_the_next_forward_sees_the_old_context(tiny_target):
+    """The greedy-rollout stand-in walks ahead and rewinds: afterwards the session is the one before."""
+    vocab = tiny_target.vocab_size
+    context = torch.randint(0, vocab, (9,), generator=torch.Generator().manual_seed(6)).tolist()
+    session = TargetSession(tiny_target, hidden_layers=(1,))
+    session.prefill(context, reserve=8)
+    before = session.score_tree(DraftTree.root_only(session.root_token)).logits[0].clone()
+    for token in (3, 4, 5):
+        session.commit([0], token)
+        session.score_tree(DraftTree.root_only(session.root_token))
+    session.rewind(len(context))
+    assert session.committed == context and session.context_hidden[1].shape[0] == len(context) - 1
+    again = session.score_tree(DraftTree.root_only(session.root_token)).logits[0]
+    torch.testing.assert_close(again, before, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="rewind"):
+        session.rewind(0)

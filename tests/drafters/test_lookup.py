@@ -11,11 +11,12 @@ from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, generate_ar
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.proposers import GreedyRolloutProposer, NoDrafter, resolve_proposer
+from tevcore.proposers.base import ProposerBase
 from tevcore.proposers.lookup import ContextLookupProposer, lookup_continuation
 from tevcore.decoding.trim import flat_costs
 
 
-class UniformProposer:
+class UniformProposer(ProposerBase):
     """Inner proposer with flat rows, so any lift of a token comes from the lookup."""
 
     name, depth, hidden_layers, stand_in = "uniform", 3, (), True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Iterator
 
 import torch
 
@@ -20,8 +20,9 @@ from tevcore.proposers.base import Proposer
 from tevcore.engine.flow import draft_path_probs, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.records import RoundRecord
-from tevcore.engine.sampling import gumbel_argmax, make_generator
+from tevcore.engine.sampling import make_generator
 from tevcore.decoding.skip_gate import SkipGate
+from tevcore.decoding.walker import walk
 from tevcore.target.session import TargetSession
 from tevcore.timing import StageTimer
 from tevcore.engine.tree import DraftTree
@@ -79,9 +80,8 @@ def _cut_at_stop(tokens: list[int], stops: set[int], room: int) -> tuple[list[in
 
 def _propose(proposer: Proposer, session: TargetSession, config: DecodeConfig):
     """Per-depth rows for the builder, or the whole tree from a proposer whose rows depend on the path."""
-    if hasattr(proposer, "propose_tree"):
-        return proposer.propose_tree(session, config.builder, config.budget)
-    return proposer.propose(session)
+    tree = proposer.propose_tree(session, config.builder, config.budget)
+    return proposer.propose(session) if tree is None else tree
 
 
 def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
@@ -170,32 +170,6 @@ def generate(target: Target, proposer: Proposer | None, prompt: str | list[int],
     tokens = [t for record in records for t in record.emitted_tokens]
     return Generation(tokens=tokens, text=_decode_text(target, tokens), rounds=records,
                       seconds=time.perf_counter() - start)
-
-
-RootRow = Callable[[TargetSession], torch.Tensor]
-
-
-def score_root(session: TargetSession) -> torch.Tensor:
-    """The plain autoregressive step: score the root alone, return its row of logits."""
-    return session.score_tree(DraftTree.root_only(session.root_token)).logits[0]
-
-
-def walk(session: TargetSession, max_new_tokens: int, temperature: float, generator: torch.Generator,
-         stops: set[int], measure: RootRow = score_root) -> list[int]:
-    """The one autoregressive walker: per position `measure` scores (and leaves in place) a tree and returns
-    its root row, one token is drawn from it, and it is committed unless it is a stop token.
-
-    The AR baseline, the drafter evaluation, tree collection for bench-verifiers
-    all walk this loop, so they cannot differ in sampling or stopping.
-    """
-    tokens: list[int] = []
-    while len(tokens) < max_new_tokens:
-        token = int(gumbel_argmax(measure(session), temperature, generator))
-        tokens.append(token)
-        if token in stops:
-            break
-        session.commit([0], token)
-    return tokens
 
 
 def generate_ar(target: Target, prompt: str | list[int], config: DecodeConfig) -> Generation:

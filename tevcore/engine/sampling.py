@@ -7,6 +7,8 @@ these functions, so T = 0 means argmax everywhere and a seed reproduces a run.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -91,6 +93,16 @@ def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Gener
     generator = torch.Generator(device=device)
     generator.manual_seed(int(seed))
     return generator
+
+
+@contextmanager
+def seeded_torch_rng(seed: int, device: torch.device | str = "cpu") -> Iterator[None]:
+    """Run code that draws from torch's global generator (module init, dropout, HF `generate`), none of
+    which takes a generator, under `seed`, and give every caller its random state back afterwards."""
+    device = torch.device(device)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else [], device_type=device.type):
+        torch.manual_seed(int(seed))
+        yield
 
 
 def gumbel_argmax(

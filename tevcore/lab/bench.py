@@ -29,6 +29,7 @@ from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
 from tevcore.flags import add_target_arguments, comma_list, target_from_args
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
+from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
 
 PROMPT_LOOKUP_TOKENS = 10
@@ -92,7 +93,6 @@ def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperatur
                  seed: int, dflash=None) -> tuple[int, float]:
     """Tokens produced and seconds by HF generate (optionally prompt-lookup decoding, or transformers' DFlash
     chain decoding with the drafter `dflash`)."""
-    torch.manual_seed(seed)
     kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens, "min_new_tokens": 1,
               "pad_token_id": target.tokenizer.eos_token_id if target.tokenizer is not None else 0}
     if temperature > 0:
@@ -103,7 +103,7 @@ def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperatur
         kwargs.update(assistant_model=dflash, speculation_type="dflash")
     inputs = torch.tensor([ids], device=target.device)
     start = time.perf_counter()
-    with torch.inference_mode():
+    with torch.inference_mode(), seeded_torch_rng(seed, target.device):  # generate draws from torch's global RNG
         out = target.model.generate(inputs, attention_mask=torch.ones_like(inputs), **kwargs)
     return out.shape[1] - inputs.shape[1], time.perf_counter() - start
 
@@ -195,10 +195,13 @@ def git_commit(folder: Path = Path(__file__).parent) -> str:
         return "unknown"
 
 
+_SHORT_STAGE = {"tree_build": "build", "tree_forward": "fwd", "verify_decision": "verify"}
+
+
 def format_table(rows: list[dict]) -> str:
     header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'verifier':<9}{'trim':<5}{'tok/s':>7}{'speedup':>8}"
               f"{'E[L]':>7}{'1+C':>7}{'gap% (se)':>14}{'nodes':>6}{'plain':>6}"
-              "  % of wall time (draft/build/fwd/flow/verify/commit/other)")
+              f"  % of wall time ({'/'.join(_SHORT_STAGE.get(s, s) for s in (*STAGES, 'other'))})")
     lines = [header, "-" * len(header)]
     for r in rows:
         shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
-from tevcore.decoding.loop import walk
+from tevcore.decoding.walker import walk
 from tevcore.engine.builders import best_first
 from tevcore.lab.bench import git_commit
 from tevcore.lab.datasets import load_prompts

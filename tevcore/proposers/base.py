@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
+from tevcore.decoding.walker import score_root, walk
 from tevcore.engine.draft_rows import DraftRows
+from tevcore.engine.sampling import make_generator
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
 
@@ -29,11 +31,12 @@ class Proposer(Protocol):
     when trimming: whether it knows, without drafting, that this round is
     promising; see `skip_gate`), `propose(session)` (unless the gate skips
     drafting) and, once after the round's commit, `observe_round(session,
-    record)`. `ProposerBase` gives the two optional calls as no-ops, so a
-    proposer that keeps itself in sync inside `propose` inherits them.
-    A proposer whose rows depend on the path (a draft LM) may also offer
-    `propose_tree(session, builder, budget) -> DraftTree`, the round's whole
-    tree; the decode loop then uses it instead of building from `propose`.
+    record)`. Before `propose`, it asks `propose_tree(session, builder,
+    budget)`: a proposer whose rows depend on the path (a draft LM) returns
+    the round's whole tree there, every other one None, and the loop builds
+    the tree from `propose`. `ProposerBase` gives the three optional calls
+    their defaults, so a proposer that keeps itself in sync inside `propose`
+    inherits them.
     """
 
     name: str
@@ -49,6 +52,10 @@ class Proposer(Protocol):
         """Whether this round is promising, known without drafting."""
         ...
 
+    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
+        """The round's whole tree, for a proposer whose rows depend on the path; None to build from `propose`."""
+        ...
+
     def observe_round(self, session: TargetSession, record: "RoundRecord") -> None:
         """Feedback after the round committed: what was drafted, accepted and emitted."""
         ...
@@ -62,6 +69,9 @@ class ProposerBase:
 
     def has_cheap_evidence(self, session: TargetSession) -> bool:
         return False
+
+    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
+        return None
 
     def observe_round(self, session: TargetSession, record: "RoundRecord") -> None:
         return None
@@ -105,16 +115,13 @@ class GreedyRolloutProposer(ProposerBase):
         self.name = f"stand-in: target greedy rollout (K={self.depth})"
 
     def propose(self, session: TargetSession) -> torch.Tensor:
-        chain_tokens = [session.root_token]
-        rows = []
-        for _ in range(self.depth):
-            tree = DraftTree(
-                tokens=torch.tensor(chain_tokens),
-                parents=torch.arange(-1, len(chain_tokens) - 1),
-                draft_logp=torch.zeros(len(chain_tokens)),
-            )
-            last = session.score_tree(tree).logits[-1]
-            session.rollback()
-            rows.append(torch.log_softmax(last.float(), -1))
-            chain_tokens.append(int(last.argmax()))
+        rows: list[torch.Tensor] = []
+
+        def measure(s: TargetSession) -> torch.Tensor:
+            rows.append(torch.log_softmax(score_root(s).float(), -1))
+            return rows[-1]
+
+        committed = len(session.committed)
+        walk(session, self.depth, 0.0, make_generator(0, session.device), set(), measure)  # T = 0 draws nothing
+        session.rewind(committed)
         return torch.stack(rows)

@@ -167,6 +167,15 @@ class TargetSession:
             self._truncate(self.cached_length)
             self._last_tree = None
 
+    def rewind(self, length: int) -> None:
+        """Forget every commit after the first `length` committed tokens (a lookahead that must not stay)."""
+        if not 1 <= length <= len(self.committed):
+            raise ValueError(f"cannot rewind to {length} tokens: {len(self.committed)} are committed")
+        self.rollback()
+        self.committed = self.committed[:length]
+        self._truncate(length - 1)
+        self._hidden_length = min(self._hidden_length, length - 1)
+
     def _truncate(self, length: int) -> None:
         """Keep the first `length` cache positions (views, no copy)."""
         for layer in self.cache.layers:

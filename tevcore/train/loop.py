@@ -32,6 +32,7 @@ from tevcore.proposers.block import (
 )
 from tevcore.proposers.target_record import target_record
 from tevcore.engine.flow import target_flow
+from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.target.loading import Target
 from tevcore.train.anchors import AnchorBatch, AnchorSet
 from tevcore.train.config import TrainConfig
@@ -75,8 +76,9 @@ def new_drafter(config: TrainConfig, anchors: AnchorSet, target: Target) -> Bloc
         draft_vocab_size=vocab, hidden_layers=tuple(anchors.layers), context=config.context, depth=config.depth,
         layers=config.layers or DEFAULT_LAYERS, heads=config.heads, ffn=config.ffn, dropout=config.dropout,
         target=target_record(target, tuple(anchors.layers)))
-    torch.manual_seed(config.seed)
-    return BlockDrafter(shape, draft_ids).to(target.device).attach(target)
+    with seeded_torch_rng(config.seed):  # the initial weights, from the seed alone
+        drafter = BlockDrafter(shape, draft_ids)
+    return drafter.to(target.device).attach(target)
 
 
 def _vocab_map(drafter: BlockDrafter) -> torch.Tensor:
@@ -249,14 +251,15 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
     try:
         for step in bar:
             rows, tree_rows, known = _step_rows(config, step, anchors, pool_rows, rank, world)
-            torch.manual_seed(config.seed * 1_000_003 + step * 101 + rank)  # dropout: same masks after a resume
             batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
             n = len(rows)
             teacher_probs, given = batch.teacher_probs, None
             if drafter.config.known_slots:  # always given (maybe all -1): DDP expects every parameter to take part
                 given, teacher_probs = _known_inputs(batch, torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)]))
                 given = given.to(device)
-            logq = model(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device), known=given)
+            with seeded_torch_rng(config.seed * 1_000_003 + step * 101 + rank, device):  # dropout: same masks after a resume
+                logq = model(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device),
+                             known=given)
             distill = distill_loss(logq[:n], batch.teacher_ids[:n].to(device), teacher_probs[:n].to(device))
             loss, metrics = distill, {"step": step + 1, "lr": learning_rate(config, step), "distill": distill.item()}
             if len(tree_rows):
