@@ -39,8 +39,9 @@ def check_node_logits(tree: DraftTree, node_logits: torch.Tensor) -> None:
     if not node_logits.is_floating_point():
         raise ValueError(f"node logits must be floating point, got {str(node_logits.dtype).removeprefix('torch.')}")
     # -inf is an exact zero probability (rows rebuilt from probabilities have them); NaN, +inf and a row
-    # with no finite entry have no law. One read-back per scored tree, instead of a silent verdict.
-    usable = ~(torch.isnan(node_logits) | (node_logits == torch.inf)).any(-1) & torch.isfinite(node_logits).any(-1)
+    # with no finite entry have no law. A row's max is NaN, +inf or -inf exactly then (amax propagates NaN):
+    # one pass over the logits and one read-back per scored tree, instead of a silent verdict.
+    usable = torch.isfinite(node_logits.amax(-1))
     if not bool(usable.all()):
         node = int((~usable).nonzero()[0])
         row = node_logits[node]
@@ -187,21 +188,23 @@ def target_flow(
 
 def _float64_entries(node_logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor,
                      temperature: float) -> torch.Tensor:
-    """`token_log_probs` in float64, normalising a bounded block of rows at a time (on the logits' device).
+    """`token_log_probs` in float64, normalising only the rows asked for, a bounded block at a time (on the
+    logits' device).
 
-    A 150k-token vocabulary over a 128-node tree would be a 155 MB float64 copy
-    in one go; blocks of `FLOAT64_SCRATCH_ELEMENTS` keep the scratch small and
-    the values the same.
+    The lean flow reads only the parents' rows, so the leaves are never copied;
+    and a 150k-token vocabulary over a 128-node tree would be a 155 MB float64
+    copy in one go: blocks of `FLOAT64_SCRATCH_ELEMENTS` keep the scratch small
+    and the values the same.
     """
+    device = node_logits.device
+    used, slot = torch.unique(rows.to(device), return_inverse=True)
+    tokens = tokens.to(device)
     block = max(1, FLOAT64_SCRATCH_ELEMENTS // node_logits.shape[-1])
-    out = torch.empty(rows.shape[0], dtype=torch.float64, device=node_logits.device)
-    rows_here = rows.to(node_logits.device)
-    for first in range(0, node_logits.shape[0], block):
-        picked = torch.nonzero((rows_here >= first) & (rows_here < first + block)).flatten()
-        if picked.numel():
-            scratch = node_logits[first:first + block].to(torch.float64, copy=True)
-            out[picked] = token_log_probs(scratch, rows_here[picked] - first, tokens.to(picked.device)[picked],
-                                          temperature, scratch=True)
+    out = torch.empty(rows.shape[0], dtype=torch.float64, device=device)
+    for first in range(0, used.numel(), block):
+        picked = torch.nonzero((slot >= first) & (slot < first + block)).flatten()
+        scratch = node_logits.index_select(0, used[first:first + block]).to(torch.float64)
+        out[picked] = token_log_probs(scratch, slot[picked] - first, tokens[picked], temperature, scratch=True)
     return out
 
 
