@@ -104,13 +104,14 @@ def write_status(folder: Path, state: str, step: int, total: int, started: float
 
 
 def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, step: int,
-                    save: Callable[[object, Path], object] = save_drafter) -> Path:
-    """checkpoint-<step>/ = the drafter as `save` writes it (a DFlash run: the published format) + trainer.pt."""
+                    save: Callable[[object, Path], object] | None = None) -> Path:
+    """checkpoint-<step>/ = the drafter as `save` writes it (default: a block drafter's files; a DFlash run: the
+    published format) + trainer.pt."""
     folder = Path(folder)
     final = folder / f"checkpoint-{step}"
     tmp = folder / f".checkpoint-{step}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    save(drafter, tmp)
+    (save or save_drafter)(drafter, tmp)
     torch.save({"step": step, "optimizer": optimizer.state_dict()}, tmp / TRAINER_STATE)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
