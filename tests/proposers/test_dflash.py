@@ -39,6 +39,25 @@ def _rope(x, positions, theta):
     return x * cos[:, None] + rotated * sin[:, None]
 
 
+def reference_visible(config: dict, layer: int, s: int, block: int) -> torch.Tensor:
+    """(block, s + block) which keys each block query sees in `layer`, as the published reference defines it.
+
+    Sliding layers are causal unless `is_causal` says otherwise, full ones are
+    not; a sliding layer sees keys less than `sliding_window` positions away
+    (when `use_sliding_window`, as Qwen3's config rules).
+    """
+    kind = config.get("layer_types", ["full_attention"] * config["num_hidden_layers"])[layer]
+    causal = config.get("is_causal", kind == "sliding_attention")
+    window = config.get("sliding_window") if kind == "sliding_attention" and config.get("use_sliding_window") else None
+    q, k = torch.arange(s, s + block)[:, None], torch.arange(s + block)[None]
+    visible = torch.ones(block, s + block, dtype=torch.bool)
+    if causal:
+        visible &= k <= q
+    if window:
+        visible &= (q - k).abs() < window
+    return visible
+
+
 def reference_rows(w: dict, config: dict, model, context_ids: list[int], anchor: int) -> torch.Tensor:
     """Per-depth draft logits (block_size - 1, V) of the block after `context_ids`, from scratch."""
     nested = config["dflash_config"]
@@ -62,7 +81,8 @@ def reference_rows(w: dict, config: dict, model, context_ids: list[int], anchor:
             v = (kv_in @ w[p + "self_attn.v_proj.weight"].T).view(s + block, KV_HEADS, HEAD_DIM)
             q, k = _rope(q, positions[s:], theta), _rope(k, positions, theta)
             k, v = k.repeat_interleave(HEADS // KV_HEADS, 1), v.repeat_interleave(HEADS // KV_HEADS, 1)
-            attn = torch.softmax(torch.einsum("qhd,khd->hqk", q, k) / HEAD_DIM ** 0.5, -1)
+            scores = torch.einsum("qhd,khd->hqk", q, k) / HEAD_DIM ** 0.5
+            attn = torch.softmax(scores.masked_fill(~reference_visible(config, i, s, block), float("-inf")), -1)
             out = torch.einsum("hqk,khd->qhd", attn, v).reshape(block, HEADS * HEAD_DIM)
             x = x + out @ w[p + "self_attn.o_proj.weight"].T
             h = _rms(x, w[p + "post_attention_layernorm.weight"])
@@ -109,6 +129,50 @@ def test_rows_match_an_independent_forward_across_commits(targets, tmp_path, one
         session.commit(list(range(len(chain))), int(logits[-1].argmax()))
 
 
+LAYER_KINDS = {  # top-level config keys of causal and sliding-window drafters (block 4, contexts of 11+ tokens)
+    "causal": {"is_causal": True},
+    "sliding, causal by default": {"layer_types": ["sliding_attention", "full_attention"], "use_sliding_window": True,
+                                   "sliding_window": 5},
+    "sliding, bidirectional": {"layer_types": ["sliding_attention"] * 2, "use_sliding_window": True,
+                               "sliding_window": 3, "is_causal": False},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LAYER_KINDS))
+def test_causal_and_sliding_drafters_match_an_independent_forward(targets, tmp_path, one_thread, kind):
+    folder, config = _drafter(tmp_path, "d", seed=4, **LAYER_KINDS[kind])
+    target = targets["qwen3"][1]
+    proposer = resolve_proposer(f"dflash:{folder}", target)
+    assert proposer.hf_dflash_assistant is None  # transformers' chain decoding would run other masks
+    weights = dflash_weights(config, seed=4)
+    session = TargetSession(target, hidden_layers=proposer.hidden_layers)
+    session.prefill(PROMPT, reserve=32)
+    plain = dict(config, is_causal=False, use_sliding_window=False)
+    for accept in (2, 0, 3):
+        rows = proposer.propose(session)
+        context = session.committed[:-1]
+        expected = torch.log_softmax(reference_rows(weights, config, target.model, context, session.root_token), -1)
+        assert torch.allclose(rows.shared, expected, atol=1e-5), float((rows.shared - expected).abs().max())
+        unmasked = torch.log_softmax(reference_rows(weights, plain, target.model, context, session.root_token), -1)
+        assert not torch.allclose(rows.shared, unmasked, atol=1e-3)  # the masks changed the rows
+        chain = [session.root_token] + [int(t) for t in rows.shared.argmax(-1)[:accept]]
+        tree = DraftTree(tokens=torch.tensor(chain), parents=torch.arange(-1, len(chain) - 1),
+                         draft_logp=torch.zeros(len(chain)))
+        session.commit(list(range(len(chain))), int(session.score_tree(tree).logits[-1].argmax()))
+
+
+@pytest.mark.parametrize("kind", sorted(LAYER_KINDS))
+def test_greedy_decoding_with_causal_and_sliding_drafters_equals_the_targets(targets, tmp_path, one_thread, kind):
+    folder, _ = _drafter(tmp_path, "d", seed=1, block_size=5, **LAYER_KINDS[kind])
+    target = targets["qwen3"][1]
+    ours = generate(target, resolve_proposer(f"dflash:{folder}", target), PROMPT,
+                    DecodeConfig(max_new_tokens=20, temperature=0.0, budget=10, stop_tokens=()))
+    with torch.no_grad():
+        hf = target.model.generate(torch.tensor([PROMPT]), max_new_tokens=20, do_sample=False,
+                                   eos_token_id=None, pad_token_id=0)[0, len(PROMPT):].tolist()
+    assert ours.tokens == hf
+
+
 def test_a_new_session_restarts_the_draft_cache(targets, tmp_path, one_thread):
     folder, config = _drafter(tmp_path, "d")
     target = targets["qwen3"][1]
@@ -147,7 +211,11 @@ BAD_CONFIGS = {
     "hidden size": (lambda c: c.update(hidden_size=32), "hidden size"),
     "vocabulary": (lambda c: c.update(vocab_size=200), "vocabulary of 200"),
     "DFlash2": (lambda c: c.update(architectures=["DFlash2DraftModel"]), "DFlash2"),
-    "sliding layers": (lambda c: c.update(layer_types=["sliding_attention"] * 2), "sliding-window"),
+    "unknown layer kind": (lambda c: c.update(layer_types=["chunked_attention"] * 2), "'chunked_attention' is not"),
+    "layer count": (lambda c: c.update(layer_types=["full_attention"] * 3), "layer_types"),
+    "window": (lambda c: c.update(layer_types=["sliding_attention"] * 2, use_sliding_window=True, sliding_window=0),
+               "sliding_window 0"),
+    "is_causal": (lambda c: c.update(is_causal="yes"), "is_causal 'yes'"),
 }
 
 

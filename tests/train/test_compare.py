@@ -47,3 +47,10 @@ def test_plain_distillation_takes_no_tree_settings_so_one_run_serves_every_tree_
     exit_small, exit_large = (variant_config(a, "exit-F-1.0", _shape(None)) for a in (small, large))
     assert (exit_small.tree_pool, exit_small.tree_alpha, exit_small.tree_weight) == (16, 0.01, "flow")
     assert exit_large.tree_pool == 1024 and exit_large.tree_lambda == 1.0
+
+
+def test_encoder_dropout_with_a_dflash_start_is_refused_before_any_work(tmp_path):
+    args = _args("--init", f"dflash:{tmp_path / 'drafter'}", "--dropout", "0.1", out=str(tmp_path / "out"))
+    with pytest.raises(ValueError, match="--dropout applies to block drafters"):
+        run(args)
+    assert not (tmp_path / "out").exists()

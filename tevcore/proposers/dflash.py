@@ -19,12 +19,38 @@ from torch.nn import functional as F
 from transformers import DynamicCache
 
 from tevcore.engine.draft_rows import DraftRows
-from tevcore.proposers.dflash_format import DFlashSpec, load_dflash
+from tevcore.proposers.dflash_format import FULL, DFlashSpec, load_dflash
 from tevcore.target.loading import Target
 from tevcore.target.session import TargetSession
 from tevcore.proposers.base import ProposerBase
 
-FULL_ATTENTION = {"full_attention": None}  # no mask: every block query sees the whole context and block
+
+
+def block_masks(spec: DFlashSpec, queries: int, keys: int, device: torch.device, dtype: torch.dtype) -> dict:
+    """Additive attention masks (1, 1, queries, keys) per layer kind; None where a kind sees everything.
+
+    The keys are the context then the block at consecutive positions (the draft
+    cache holds the context from position 0 on), so the block's queries are the
+    last `queries` keys. A causal kind shows a block position the context and
+    the block up to itself; a windowed kind shows keys less than `window`
+    positions away (the query itself counts), on both sides unless causal. This
+    is the published reference's mask; transformers' SDPA mask for a
+    bidirectional window also admits keys exactly `window` away, which its own
+    sliding cache (window - 1 past keys) and flash path do not.
+    """
+    q = torch.arange(keys - queries, keys, device=device)[:, None]
+    k = torch.arange(keys, device=device)[None]
+    masks = {}
+    for kind in set(spec.layer_types) or {FULL}:
+        visible = torch.ones(queries, keys, dtype=torch.bool, device=device)
+        if spec.causal(kind):
+            visible &= k <= q
+        window = spec.window(kind)
+        if window is not None:
+            visible &= (q - k).abs() < window
+        masks[kind] = None if bool(visible.all()) else \
+            torch.zeros(queries, keys, dtype=dtype, device=device).masked_fill(~visible, torch.finfo(dtype).min)[None, None]
+    return masks
 
 
 def block_logits(drafter, spec: DFlashSpec, target: Target, context: torch.Tensor, anchors: torch.Tensor,
@@ -41,8 +67,10 @@ def block_logits(drafter, spec: DFlashSpec, target: Target, context: torch.Tenso
     weight = target.model.get_input_embeddings().weight
     dtype = drafter.norm.weight.dtype
     noise = F.embedding(ids, weight).to(dtype) * spec.input_embedding_scale  # raw rows: no embedding scaling
+    keys = (cache.get_seq_length() if cache is not None else 0) + context.shape[1] + spec.block_size
+    masks = block_masks(spec, spec.block_size, keys, anchors.device, dtype)
     out = drafter(noise_embeds=noise, context_hidden_states=context.to(dtype), position_ids=positions,
-                  attention_mask=FULL_ATTENTION, cache=cache, use_cache=cache is not None)
+                  attention_mask=masks, cache=cache, use_cache=cache is not None)
     if cache is not None:
         cache.crop(-spec.block_size)
     head = target.model.get_output_embeddings()
@@ -82,8 +110,12 @@ class DFlashProposer(ProposerBase):
 
     @property
     def hf_dflash_assistant(self):
-        """The drafter as transformers' own DFlash chain decoding takes it (`bench` runs it as a peer)."""
-        return self.drafter
+        """The drafter as transformers' own DFlash chain decoding takes it (`bench` runs it as a peer).
+
+        None for causal or windowed drafters: transformers' decoding builds its
+        own masks (never causal), so it would run another network.
+        """
+        return self.drafter if self.spec.plain else None
 
     @classmethod
     def load(cls, source: str, target: Target) -> DFlashProposer:

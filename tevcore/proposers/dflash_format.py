@@ -8,6 +8,15 @@ embedding, no head: the target's are used). transformers ships the same
 network as `MuseGlimmerAssistantModel`; the weights fit it once `fc.` is
 renamed `encoder.fc.` and `hidden_norm.` `encoder.output_norm_enc.`, so we
 load into that class rather than keep a second implementation of the forward.
+
+Layer kinds follow the published reference reader (the checkpoint's own
+`DFlashDraftModel`, which reads the config as a Qwen3Config): a layer is
+`full_attention` or `sliding_attention` (`layer_types`, or Qwen3's
+`use_sliding_window` / `max_window_layers` rule); `is_causal`, when given,
+makes every layer causal or not, and otherwise sliding layers are causal and
+full ones are not; a sliding layer's window is Qwen3Config's `sliding_window`
+(none unless `use_sliding_window`). transformers' class has no causal block,
+so the masks are built by the proposer (`dflash.block_masks`) and passed in.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ WEIGHTS_FILE = "model.safetensors"
 PREFIX = "dflash:"
 # published name -> transformers' name (MuseGlimmerAssistantModel)
 RENAMES = (("fc.", "encoder.fc."), ("hidden_norm.", "encoder.output_norm_enc."))
+FULL, SLIDING = "full_attention", "sliding_attention"
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,22 @@ class DFlashSpec:
     input_embedding_scale: float
     output_multiplier: float
     final_logit_softcapping: float | None
+    layer_types: tuple[str, ...] = ()  # FULL or SLIDING per drafter layer
+    is_causal: bool | None = None  # the config's explicit setting; None: sliding layers causal, full ones not
+    sliding_window: int | None = None  # keys a sliding layer's query reaches, itself included; None: no limit
+
+    def causal(self, layer_type: str) -> bool:
+        """Whether a layer of this kind lets a block position see only earlier ones (and the context)."""
+        return self.is_causal if self.is_causal is not None else layer_type == SLIDING
+
+    def window(self, layer_type: str) -> int | None:
+        """The sliding window of a layer of this kind (None: the whole context and block)."""
+        return self.sliding_window if layer_type == SLIDING else None
+
+    @property
+    def plain(self) -> bool:
+        """Every layer non-causal and unwindowed: the network transformers' own DFlash decoding runs."""
+        return all(not self.causal(t) and self.window(t) is None for t in self.layer_types)
 
     @property
     def depth(self) -> int:
@@ -107,11 +133,17 @@ def read_spec(folder: Path) -> DFlashSpec:
             raise ValueError(f"{path}: the DFlash config has no {name} (in dflash_config or at the top level)")
     if _value(raw, "block_size") is None:
         raise ValueError(f"{path}: the DFlash config has no block_size")
-    layer_types = raw.get("layer_types") or ["full_attention"] * int(raw.get("num_hidden_layers", 1))
-    if any(t != "full_attention" for t in layer_types) or raw.get("use_sliding_window"):
-        raise ValueError(f"{path}: sliding-window drafter layers are not supported (layer_types {layer_types})")
-    if _value(raw, "is_causal"):
-        raise ValueError(f"{path}: a causal (is_causal) DFlash drafter is not supported")
+    qwen = _qwen_config(raw, path)
+    layer_types = tuple(qwen.layer_types)
+    unknown = sorted(set(layer_types) - {FULL, SLIDING})
+    if unknown:
+        raise ValueError(f"{path}: layer type {unknown[0]!r} is not supported (only {FULL!r} and {SLIDING!r})")
+    window = qwen.sliding_window if SLIDING in layer_types else None
+    if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
+        raise ValueError(f"{path}: sliding_window {window!r} must be a positive integer")
+    causal = _value(raw, "is_causal")
+    if causal is not None and not isinstance(causal, bool):
+        raise ValueError(f"{path}: is_causal {causal!r} must be true, false or absent")
     if raw.get("attention_bias"):
         raise ValueError(f"{path}: attention biases (attention_bias) are not supported")
     ids = tuple(int(i) for i in _value(raw, "target_layer_ids"))
@@ -124,7 +156,21 @@ def read_spec(folder: Path) -> DFlashSpec:
     return DFlashSpec(folder=Path(folder), raw=raw, target_layer_ids=ids, mask_token_id=int(_value(raw, "mask_token_id")),
                       block_size=block, input_embedding_scale=float(_value(raw, "input_embedding_scale", 1.0)),
                       output_multiplier=float(_value(raw, "output_multiplier", 1.0)),
-                      final_logit_softcapping=float(softcap) if softcap else None)
+                      final_logit_softcapping=float(softcap) if softcap else None, layer_types=layer_types,
+                      is_causal=causal, sliding_window=window)
+
+
+def _qwen_config(raw: dict, path: Path | None = None):
+    """The config as the reference reader sees it: Qwen3Config's fields, normalised (rope, layer kinds)."""
+    from transformers import Qwen3Config
+
+    fields = {k: v for k, v in raw.items() if k not in ("model_type", "architectures", "auto_map")}
+    try:
+        return Qwen3Config(**fields)
+    except Exception as err:  # transformers' strict configs raise their own validation error types
+        where = f"{path}: " if path is not None else ""
+        reason = str(err.__cause__ or err).strip().splitlines()[0]
+        raise ValueError(f"{where}the Qwen3 layer fields are not valid: {reason}") from None
 
 
 def check_target(spec: DFlashSpec, target: Target) -> None:
@@ -153,17 +199,17 @@ def check_target(spec: DFlashSpec, target: Target) -> None:
 
 def muse_config(spec: DFlashSpec):
     """transformers' config for the same network (Qwen3 fields normalised by Qwen3Config, e.g. rope)."""
-    from transformers import MuseGlimmerAssistantConfig, Qwen3Config
+    from transformers import MuseGlimmerAssistantConfig
 
-    fields = {k: v for k, v in spec.raw.items() if k not in ("model_type", "architectures", "auto_map")}
-    qwen = Qwen3Config(**fields)
+    qwen = _qwen_config(spec.raw, spec.folder)
     layers = int(qwen.num_hidden_layers)
     return MuseGlimmerAssistantConfig(
         hidden_size=qwen.hidden_size, intermediate_size=qwen.intermediate_size, num_hidden_layers=layers,
         num_attention_heads=qwen.num_attention_heads, num_key_value_heads=qwen.num_key_value_heads,
         head_dim=qwen.head_dim, rms_norm_eps=qwen.rms_norm_eps, rope_parameters=dict(qwen.rope_parameters),
         max_position_embeddings=qwen.max_position_embeddings, hidden_act=qwen.hidden_act,
-        layer_types=["full_attention"] * layers, attention_dropout=0, bos_token_id=None, eos_token_id=None,
+        layer_types=list(spec.layer_types), sliding_window=spec.sliding_window or qwen.max_position_embeddings,
+        attention_dropout=0, bos_token_id=None, eos_token_id=None,
         pad_token_id=None, block_size=spec.block_size, mask_token_id=spec.mask_token_id,
         target_layer_ids=list(spec.target_layer_ids))
 

@@ -4,7 +4,10 @@ Every variant sees the same distillation batches in the same order; the
 ExitTrain variants add the tree term on the same tree anchors, and plain
 distillation builds no trees (they would not change its loss, only its time).
 Without --init every variant starts from the same fresh drafter (same seed,
-same draft vocabulary), the setting of a from-scratch comparison.
+same draft vocabulary), the setting of a from-scratch comparison. With
+`--init dflash:<folder>` every variant fine-tunes that published DFlash
+drafter (saved back in its format) and is evaluated through the DFlash
+proposer, on the target the shared --target flags name.
 Each trained drafter is then evaluated at the given budgets on held-out
 prompts, each in its own decode (E and the measured block length), and
 every variant after the first is scored against the first at the same round
@@ -14,6 +17,8 @@ compare.json.
 
     python -m tevcore.train.compare runs/compare --data runs/data-default --init runs/main/drafter
     python -m tevcore.train.compare runs/scratch --data runs/data-default --steps 3000 --lr 1e-3 --warmup 50
+    python -m tevcore compare runs/dflash --target Qwen/Qwen3-4B --data runs/data-qwen3 --init dflash:z-lab/Qwen3-4B-DFlash-b16 \
+        --variants distill,exit-F-0.1
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from pathlib import Path
 
 import torch
 
-from tevcore.flags import comma_list
+from tevcore.config import SAMPLING_TEMPERATURE
+from tevcore.flags import add_target_arguments, comma_list, target_from_args
+from tevcore.proposers.dflash_format import PREFIX as DFLASH_PREFIX
 from tevcore.train.config import TrainConfig
 
 VARIANTS = {
@@ -41,8 +48,10 @@ VARIANTS = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--data", required=True)
+    add_target_arguments(parser)
     parser.add_argument("--init", default=None,
-                        help="the common starting drafter folder (default: a fresh drafter, trained from scratch)")
+                        help="the common starting drafter: a block drafter folder or dflash:<folder or hub id> "
+                             "(default: a fresh block drafter, trained from scratch)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help=f"comma-separated from {', '.join(VARIANTS)}; 'start' also evaluates the starting drafter")
     parser.add_argument("--steps", type=int, default=40)
@@ -57,35 +66,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="encoder dropout (default: the starting drafter's; 0 from scratch)")
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--budgets", default="8,16")
-    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--temperature", type=float, default=SAMPLING_TEMPERATURE)
     parser.add_argument("--sets", default="mt-bench,humaneval,gsm8k")
     parser.add_argument("--per-set", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--threads", type=int, default=1)
 
 
-def run(args: argparse.Namespace) -> int:
+def _proposer(folder: Path, dflash: bool, target, name: str):
+    """A trained (or the starting) drafter as the proposer that serves it."""
     from tevcore.proposers.block import BlockProposer, load_drafter
-    from tevcore.target.loading import load_target
+    from tevcore.proposers.dflash import DFlashProposer
+
+    if dflash:
+        proposer = DFlashProposer.load(str(folder), target)
+        proposer.name = name
+        return proposer
+    return BlockProposer(load_drafter(folder, target), name=name)
+
+
+def run(args: argparse.Namespace) -> int:
     from tevcore.train.eval import cells_to_json, eval_prompts, evaluate, format_paired, paired_coverage
     from tevcore.train.loop import train
 
     torch.set_num_threads(args.threads)
     if args.init is None and "start" in comma_list(args.variants, str, "variants"):
         raise ValueError("the 'start' variant needs --init (there is no starting drafter to evaluate)")
-    target = load_target("default")
-    shape = _shape(args.init)
+    dflash = bool(args.init) and args.init.startswith(DFLASH_PREFIX)
+    if dflash and args.dropout is not None:
+        raise ValueError("--dropout applies to block drafters, not to a DFlash drafter")
+    target = target_from_args(args)
+    shape = _shape(args.init, args.data)
     prompts = eval_prompts(tuple(comma_list(args.sets, str, "prompt sets")), args.per_set)
     budgets = comma_list(args.budgets, int, "budgets")
     results, proposers = {}, {}
     for name in comma_list(args.variants, str, "variants"):
         start = time.time()
         if name == "start":
-            folder, trained = Path(args.init), None
+            folder, trained = Path(args.init.removeprefix(DFLASH_PREFIX)), None
         else:
             folder = train(variant_config(args, name, shape), args.out / name, target)
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
-        proposers[name] = BlockProposer(load_drafter(folder, target), name=name)
+        proposers[name] = _proposer(folder, dflash, target, name)
         cells = evaluate(target, proposers[name], prompts, args.temperature, budgets, args.max_new_tokens)
         tail = [m for m in (trained or [])[-10:] if "tree_E" in m]  # plain distillation builds no trees
         results[name] = {"cells": cells_to_json(cells), "seconds": round(time.time() - start, 1),
@@ -112,18 +134,30 @@ def variant_config(args: argparse.Namespace, name: str, shape: dict) -> TrainCon
     trees = {"tree_anchors": args.tree_anchors, "tree_pool": args.tree_pool, "tree_alpha": args.tree_alpha} \
         if VARIANTS[name]["tree_lambda"] else {}
     return TrainConfig(
-        data=args.data, init=args.init, **{**shape, "dropout": dropout}, steps=args.steps,
+        data=args.data, target=args.target, init=args.init, **{**shape, "dropout": dropout}, steps=args.steps,
         batch_size=args.batch_size, lr=args.lr, warmup=min(args.warmup, args.steps), seed=args.seed,
         checkpoint_every=min(500, args.steps), threads=args.threads, **trees, **VARIANTS[name])
 
 
-def _shape(init: str | None) -> dict:
-    """The TrainConfig shape fields of the starting drafter, or the defaults of a fresh one."""
-    from tevcore.proposers.block import read_config
+def _shape(init: str | None, data: str | None = None) -> dict:
+    """The TrainConfig shape fields of the starting drafter, or the defaults of a fresh one.
 
+    A DFlash drafter trains every draft position of its block and reads the
+    whole context, so its depth is the block's and its context the set's own
+    (a block drafter's setting, unused by the DFlash forward).
+    """
+    from tevcore.proposers.block import read_config
+    from tevcore.proposers.dflash_format import locate, read_spec
+    from tevcore.train.data import read_manifests
+
+    defaults = TrainConfig(data="-")
+    fresh = {k: getattr(defaults, k) for k in ("depth", "context", "layers", "heads", "ffn", "dropout", "draft_vocab")}
     if init is None:
-        defaults = TrainConfig(data="-")
-        return {k: getattr(defaults, k) for k in ("depth", "context", "layers", "heads", "ffn", "dropout", "draft_vocab")}
+        return fresh
+    if init.startswith(DFLASH_PREFIX):
+        spec = read_spec(locate(init.removeprefix(DFLASH_PREFIX)))
+        context = int(read_manifests(data)[0]["config"]["context"]) if data is not None else defaults.context
+        return {**fresh, "depth": spec.depth, "context": context}
     shape = read_config(Path(init))
     return {"depth": shape.depth, "context": shape.context, "layers": shape.layers, "heads": shape.heads,
             "ffn": shape.ffn, "dropout": shape.dropout, "draft_vocab": shape.draft_vocab_size}

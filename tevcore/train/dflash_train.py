@@ -8,12 +8,17 @@ layers, not to the distillation set's last C stored positions, so each
 sequence's features are recomputed once by the frozen target and kept. Its
 rows cover the full target vocabulary (no draft vocabulary). The result is
 saved in the published layout, so the DFlash proposer (and any other DFlash
-runtime) loads it. Runs are single-process and do not resume.
+runtime) loads it. The run folder is the block drafter's (`rundir.py`: lock,
+config check, status, checkpoint-<step>/ with the drafter in the published
+layout plus trainer.pt), so an interrupted run resumes at its last
+checkpoint and, batches being drawn per step, ends where an uninterrupted
+run ends. Runs are single-process (no DDP).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -27,7 +32,13 @@ from tevcore.target.loading import Target
 from tevcore.train.anchors import AnchorSet
 from tevcore.train.config import TrainConfig
 from tevcore.train.losses import distill_loss, tree_objective
-from tevcore.train.rundir import write_json_atomic, write_status
+from tevcore.train.rundir import (
+    RunLock,
+    latest_checkpoint,
+    load_trainer_state,
+    save_checkpoint,
+    write_status,
+)
 
 
 def is_dflash_init(config: TrainConfig) -> bool:
@@ -59,26 +70,44 @@ def _check(config: TrainConfig, depth: int) -> None:
 
 
 def train_dflash(config: TrainConfig, out: Path, target: Target) -> Path:
-    """Fine-tune the DFlash drafter of `config.init` into `out`/drafter (published format); returns that folder."""
-    from tevcore.train.loop import _step_rows, _tree_pool, learning_rate, optimizer_step
-
-    drafter, spec = load_dflash(config.init.removeprefix(PREFIX), target)
+    """Fine-tune (or resume) the DFlash drafter of `config.init` into `out`/drafter (published format)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError("DFlash fine-tuning runs in one process; launch it without torchrun")
+    spec = load_dflash(config.init.removeprefix(PREFIX), target)[1]  # checked before the run folder is made
     _check(config, spec.depth)
-    out, final = Path(out), Path(out) / "drafter"
-    if final.exists():
-        raise ValueError(f"{out} already holds a finished DFlash run; DFlash runs do not resume, use a new folder")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lock = RunLock(out)
+    lock.acquire()
+    try:
+        return _train_locked(config, out, target)
+    finally:
+        lock.release()
+
+
+def _train_locked(config: TrainConfig, out: Path, target: Target) -> Path:
+    from tevcore.train.loop import (_done_steps, _prepare_folder, _step_rows, _tree_pool, _trim_metrics,
+                                    learning_rate, optimizer_step)
+
     torch.set_num_threads(config.threads)
+    started = time.time()
+    _prepare_folder(config, out)
+    checkpoint = latest_checkpoint(out)
+    drafter, spec = load_dflash(checkpoint if checkpoint else config.init.removeprefix(PREFIX), target)
+    state = load_trainer_state(checkpoint) if checkpoint else {"step": 0, "optimizer": None}
+    start_step = int(state["step"])
     anchors = AnchorSet(config.data, config.context, config.depth, config.max_shards)
     features = SequenceFeatures(target, spec.hidden_layers, anchors)
     vocab_map = torch.arange(target.vocab_size)  # DFlash rows span the whole target vocabulary
     pool, pool_rows = _tree_pool(config, anchors, target) if config.tree_anchors else (None, None)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "config.json", config.to_dict())
-    started = time.time()
     drafter.train()
     params = [p for p in drafter.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    if state["optimizer"] is not None:
+        optimizer.load_state_dict(state["optimizer"])
     device = target.device
+    _trim_metrics(out / "metrics.jsonl", start_step)
+    print(f"DFlash fine-tune: steps {start_step}->{config.steps}")
 
     def rows_at(anchor: list[int]) -> torch.Tensor:
         """(depth, V) log-probs of the block at one anchor, from its whole context."""
@@ -90,8 +119,12 @@ def train_dflash(config: TrainConfig, out: Path, target: Target) -> Path:
         logits = block_logits(drafter, spec, target, context, root, positions)[0, :config.depth]
         return torch.log_softmax(logits, -1)
 
-    with open(out / "metrics.jsonl", "w") as metrics_file:
-        for step in range(config.steps):
+    def save(model, folder: Path) -> Path:
+        return save_dflash(model, spec, folder)
+
+    status = "running"
+    try:
+        for step in range(start_step, config.steps):
             rows, tree_rows, _ = _step_rows(config, step, anchors, pool_rows, 0, 1)
             batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
             logq = torch.stack([rows_at(a) for a in batch.anchors.tolist()])
@@ -111,9 +144,23 @@ def train_dflash(config: TrainConfig, out: Path, target: Target) -> Path:
                 loss = loss + config.tree_lambda * tree
                 metrics.update(tree=tree.item(), tree_E=tree_e / len(tree_terms))
             metrics["loss"] = optimizer_step(optimizer, params, loss, metrics["lr"], config.grad_clip)
-            metrics_file.write(json.dumps(metrics) + "\n")
+            with open(out / "metrics.jsonl", "a") as metrics_file:
+                metrics_file.write(json.dumps(metrics) + "\n")
+            if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
+                save_checkpoint(out, drafter, optimizer, step + 1, save=save)
             write_status(out, "running", step + 1, config.steps, started)
-    save_dflash(drafter.eval(), spec, final)
-    write_status(out, "finished", config.steps, config.steps, started)
+        final = save(drafter.eval(), out / "drafter")
+        status = "finished"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except BaseException as err:
+        status = "crashed"
+        write_status(out, status, _done_steps(out), config.steps, started, error=f"{type(err).__name__}: {err}")
+        raise
+    finally:
+        if status != "crashed":
+            write_status(out, status, _done_steps(out) if status != "finished" else config.steps, config.steps, started)
     print(f"saved the fine-tuned DFlash drafter to {final}")
     return final
+

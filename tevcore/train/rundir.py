@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -102,12 +103,15 @@ def write_status(folder: Path, state: str, step: int, total: int, started: float
         "started": started, "updated": time.time(), **extra})
 
 
-def save_checkpoint(folder: Path, drafter: BlockDrafter, optimizer: torch.optim.Optimizer, step: int) -> Path:
+def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, step: int,
+                    save: Callable[[object, Path], object] | None = None) -> Path:
+    """checkpoint-<step>/ = the drafter as `save` writes it (default: a block drafter's files; a DFlash run: the
+    published format) + trainer.pt."""
     folder = Path(folder)
     final = folder / f"checkpoint-{step}"
     tmp = folder / f".checkpoint-{step}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    save_drafter(drafter, tmp)
+    (save or save_drafter)(drafter, tmp)
     torch.save({"step": step, "optimizer": optimizer.state_dict()}, tmp / TRAINER_STATE)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
@@ -129,9 +133,13 @@ def latest_checkpoint(folder: Path) -> Path | None:
 
 
 def load_checkpoint(path: Path, target: Target) -> tuple[BlockDrafter, dict]:
-    drafter = load_drafter(path, target)
+    return load_drafter(path, target), load_trainer_state(path)
+
+
+def load_trainer_state(path: Path) -> dict:
+    """The step and optimizer state a checkpoint folder holds beside its drafter."""
     try:
         state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises several types for a damaged pickle
         raise ValueError(f"{path / TRAINER_STATE} is damaged ({err}); delete the checkpoint to start over") from None
-    return drafter, state
+    return state
