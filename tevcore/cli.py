@@ -52,7 +52,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.config import DecodeConfig
-    from tevcore.proposers import DRAFTER_DTYPE_HELP
+    from tevcore.proposers import DRAFTER_DTYPE_HELP, PROPOSER_SPECS
     from tevcore.decoding.trim import TRIM_HELP
 
     from tevcore.flags import add_target_arguments
@@ -60,10 +60,7 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     helps = DecodeConfig.help()
     parser.add_argument("--prompt", required=True, help="user prompt (chat template applied unless --no-chat)")
     parser.add_argument("--proposer", default="default",
-                        help="'default' (the committed drafter + context lookup), 'drafter' (drafter alone), 'lookup' "
-                             "(context lookup, no drafter), 'rollout' (stand-in: target greedy rollout), a drafter "
-                             "folder, 'model:<hub id or folder>' (a small causal LM with the target's tokenizer drafts "
-                             "a chain or best-first tree); append '+lookup' to mix in context lookup")
+                        help=PROPOSER_SPECS)
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--budget", type=int, default=DecodeConfig.budget, help=helps["budget"])
     parser.add_argument("--temperature", type=float, default=DecodeConfig.temperature, help=helps["temperature"])
