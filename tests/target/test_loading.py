@@ -82,6 +82,19 @@ def test_no_chat_template_falls_back_to_plain_text_once(tiny_model_folder, capsy
     assert capsys.readouterr().err.count("no chat template") == 1
 
 
+@pytest.mark.parametrize("chat_template", [False, True])
+def test_a_reply_follows_its_prompt_whose_ids_stay_a_prefix(tiny_model_folder, chat_template):
+    """Teacher-forced training data (build-data) encodes prompt + reference answer on targets with and
+    without a chat template; the prompt's ids must be a prefix so the first draft root is the prompt's end."""
+    target = load_target(str(tiny_model_folder("llama", chat_template=chat_template)), device="cpu")
+    prompt, whole = encode_prompt(target, "abc"), encode_prompt(target, "abc", reply="xyz")
+    assert len(whole) > len(prompt) + 2
+    if chat_template:  # the template opens the assistant's turn after the prompt; the reply goes in that turn
+        assert target.tokenizer.decode(whole).count("xyz") == 1
+    else:
+        assert whole[:len(prompt)] == prompt and target.tokenizer.decode(whole[len(prompt):]) == "\nxyz"
+
+
 @pytest.mark.parametrize("flags, message", [(["--device", "bogus"], "unknown device"),
                                             (["--dtype", "int3"], "unknown dtype"),
                                             (["--prompt", "x" * 600], "exceeds the model's context")])

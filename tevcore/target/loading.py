@@ -205,21 +205,29 @@ def load_target(spec: str | None = None, device: str | torch.device | None = Non
     return Target(model=model, tokenizer=tokenizer, name=name)
 
 
-def encode_prompt(target: Target, prompt: str, chat: bool = True) -> list[int]:
-    """Token ids of a user prompt, through the model's chat template when asked."""
+def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | None = None) -> list[int]:
+    """Token ids of a user prompt, through the model's chat template when asked; with `reply`, the assistant's
+    answer follows (teacher-forced training data), and the prompt's ids stay a prefix of the whole.
+
+    A model without a chat template gets plain text, and the user is told once.
+    """
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty")
     tokenizer = target.tokenizer
-    if chat and not getattr(tokenizer, "chat_template", None):
+    templated = chat and bool(getattr(tokenizer, "chat_template", None))
+    if chat and not templated:
         _say_plain_text_once(target.name)
-    if chat and getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
-        )
+    if templated:
+        messages = [{"role": "user", "content": prompt}]
+        if reply is not None:
+            messages.append({"role": "assistant", "content": reply})
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=reply is None, tokenize=True)
         if isinstance(ids, dict) or hasattr(ids, "keys"):
             ids = ids["input_ids"]
     else:
         ids = tokenizer(prompt)["input_ids"]
+        if reply is not None:
+            ids = list(ids) + list(tokenizer("\n" + reply, add_special_tokens=False)["input_ids"])
     return [int(t) for t in ids]
 
 

@@ -28,7 +28,7 @@ from tevcore.engine.sampling import sample_rows
 from tevcore.lab.datasets import DATASETS
 from tevcore.flags import comma_list
 from tevcore.proposers.target_record import target_fingerprint
-from tevcore.target.loading import Target
+from tevcore.target.loading import Target, encode_prompt
 from tevcore.train.prompts import all_training_prompts
 
 MANIFEST = "manifest.json"
@@ -77,16 +77,6 @@ class Job:
     temperature: float = 0.0
 
 
-def _chat_ids(target: Target, user: str, assistant: str | None = None) -> list[int]:
-    messages = [{"role": "user", "content": user}]
-    if assistant is not None:
-        messages.append({"role": "assistant", "content": assistant})
-    ids = target.tokenizer.apply_chat_template(messages, add_generation_prompt=assistant is None, tokenize=True)
-    if hasattr(ids, "keys"):
-        ids = ids["input_ids"]
-    return [int(t) for t in ids]
-
-
 def _python_texts(count: int, seed: int) -> list[str]:
     files = sorted(Path(os.__file__).parent.glob("*.py"))
     random.Random(seed).shuffle(files)
@@ -121,7 +111,7 @@ def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     items = all_training_prompts(config.sets or None)
     shards: list[list[Job]] = []
     if config.generate:
-        gen = generation_jobs([_chat_ids(target, item.text) for item in items], config)
+        gen = generation_jobs([encode_prompt(target, item.text) for item in items], config)
         rng.shuffle(gen)
         window = config.gen_batch * 8  # sort by length inside windows: less padding, still mixed
         for w in range(0, len(gen), window):
@@ -131,8 +121,8 @@ def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     if config.text_pairs:
         for item in items:
             if isinstance(item.reference, str) and item.reference.strip():  # some sets give lists
-                prompt = _chat_ids(target, item.text)
-                full = _chat_ids(target, item.text, item.reference)
+                prompt = encode_prompt(target, item.text)
+                full = encode_prompt(target, item.text, reply=item.reference)
                 if len(full) <= config.max_prompt_tokens + config.max_new_tokens:
                     text.append(Job("text", tuple(full), len(prompt) - 1))
     for source in _python_texts(config.python_files, config.seed):

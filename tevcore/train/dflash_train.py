@@ -64,7 +64,8 @@ class SequenceFeatures:
 
 def _check(config: TrainConfig, depth: int) -> None:
     if config.depth > depth:
-        raise ValueError(f"--depth {config.depth} exceeds the DFlash drafter's {depth} draft positions per block")
+        raise ValueError(f"--depth {config.depth} exceeds the DFlash drafter's {depth} draft positions per block: "
+                         f"pass --depth {depth} (or less)")
     if config.layers is not None or config.known_prob:
         raise ValueError("--layers and --known-prob apply to block drafters, not to a DFlash drafter")
 
