@@ -6,7 +6,6 @@ import argparse
 import importlib
 import os
 import sys
-import time
 from itertools import islice
 from pathlib import Path
 
@@ -151,16 +150,19 @@ def _shown_text(record, stops: set[int], target) -> str:
 
 def _run_generate(args: argparse.Namespace) -> int:
     from tevcore.decoding.loop import rounds
+    from tevcore.timing import seconds_of
 
     config, target, proposer = _decode_setup(args, max_new_tokens=args.max_new_tokens)
     records = []
-    start = time.perf_counter()
     stops = set(config.stop_tokens) if config.stop_tokens is not None else target.stop_token_ids()
-    for record in rounds(target, proposer, args.prompt, config):
-        records.append(record)
-        sys.stdout.write(_shown_text(record, stops, target))
-        sys.stdout.flush()
-    seconds = time.perf_counter() - start
+
+    def stream() -> None:
+        for record in rounds(target, proposer, args.prompt, config):
+            records.append(record)
+            sys.stdout.write(_shown_text(record, stops, target))
+            sys.stdout.flush()
+
+    seconds = seconds_of(stream, target.device)[1]
     tokens = sum(len(r.emitted_tokens) for r in records)
     print(f"\n\n{tokens} tokens in {len(records)} rounds, {tokens / max(seconds, 1e-9):.1f} tokens/s, "
           f"mean block length {sum(r.block_length for r in records) / len(records):.2f} vs mean 1 + C "

@@ -8,9 +8,6 @@ import json
 import pandas as pd
 
 
-BENCH_COLUMNS = ("verifier", "budget", "speedup", "mean_block_length")
-
-
 def bench_rows(data: bytes | str) -> pd.DataFrame:
     """Rows of an end-to-end result file: a JSON list of rows, or an object with a 'rows'/'results' list."""
     try:

@@ -11,13 +11,13 @@ forward at the largest budget gives E(B) for every smaller budget.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict, dataclass
 from statistics import median
 
 import torch
 
 from tevcore.engine.builders import best_first
+from tevcore.timing import seconds_of
 from tevcore.proposers.base import Proposer
 from tevcore.engine.flow import draft_path_probs
 from tevcore.target.loading import Target, cache_dir
@@ -54,9 +54,7 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
     times: dict[int, list[float]] = {size: [] for size in measured}
     for _ in range(repeats + 1):  # sizes interleaved, so a machine whose speed drifts shifts them all alike
         for size, tree in trees.items():
-            start = time.perf_counter()
-            session.score_tree(tree)
-            times[size].append(time.perf_counter() - start)
+            times[size].append(seconds_of(lambda: session.score_tree(tree), session.device)[1])
             session.rollback()
     curve = curve_from_timings({size: found[1:] for size, found in times.items()})  # the first pass warms up
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,10 +158,8 @@ def choose_budget(target: Target, proposer: Proposer, prompts: list[list[int]], 
     trims = trim_costs(target, list(budgets), trim)
     session = TargetSession(target, hidden_layers=proposer.hidden_layers)
     session.prefill(prompts[0])
-    start = time.perf_counter()
-    for _ in range(5):
-        best_first(session.root_token, proposer.propose(session), max(budgets))
-    draft = (time.perf_counter() - start) / 5
+    draft = seconds_of(lambda: [best_first(session.root_token, proposer.propose(session), max(budgets))
+                                for _ in range(5)], session.device)[1] / 5
     found = calibration_rounds(target, proposer, prompts, max(budgets), temperature)
     predicted, lengths, skipped, kept = {}, {}, {}, {}
     for b in budgets:

@@ -8,11 +8,9 @@ forward on the same target session and the same sampler.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import torch
 
 from tevcore.engine.builders import get_builder
 from tevcore.config import DecodeConfig
@@ -24,7 +22,7 @@ from tevcore.engine.sampling import make_generator
 from tevcore.decoding.skip_gate import SkipGate
 from tevcore.decoding.walker import walk
 from tevcore.target.session import TargetSession
-from tevcore.timing import StageTimer
+from tevcore.timing import StageTimer, seconds_of
 from tevcore.engine.tree import DraftTree
 from tevcore.decoding.trim import ForecastCalibration, best_prefix_size
 from tevcore.verify.verifiers import get_verifier
@@ -165,17 +163,17 @@ def _decode_text(target: Target, tokens: list[int]) -> str:
 
 def generate(target: Target, proposer: Proposer | None, prompt: str | list[int], config: DecodeConfig) -> Generation:
     """Run `rounds` to the end and collect its output."""
-    start = time.perf_counter()
-    records = list(rounds(target, proposer, prompt, config))
+    records, seconds = seconds_of(lambda: list(rounds(target, proposer, prompt, config)), target.device)
     tokens = [t for record in records for t in record.emitted_tokens]
-    return Generation(tokens=tokens, text=_decode_text(target, tokens), rounds=records,
-                      seconds=time.perf_counter() - start)
+    return Generation(tokens=tokens, text=_decode_text(target, tokens), rounds=records, seconds=seconds)
 
 
 def generate_ar(target: Target, prompt: str | list[int], config: DecodeConfig) -> Generation:
     """Autoregressive baseline: one target forward and one draw per token (`walk`)."""
-    start = time.perf_counter()
-    session, stops = _start(target, prompt, config, 0, ())
-    generator = make_generator(config.seed, session.device)
-    tokens = walk(session, config.max_new_tokens, config.temperature, generator, stops)
-    return Generation(tokens=tokens, text=_decode_text(target, tokens), seconds=time.perf_counter() - start)
+    def decode() -> list[int]:
+        session, stops = _start(target, prompt, config, 0, ())
+        return walk(session, config.max_new_tokens, config.temperature, make_generator(config.seed, session.device),
+                    stops)
+
+    tokens, seconds = seconds_of(decode, target.device)
+    return Generation(tokens=tokens, text=_decode_text(target, tokens), seconds=seconds)

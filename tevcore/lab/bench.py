@@ -30,6 +30,7 @@ from tevcore.flags import add_target_arguments, comma_list, target_from_args
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng
+from tevcore.timing import seconds_of
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
 
 PROMPT_LOOKUP_TOKENS = 10
@@ -102,10 +103,10 @@ def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperatur
     if dflash is not None:
         kwargs.update(assistant_model=dflash, speculation_type="dflash")
     inputs = torch.tensor([ids], device=target.device)
-    start = time.perf_counter()
     with torch.inference_mode(), seeded_torch_rng(seed, target.device):  # generate draws from torch's global RNG
-        out = target.model.generate(inputs, attention_mask=torch.ones_like(inputs), **kwargs)
-    return out.shape[1] - inputs.shape[1], time.perf_counter() - start
+        out, seconds = seconds_of(lambda: target.model.generate(inputs, attention_mask=torch.ones_like(inputs),
+                                                                **kwargs), target.device)
+    return out.shape[1] - inputs.shape[1], seconds
 
 
 def draw_seed(seed: int, *cell: object) -> int:
