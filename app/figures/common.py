@@ -13,5 +13,3 @@ def short(text: str, width: int = 10) -> str:
     """A token's text made visible: whitespace shown, long tokens cut."""
     shown = repr(text)[1:-1] if text is not None else "?"
     return shown if len(shown) <= width else shown[: width - 1] + "…"
-
-
