@@ -92,7 +92,7 @@ def _children_by_token(tree: DraftTree) -> list[dict[int, int]]:
 
 
 def law_tev(tree: DraftTree, logits: torch.Tensor, temperature: float) -> Law:
-    """TEV's rule: exit ~ the flow's X, bonus ~ the masked row gumbel_argmax samples."""
+    """TEV's rule: exit ~ the flow's X, bonus ~ the masked row draw_token samples."""
     exit_mass = target_flow(tree, logits, temperature).exit_mass
     law: Law = {}
     for node in range(tree.num_nodes):

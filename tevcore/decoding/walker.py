@@ -11,7 +11,7 @@ from typing import Callable
 
 import torch
 
-from tevcore.engine.sampling import gumbel_argmax
+from tevcore.engine.sampling import draw_token
 from tevcore.engine.tree import DraftTree
 from tevcore.target.session import TargetSession
 
@@ -34,7 +34,7 @@ def walk(session: TargetSession, max_new_tokens: int, temperature: float, genera
     """
     tokens: list[int] = []
     while len(tokens) < max_new_tokens:
-        token = int(gumbel_argmax(measure(session), temperature, generator))
+        token = int(draw_token(measure(session), temperature, generator))
         tokens.append(token)
         if token in stops:
             break

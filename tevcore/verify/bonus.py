@@ -1,6 +1,6 @@
 """The bonus draw every rule shares: given the exits, p(.|exit) without the tokens the rule tried there.
 
-One masked Gumbel-max over the exit's row when there is one draw (decoding);
+One masked inverse-CDF draw over the exit's row when there is one draw (decoding);
 for many draws, one categorical call per distinct exit node over the same
 masked law (`sampling.masked_draws`), so n = 1e5 costs a few V-wide passes,
 not n of them.
