@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -11,7 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import shared_ui  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
+from tevcore.config import SAMPLING_TEMPERATURE  # noqa: E402
 from tevcore.flags import budget_or_chain, comma_list  # noqa: E402
+from tevcore.train.config import TrainConfig  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 
 import figures  # noqa: E402
@@ -25,6 +28,8 @@ ss = st.session_state
 
 
 REFRESH_SECONDS = 2.0
+# the engine's own defaults where the page keeps them (steps, λ, α, anchors and checkpoints are ExitTrain's recipe)
+TRAIN_DEFAULTS = {f.name: f.default for f in fields(TrainConfig)}
 
 
 @st.cache_resource
@@ -101,14 +106,14 @@ with tab_new:
                           help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); "
                                "flow: P(v) times the target's whole row at v, so the tokens the tree lacked count too")
     alpha = c6.number_input("α (edge floor)", value=0.01, step=0.005, format="%.4f", key="et_alpha")
-    tree_budget = c7.number_input("tree budget", value=8, key="et_budget")
+    tree_budget = c7.number_input("tree budget", value=TRAIN_DEFAULTS["tree_budget"], key="et_budget")
     c8, c9, c10, c11, c12 = st.columns(5)
     anchors = c8.number_input("tree anchors per step", value=8, key="et_anchors",
                               help="anchors per step that get the tree loss (needed when λ > 0)")
-    batch = c9.number_input("batch size (anchors)", value=64, key="et_batch")
+    batch = c9.number_input("batch size (anchors)", value=TRAIN_DEFAULTS["batch_size"], key="et_batch")
     shards = c10.number_input("data size (shards; 0 = all)", value=8, key="et_shards")
     every = c11.number_input("checkpoint every (steps)", value=50, key="et_every")
-    threads = c12.number_input("CPU threads", value=1, key="et_threads")
+    threads = c12.number_input("CPU threads", value=TRAIN_DEFAULTS["threads"], key="et_threads")
     values = {"data": data if sets else None, "steps": int(steps), "tree_lambda": float(lam), "tree_weight": weight,
               "tree_alpha": float(alpha), "tree_budget": int(tree_budget), "tree_anchors": int(anchors),
               "batch_size": int(batch), "max_shards": int(shards) if shards else None,
@@ -251,7 +256,7 @@ with tab_compare:
     e1, e2, e3, e4 = st.columns(4)
     budgets_text = e1.text_input("budgets", value="4,8,16", key="et_cmp_budgets")
     per_set = e2.number_input("held-out prompts per set", value=1, key="et_cmp_n")
-    cmp_temp = e3.number_input("temperature", value=1.0, step=0.1, key="et_cmp_temp")
+    cmp_temp = e3.number_input("temperature", value=SAMPLING_TEMPERATURE, step=0.1, key="et_cmp_temp")
     cmp_tokens = e4.number_input("max new tokens", value=32, step=8, key="et_cmp_tokens")
     problems = [problem for problem in (
         inputs.range_problem("held-out prompts per set", per_set, inputs.NumberRange(1, 50, integer=True)),
