@@ -61,7 +61,11 @@ def show_data_build(folder: Path, shards: int) -> None:
     if code is None:
         st.progress(min(1.0, done / shards), text=f"building {folder.name}: {done}/{shards} shards")
     elif code == 0:
-        st.success(f"{folder.name} is ready ({done} shards): pick it as the distillation set below.")
+        if ss.get("et_data_ready") != str(folder):  # once: rerun the page so the new set is offered, and chosen
+            ss.et_data_ready = str(folder)
+            ss.et_data = str(folder)
+            st.rerun(scope="app")
+        st.success(f"{folder.name} is ready ({done} shards): it is the distillation set below.")
     else:
         st.error(f"build-data exited with status {code}; its log: {folder / trainruns.DATA_LOG}")
 
@@ -83,6 +87,7 @@ def data_build_form(root: Path, have_sets: bool) -> None:
             else:
                 try:
                     started_processes()[key] = trainruns.launch_data(folder, int(shards))
+                    ss.pop("et_data_ready", None)
                 except OSError as err:
                     st.error(f"Could not start build-data: {err}")
         show_data_build(folder, int(shards) if not problem else 1)
