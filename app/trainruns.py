@@ -265,14 +265,7 @@ def plan(cmd: list[str]) -> tuple[bool, str]:
 
 
 def launch(cmd: list[str], folder: Path) -> subprocess.Popen:
-    """Start training in the background; its output goes to <folder>/train.log.
-
-    TEV_APP_TRAINER names a stand-in trainer script run instead of `python -m tevcore train`
-    with the same arguments (the browser test uses one that writes a run folder in seconds).
-    """
-    stand_in = os.environ.get("TEV_APP_TRAINER")
-    if stand_in:
-        cmd = [sys.executable, stand_in, *cmd[4:]]
+    """Start training in the background; its output goes to <folder>/train.log."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     log = open(folder / LOG_NAME, "a", encoding="utf-8")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import torch
 
+from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.engine.builders import best_first
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord, StageTimings
 
 
-def synthetic_record(budget: int = 16, seed: int = 0, vocab: int = 40, depth: int = 6, temperature: float = 1.0,
+def synthetic_record(budget: int = 16, seed: int = 0, vocab: int = 40, depth: int = 6,
+                     temperature: float = SAMPLING_TEMPERATURE,
                      index: int = 0) -> tuple[RoundRecord, torch.Tensor]:
     """A made-up round on a random toy target: the tree, its flow and node logits.
 

@@ -16,7 +16,8 @@ import appdata  # noqa: E402
 import explorer_state  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
-from tevcore.config import DecodeConfig  # noqa: E402
+from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig  # noqa: E402
+from tevcore.engine.builders import BUILDER_NAMES  # noqa: E402
 from tevcore.verify.verifiers import VERIFIERS, verifier_label  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
@@ -30,7 +31,8 @@ ss.setdefault("ex_done", False)
 ss.setdefault("ex_source", None)
 ss.setdefault("ex_seen", 0)
 
-BUILDERS = ["best_first", "chain", "width:4,2,2,1"]
+WIDTH_PATTERN = next(name for name in BUILDER_NAMES if name.startswith("width:"))  # "width:W1,W2,..."
+EXAMPLE_WIDTHS = "4,2,2,1"  # what the widths box opens with when the fixed-width builder is chosen
 
 # ------------------------------------------------------------------ settings (sidebar)
 with st.sidebar:
@@ -57,10 +59,15 @@ with st.sidebar:
              "a local model folder or a .gguf file. Loaded once per process on the first Run or Step.").strip()
     st.header("Decoding")
     # no min/max on the boxes: a typed number always reaches the script, and an out-of-range one is refused below
-    temperature = st.number_input("temperature", value=0.7, step=0.1, key="ex_temp")
-    budget = st.number_input("budget (tree nodes)", value=32, step=1, key="ex_budget")
-    builder = st.selectbox("builder", BUILDERS, key="ex_builder",
+    # the explorer shows the sampled law (the engine decodes greedily by default): it opens at the sampling
+    # temperature of the project's studies; the budget is the engine's
+    temperature = st.number_input("temperature", value=SAMPLING_TEMPERATURE, step=0.1, key="ex_temp")
+    budget = st.number_input("budget (tree nodes)", value=DEFAULT_BUDGET, step=1, key="ex_budget")
+    builder = st.selectbox("builder", BUILDER_NAMES, key="ex_builder",
                            help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths")
+    if builder == WIDTH_PATTERN:
+        widths = st.text_input("widths W1,W2,... (nodes per depth)", value=EXAMPLE_WIDTHS, key="ex_widths")
+        builder = "width:" + widths.strip()
     verifier = st.selectbox("verifier", list(VERIFIERS), format_func=verifier_label, key="ex_verifier")
     trim = st.selectbox("trim", ["off", "auto"], key="ex_trim",
                         help="off = score the whole drafted tree; auto = each round scores the prefix of its tree "

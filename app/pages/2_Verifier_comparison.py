@@ -106,7 +106,7 @@ if compact.approximate:
                "tempered probabilities. Exit law and 1 + C are unchanged; bonus laws are pooled.")
     temperature = 1.0
 else:
-    default_t = float(record.temperature) if record is not None else 1.0
+    default_t = float(record.temperature)  # the round's (the example tree's is the sampling temperature)
     temperature = st.number_input("temperature", 0.0, 5.0, value=default_t, step=0.1, key="vc_temp",
                                   help="the target rows are exact, so any temperature can be studied")
 

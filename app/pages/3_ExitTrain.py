@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -11,7 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import shared_ui  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
+from tevcore.config import SAMPLING_TEMPERATURE  # noqa: E402
 from tevcore.flags import budget_or_chain, comma_list  # noqa: E402
+from tevcore.train.config import TrainConfig  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 
 import figures  # noqa: E402
@@ -25,6 +28,8 @@ ss = st.session_state
 
 
 REFRESH_SECONDS = 2.0
+# the engine's own defaults where the page keeps them (steps, λ, α, anchors and checkpoints are ExitTrain's recipe)
+TRAIN_DEFAULTS = {f.name: f.default for f in fields(TrainConfig)}
 
 
 @st.cache_resource
@@ -56,7 +61,11 @@ def show_data_build(folder: Path, shards: int) -> None:
     if code is None:
         st.progress(min(1.0, done / shards), text=f"building {folder.name}: {done}/{shards} shards")
     elif code == 0:
-        st.success(f"{folder.name} is ready ({done} shards): pick it as the distillation set below.")
+        if ss.get("et_data_ready") != str(folder):  # once: rerun the page so the new set is offered, and chosen
+            ss.et_data_ready = str(folder)
+            ss.et_data = str(folder)
+            st.rerun(scope="app")
+        st.success(f"{folder.name} is ready ({done} shards): it is the distillation set below.")
     else:
         st.error(f"build-data exited with status {code}; its log: {folder / trainruns.DATA_LOG}")
 
@@ -78,6 +87,7 @@ def data_build_form(root: Path, have_sets: bool) -> None:
             else:
                 try:
                     started_processes()[key] = trainruns.launch_data(folder, int(shards))
+                    ss.pop("et_data_ready", None)
                 except OSError as err:
                     st.error(f"Could not start build-data: {err}")
         show_data_build(folder, int(shards) if not problem else 1)
@@ -101,14 +111,14 @@ with tab_new:
                           help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); "
                                "flow: P(v) times the target's whole row at v, so the tokens the tree lacked count too")
     alpha = c6.number_input("α (edge floor)", value=0.01, step=0.005, format="%.4f", key="et_alpha")
-    tree_budget = c7.number_input("tree budget", value=8, key="et_budget")
+    tree_budget = c7.number_input("tree budget", value=TRAIN_DEFAULTS["tree_budget"], key="et_budget")
     c8, c9, c10, c11, c12 = st.columns(5)
     anchors = c8.number_input("tree anchors per step", value=8, key="et_anchors",
                               help="anchors per step that get the tree loss (needed when λ > 0)")
-    batch = c9.number_input("batch size (anchors)", value=64, key="et_batch")
+    batch = c9.number_input("batch size (anchors)", value=TRAIN_DEFAULTS["batch_size"], key="et_batch")
     shards = c10.number_input("data size (shards; 0 = all)", value=8, key="et_shards")
     every = c11.number_input("checkpoint every (steps)", value=50, key="et_every")
-    threads = c12.number_input("CPU threads", value=1, key="et_threads")
+    threads = c12.number_input("CPU threads", value=TRAIN_DEFAULTS["threads"], key="et_threads")
     values = {"data": data if sets else None, "steps": int(steps), "tree_lambda": float(lam), "tree_weight": weight,
               "tree_alpha": float(alpha), "tree_budget": int(tree_budget), "tree_anchors": int(anchors),
               "batch_size": int(batch), "max_shards": int(shards) if shards else None,
@@ -251,7 +261,7 @@ with tab_compare:
     e1, e2, e3, e4 = st.columns(4)
     budgets_text = e1.text_input("budgets", value="4,8,16", key="et_cmp_budgets")
     per_set = e2.number_input("held-out prompts per set", value=1, key="et_cmp_n")
-    cmp_temp = e3.number_input("temperature", value=1.0, step=0.1, key="et_cmp_temp")
+    cmp_temp = e3.number_input("temperature", value=SAMPLING_TEMPERATURE, step=0.1, key="et_cmp_temp")
     cmp_tokens = e4.number_input("max new tokens", value=32, step=8, key="et_cmp_tokens")
     problems = [problem for problem in (
         inputs.range_problem("held-out prompts per set", per_set, inputs.NumberRange(1, 50, integer=True)),

@@ -15,9 +15,10 @@ import streamlit as st  # noqa: E402
 import appdata  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
+from tevcore.config import DecodeConfig  # noqa: E402
 from tevcore.engine.flow import target_flow  # noqa: E402
 from tevcore.engine.sampling import make_generator  # noqa: E402
-from tevcore.lab.simulate import exit_law  # noqa: E402
+from tevcore.verify.laws import exit_law  # noqa: E402
 from tevcore.verify.verifiers import get_verifier  # noqa: E402
 
 shared_ui.page_header("Exit-law workshop", "A hand-made tree and the target's probabilities after each node. "
@@ -89,7 +90,7 @@ with bonus_col:
 # ------------------------------------------------------------------ two verifiers, step by step
 st.subheader("Step by step: predraw-and-follow vs one-draw TEV")
 c1, c2 = st.columns([1, 3])
-seed_value = c1.number_input("seed of the draws", value=0, step=1, key="ws_seed")
+seed_value = c1.number_input("seed of the draws", value=DecodeConfig.default("seed"), step=1, key="ws_seed")
 seed_problem = inputs.range_problem("seed of the draws", seed_value, inputs.decode_range("seed"))
 if seed_problem:
     st.error(f"Refused: {seed_problem}.")

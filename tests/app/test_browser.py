@@ -3,13 +3,14 @@
 Screenshots go to a temporary folder; `TEV_SCREENSHOTS=assets/screenshots` (what
 scripts/screenshots.sh sets) writes the README's pictures instead. Uses the system
 Chromium at /usr/bin/chromium; no browser is ever downloaded. Without it the tests
-skip, except in CI (CI=true), where a missing browser is a failure.
+skip, except in CI (CI=true), where a missing browser is a failure. The ExitTrain part builds a one-shard
+data set and trains two steps with the real engine, both started from the page (the prompt sets must be
+found: ../shared/datasets beside the checkout, or TEVCORE_DATASETS).
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+import browser_kit as kit
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
@@ -41,40 +44,12 @@ def shots(tmp_path_factory) -> Path:
     return folder
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-QUICK_TRAINER = """
-import json, os, sys, time
-from pathlib import Path
-run = Path(sys.argv[1]); run.mkdir(parents=True, exist_ok=True)
-(run / "config.json").write_text(json.dumps({"data": "demo", "steps": 12}))
-start = time.time()
-for step in range(1, 13):
-    with open(run / "metrics.jsonl", "a") as f:
-        f.write(json.dumps({"step": step, "loss": 3.0 / step, "tree_E": 1 + step / 12}) + "\\n")
-    state = "finished" if step == 12 else "running"
-    (run / "status.tmp").write_text(json.dumps({"state": state, "pid": os.getpid(), "step": step,
-                                                "total_steps": 12, "started": start, "updated": time.time()}))
-    os.replace(run / "status.tmp", run / "status.json")
-    time.sleep(0.5)
-(run / "checkpoint-12").mkdir(exist_ok=True)
-(run / "checkpoint-12" / "config.json").write_text("{}")
-"""
-
-
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    port = _free_port()
-    trainer = tmp_path_factory.mktemp("trainer") / "quick_trainer.py"
-    trainer.write_text(QUICK_TRAINER)
+    port = kit.free_port()
     log = open(tmp_path_factory.mktemp("streamlit") / "server.log", "w+")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TEV_APP_PROPOSER="default", TEV_APP_THREADS="1",
-               PYTHONPATH=str(REPO),  # this checkout, whatever the editable install points at
-               TEV_APP_TRAINER=str(trainer))  # "Start training" runs the quick stand-in above
+               PYTHONPATH=str(REPO))  # this checkout (and the processes the app starts), whatever is installed
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
          "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
@@ -145,64 +120,6 @@ def live_run(tmp_path_factory):
     proc.wait(timeout=10)
 
 
-def _no_exception(page) -> None:
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
-        '[data-testid="stException"]').first.inner_text()
-
-
-def _wait_for_plots(page, count: int, timeout: float = 60_000) -> None:
-    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {count}", timeout=timeout)
-    _wait_idle(page)
-
-
-def _wait_idle(page, timeout: float = 60_000) -> None:
-    """Until the script run the last action started is over (streamlit's running indicator is gone)."""
-    page.wait_for_timeout(300)
-    page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
-
-
-def _set_number(page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    _wait_idle(page)
-
-
-def _open(page, link_text: str) -> None:
-    page.locator('[data-testid="stSidebarNav"]').get_by_text(link_text, exact=True).click()
-
-
-def _click_tree_node(page, node: int) -> None:
-    """Click the `node`-th drawn node of the explorer's tree figure (the first plot), where plotly drew it."""
-    box = page.evaluate("""(node) => {
-        const gd = document.querySelector('.js-plotly-plot');
-        const k = gd.data.findIndex(t => (t.name || '').startsWith('node'));
-        const trace = gd.querySelectorAll('.scatterlayer .trace')[k];
-        const point = trace.querySelectorAll('.points path')[node];
-        point.scrollIntoView({block: 'center'});
-        const r = point.getBoundingClientRect();
-        return {x: r.x + r.width / 2, y: r.y + r.height / 2};
-    }""", node)
-    page.mouse.click(box["x"], box["y"])
-
-
-def _chosen_node_text(page) -> str:
-    """What the explorer's node selectbox shows ("7: ' your' (depth 1)")."""
-    return page.get_by_role("combobox", name="node", exact=True).input_value()
-
-
-def _round_slider(page):
-    return page.locator('[data-testid="stSlider"] input[type="range"]').first
-
-
-def _move_round_slider(page, key: str, times: int) -> None:
-    thumb = _round_slider(page)
-    for _ in range(times):
-        thumb.focus()
-        thumb.press(key)
-        _wait_idle(page)  # each step reruns the page
-
-
 def test_explorer_live_then_click_a_node_move_the_rounds_and_change_the_budget(app_url, browser_page, shots):
     page = browser_page
     start = time.perf_counter()
@@ -212,23 +129,23 @@ def test_explorer_live_then_click_a_node_move_the_rounds_and_change_the_budget(a
 
     page.goto(app_url, wait_until="domcontentloaded")
     page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=60_000)
-    _no_exception(page)
+    kit.no_exception(page)
     page.screenshot(path=str(shots / "home.png"))
     lap("home")
 
     # the explorer: a short live generation on the real target with the default drafter, budget 64
-    _open(page, "Tree explorer")
+    kit.open_page(page, "Tree explorer")
     page.get_by_text("Press Run live to stream a generation", exact=False).wait_for(timeout=60_000)
-    _set_number(page, "budget (tree nodes)", 64)
-    _set_number(page, "max new tokens", 8)
+    kit.set_number(page, "budget (tree nodes)", 64)
+    kit.set_number(page, "max new tokens", 8)
     page.get_by_role("button", name="▶ Run live").click()
     page.get_by_text("tree nodes", exact=True).wait_for(timeout=240_000)
     page.get_by_text("Across rounds").wait_for(timeout=30_000)
     page.mouse.move(5, 5)  # no tooltip in the screenshot
     page.set_viewport_size({"width": 1600, "height": 2300})  # the round and the across-rounds figures
-    _wait_for_plots(page, 6)
+    kit.wait_for_plots(page, 6)
     page.wait_for_timeout(1500)  # let plotly finish drawing
-    _no_exception(page)
+    kit.no_exception(page)
     assert page.get_by_text("block length per round", exact=False).count() >= 1
     page.screenshot(path=str(shots / "explorer.png"))
     with page.expect_download(timeout=30_000) as download:
@@ -269,32 +186,53 @@ def test_explorer_live_then_click_a_node_move_the_rounds_and_change_the_budget(a
     lap("icicle")
 
     # the crash sequence of issue 30: click a node, the round slider back two rounds and forth, change the budget
-    rounds = int(_round_slider(page).get_attribute("max")) + 1
+    rounds = int(kit.round_slider(page).get_attribute("max")) + 1
     assert rounds >= 3, "the live generation needs three rounds for this sequence"
     drawn = page.evaluate("document.querySelector('.js-plotly-plot').data"
                           ".find(t => (t.name || '').startsWith('node')).customdata")
     last_node = int(drawn[-1])  # the highest node id drawn: absent from smaller rounds
-    _click_tree_node(page, len(drawn) - 1)
+    kit.click_tree_node(page, len(drawn) - 1)
     deadline = time.time() + 30
-    while not _chosen_node_text(page).startswith(f"{last_node}: "):
+    while not kit.chosen_node_text(page).startswith(f"{last_node}: "):
         assert time.time() < deadline, f"a click on node {last_node} did not select it"
         page.wait_for_timeout(500)
-    _move_round_slider(page, "ArrowLeft", 2)
-    _no_exception(page)
-    assert _round_slider(page).input_value() == str(rounds - 3)
+    kit.move_round_slider(page, "ArrowLeft", 2)
+    kit.no_exception(page)
+    assert kit.round_slider(page).input_value() == str(rounds - 3)
     assert page.locator('[data-testid="stAlert"]').filter(has_text="failed").count() == 0
-    _move_round_slider(page, "ArrowRight", 2)
-    _no_exception(page)
-    assert _chosen_node_text(page).startswith(f"{last_node}: ")  # the node clicked on this round is still chosen
-    _set_number(page, "budget (tree nodes)", 16)
-    _no_exception(page)
+    kit.move_round_slider(page, "ArrowRight", 2)
+    kit.no_exception(page)
+    assert kit.chosen_node_text(page).startswith(f"{last_node}: ")  # the node clicked on this round is still chosen
+    kit.set_number(page, "budget (tree nodes)", 16)
+    kit.no_exception(page)
     assert page.get_by_label("budget (tree nodes)", exact=True).input_value() == "16"
-    assert _chosen_node_text(page).startswith(f"{last_node}: ")
-    assert int(_round_slider(page).get_attribute("max")) + 1 == rounds  # rounds kept
+    assert kit.chosen_node_text(page).startswith(f"{last_node}: ")
+    assert int(kit.round_slider(page).get_attribute("max")) + 1 == rounds  # rounds kept
     lap("explorer click / slider / budget")
 
+    # an out-of-range number is refused with its range named; Run and Step never use another value
+    for label, bad, allowed in (("temperature", -1, "[0, 5]"), ("budget (tree nodes)", 100000, "[0, 512]")):
+        kit.set_number(page, label, bad)
+        assert float(page.get_by_label(label, exact=True).input_value()) == bad  # shown as typed, not clamped
+        refusal = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').filter(has_text="Refused")
+        refusal.filter(has_text=f"{label} must lie in {allowed}, got {bad}").wait_for(timeout=30_000)
+        assert page.get_by_text("Run and Step wait for valid settings", exact=False).count() == 1
+        for button in ("▶ Run live", "⏭ Step one round"):
+            assert page.get_by_role("button", name=button).is_disabled()
+            page.get_by_role("button", name=button).click(force=True)  # a click on it does nothing
+            kit.wait_idle(page)
+        assert int(kit.round_slider(page).get_attribute("max")) + 1 == rounds  # no round was made
+        kit.no_exception(page)
+        page.screenshot(path=str(shots / f"explorer-refused-{label.split()[0]}.png"))
+        kit.set_number(page, label, 1 if label == "temperature" else 16)
+    page.wait_for_function("!Array.from(document.querySelectorAll('[data-testid=stSidebar] [data-testid=stAlert]'))"
+                           ".some(e => e.innerText.includes('Refused'))", timeout=30_000)  # valid again: no refusal
+    page.get_by_role("button", name="⏭ Step one round").wait_for(state="visible")
+    assert not page.get_by_role("button", name="⏭ Step one round").is_disabled()
+    lap("explorer refuses out-of-range numbers")
 
-def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shots):
+
+def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shots, tmp_path):
     page = browser_page
     start = time.perf_counter()
 
@@ -305,18 +243,18 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
         page.goto(app_url, wait_until="domcontentloaded")
         page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=60_000)
     # verifier comparison on the explorer's live round when the explorer test ran first (same browser session)
-    _open(page, "Verifier comparison")
+    kit.open_page(page, "Verifier comparison")
     page.get_by_role("button", name="▶ Run every verifier").wait_for(timeout=60_000)
-    _set_number(page, "draws per verifier", 20000)
+    kit.set_number(page, "draws per verifier", 20000)
     page.get_by_role("button", name="▶ Run every verifier").click()
     page.get_by_text("Summary", exact=True).wait_for(timeout=90_000)
     page.wait_for_timeout(1000)
-    _no_exception(page)
+    kit.no_exception(page)
     assert page.get_by_text("NOT exact", exact=False).count() >= 1
     page.screenshot(path=str(shots / "verifiers.png"))
     lap("verifiers")
 
-    _open(page, "ExitTrain")
+    kit.open_page(page, "ExitTrain")
     root = page.get_by_label("runs folder", exact=True)
     root.wait_for(timeout=30_000)
     root.fill(str(live_run))
@@ -335,34 +273,75 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
         "e => e.getBoundingClientRect().width > 0 && e.querySelectorAll('.scatterlayer .trace').length >= 4)",
         timeout=30_000)
     page.wait_for_timeout(500)
-    _no_exception(page)
+    kit.no_exception(page)
     page.screenshot(path=str(shots / "exittrain.png"))
     lap("exittrain")
 
-    # a run started from the page appears in the Runs tab and finishes there, without a reload
+    # a small data set built from the page, then a real two-step training run started from the page: both
+    # appear and finish without a reload (the real engine: `build-data` one shard, `train` two steps)
+    fresh = tmp_path / "runs"
+    root.fill(str(fresh))
+    root.press("Enter")
+    kit.wait_idle(page)
     page.get_by_role("tab", name="New run").click()
+    shards = page.get_by_label("shards (about 20 s each on one CPU core)", exact=True)
+    shards.fill("1")
+    shards.press("Enter")
+    kit.wait_idle(page)
+    page.get_by_role("button", name="▶ Build").click()
+    kit.wait_for_text(page, "data-small is ready (1 shards)", 240, "build-data exited with status",
+                   fresh / "data-small" / "build-data.log")
+    kit.wait_idle(page)
+    assert page.get_by_role("combobox", name="distillation set", exact=True).input_value() == str(fresh / "data-small")
+    for label, value in (("steps", 2), ("checkpoint every (steps)", 2), ("batch size (anchors)", 8)):
+        kit.set_number(page, label, value)
     name = page.get_by_label("run name (folder under the runs folder)", exact=True)
     name.fill("started-here")
     name.press("Enter")
-    _wait_idle(page)
+    kit.wait_idle(page)
+    assert page.get_by_text("The training CLI refuses", exact=False).count() == 0
     page.get_by_role("button", name="▶ Start training").click()
     page.get_by_text("Started process", exact=False).wait_for(timeout=30_000)
     page.get_by_role("tab", name="Runs").click()
-    deadline = time.time() + 30  # the runs table is a canvas: the run shows as the chosen run once it appears
+    deadline = time.time() + 60  # the runs table is a canvas: the run shows as the chosen run once it appears
     while page.get_by_role("combobox", name="run", exact=True).input_value() != "started-here":
         assert time.time() < deadline, "the run started from the page did not appear without a reload"
         page.wait_for_timeout(500)
-    page.get_by_text("finished: step 12/12", exact=False).wait_for(timeout=60_000)
+    kit.wait_for_text(page, "finished: step 2/2", 240, "exited with status", fresh / "started-here" / "train.log")
     page.wait_for_function("Array.from(document.querySelectorAll('input[role=combobox]'))"
-                           ".some(e => e.value.endsWith('checkpoint-12'))", timeout=30_000)
-    assert page.get_by_role("button", name="■ Stop (started from this app)").count() == 0  # gone with the process
-    _no_exception(page)
-    lap("a run started from the page")
+                           ".some(e => e.value.startsWith(" + repr(str(fresh / "started-here")) + ") && "
+                           "(e.value.endsWith('checkpoint-2') || e.value.endsWith('drafter')))", timeout=30_000)
+    assert (fresh / "started-here" / "checkpoint-2" / "config.json").is_file()
+    # the Stop button goes with the process (it writes its final drafter after the status says finished)
+    page.get_by_role("button", name="■ Stop (started from this app)").wait_for(state="detached", timeout=60_000)
+    assert page.get_by_text("finished: step 2/2", exact=False).count() >= 1
+    kit.no_exception(page)
+    page.screenshot(path=str(shots / "exittrain-started-here.png"))
+    lap("a data set and a run started from the page")
 
-    _open(page, "Exit law workshop")
+    kit.open_page(page, "Exit law workshop")
     page.get_by_text("The law in plain words", exact=False).wait_for(timeout=30_000)
-    _wait_for_plots(page, 6)
+    kit.wait_for_plots(page, 6)
     page.wait_for_timeout(1000)
-    _no_exception(page)
+    kit.no_exception(page)
     page.screenshot(path=str(shots / "workshop.png"))
     lap("workshop")
+
+    # p = 1.7 typed into the table is refused with its range named, never clamped to 1; nothing is computed
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 100, box["y"] + 35 + 17)  # row 0, column node (right of the row markers, below
+    for key in ("ArrowRight", "ArrowRight", "ArrowRight", "ArrowDown"):  # the 35-px header); to column p, row 1
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")  # open the cell's editor
+    page.wait_for_timeout(300)
+    page.keyboard.press("Control+A")
+    page.keyboard.type("1.7")
+    page.keyboard.press("Enter")
+    page.get_by_text("p must lie in [0, 1], got 1.7", exact=False).wait_for(timeout=30_000)
+    kit.wait_idle(page)
+    assert page.locator(".js-plotly-plot").count() == 0  # the page stops at the refusal
+    kit.no_exception(page)
+    page.screenshot(path=str(shots / "workshop-refused.png"))
+    lap("workshop refuses p = 1.7")

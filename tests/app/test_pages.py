@@ -281,3 +281,23 @@ def test_explorer_target_field_reports_a_missing_folder(tmp_path):
     assert not at.exception
     assert any("Could not start" in e.value and "no-such-model" in e.value for e in at.error)
     assert at.session_state["ex_records"] == []
+
+
+def test_explorer_opens_with_the_engines_defaults_and_builders():
+    from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE
+    from tevcore.engine.builders import BUILDER_NAMES
+
+    at = page("1_Tree_explorer.py").run()
+    assert not at.exception and not at.error
+    assert at.sidebar.number_input(key="ex_budget").value == DEFAULT_BUDGET
+    assert at.sidebar.number_input(key="ex_temp").value == SAMPLING_TEMPERATURE
+    assert tuple(at.sidebar.selectbox(key="ex_builder").options) == BUILDER_NAMES
+    width = next(name for name in BUILDER_NAMES if name.startswith("width:"))
+    at.sidebar.selectbox(key="ex_builder").set_value(width).run()
+    at.sidebar.text_input(key="ex_widths").set_value("3,2").run()
+    assert not at.exception and not at.error
+    at.sidebar.text_input(key="ex_widths").set_value("3,x").run()
+    at.button(key="ex_step").click().run()  # a bad widths list is refused before any model work
+    assert not at.exception
+    assert any("Invalid settings" in e.value and "widths" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state["ex_records"] == []

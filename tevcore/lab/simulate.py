@@ -16,7 +16,6 @@ import torch
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.timing import seconds_of
-from tevcore.verify.laws import exit_law  # noqa: F401  (re-exported for the app's workshop page)
 from tevcore.verify.scored import scored_round
 from tevcore.verify.verifiers import draw, get_rule
 
