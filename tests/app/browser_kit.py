@@ -85,8 +85,10 @@ def wait_for_text(page, text: str, timeout_s: float, failure: str, log: Path) ->
     """Until `text` shows (no reload); fails early with `log`'s tail when `failure` shows instead."""
     deadline = time.time() + timeout_s
     while page.get_by_text(text, exact=False).count() == 0:
+        tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
         if page.get_by_text(failure, exact=False).count():
-            tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
             pytest.fail(f"{failure} shown instead of {text!r}; {log}:\n{tail}")
-        assert time.time() < deadline, f"{text!r} did not show within {timeout_s:.0f} s (no reload)"
+        if time.time() > deadline:
+            page.screenshot(path=str(log.with_suffix(".timeout.png")))
+            pytest.fail(f"{text!r} did not show within {timeout_s:.0f} s (no reload); {log}:\n{tail}")
         page.wait_for_timeout(500)
