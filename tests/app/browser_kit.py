@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 
 def free_port() -> int:
@@ -36,6 +37,36 @@ def set_number(page, label: str, value: float) -> None:
     box.fill(str(value))
     box.press("Enter")
     wait_idle(page)
+
+
+def edit_grid_cell(page, grid, moves: tuple[str, ...], text: str, shown: str, attempts: int = 3) -> None:
+    """Type `text` into the data-editor cell `moves` away from row 0's first column, until `shown` appears.
+
+    The grid is a canvas: the cell is reached by keyboard, and its editor (an input that takes the focus)
+    opens on Enter; on a busy machine a step can land before the grid is ready, so the edit is retried.
+    """
+    message = page.get_by_text(shown, exact=False)
+    for _ in range(attempts):
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()
+        page.mouse.click(box["x"] + 100, box["y"] + 35 + 17)  # row 0, right of the row markers, below the header
+        for key in moves:
+            page.keyboard.press(key)
+        page.keyboard.press("Enter")  # open the cell's editor
+        try:
+            page.wait_for_function("['INPUT', 'TEXTAREA'].includes(document.activeElement.tagName)", timeout=5_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            continue
+        page.keyboard.press("Control+A")
+        page.keyboard.type(text)
+        page.keyboard.press("Enter")
+        try:
+            message.wait_for(timeout=20_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    pytest.fail(f"typing {text!r} into the table never showed {shown!r} ({attempts} attempts)")
 
 
 def open_page(page, link_text: str) -> None:

@@ -329,17 +329,8 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
 
     # p = 1.7 typed into the table is refused with its range named, never clamped to 1; nothing is computed
     grid = page.locator('[data-testid="stDataFrame"]').first
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 100, box["y"] + 35 + 17)  # row 0, column node (right of the row markers, below
-    for key in ("ArrowRight", "ArrowRight", "ArrowRight", "ArrowDown"):  # the 35-px header); to column p, row 1
-        page.keyboard.press(key)
-    page.keyboard.press("Enter")  # open the cell's editor
-    page.wait_for_timeout(300)
-    page.keyboard.press("Control+A")
-    page.keyboard.type("1.7")
-    page.keyboard.press("Enter")
-    page.get_by_text("p must lie in [0, 1], got 1.7", exact=False).wait_for(timeout=30_000)
+    kit.edit_grid_cell(page, grid, ("ArrowRight", "ArrowRight", "ArrowRight", "ArrowDown"), "1.7",  # column p, row 1
+                       "p must lie in [0, 1], got 1.7")
     kit.wait_idle(page)
     assert page.locator(".js-plotly-plot").count() == 0  # the page stops at the refusal
     kit.no_exception(page)

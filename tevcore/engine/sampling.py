@@ -138,16 +138,6 @@ def draw_token(
     return torch.searchsorted(cdf, u, right=True)[0]
 
 
-def sample_rows(logits: torch.Tensor, temperatures: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """One draw per row of (n, V) logits, each at its own temperature (0 = argmax), by Gumbel-max."""
-    temperatures = temperatures.to(logits.device, torch.float32)
-    scores = logits.float()
-    uniform_ = torch.rand(scores.shape, generator=generator, device=scores.device)
-    noisy = scores / temperatures.clamp_min(torch.finfo(torch.float32).tiny)[:, None] \
-        - torch.log(-torch.log(uniform_.clamp_min(1e-20)))
-    return torch.where(temperatures > 0, noisy.argmax(-1), scores.argmax(-1))
-
-
 def sample_index(weights: torch.Tensor, generator: torch.Generator, n: int = 1) -> torch.Tensor:
     """Draw n indices from unnormalised non-negative weights (a categorical law), on the generator's device."""
     weights = weights.to(generator.device, torch.float64)

@@ -22,13 +22,13 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
-from transformers import DynamicCache
 
-from tevcore.engine.sampling import sample_rows
+from tevcore.engine.sampling import make_generator
 from tevcore.lab.datasets import DATASETS
 from tevcore.flags import comma_list
 from tevcore.proposers.target_record import target_fingerprint
 from tevcore.target.loading import Target, encode_prompt
+from tevcore.train.generation import features_forward, generate_sequences, top_k_rows
 from tevcore.train.prompts import all_training_prompts
 
 MANIFEST = "manifest.json"
@@ -136,17 +136,6 @@ def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     return [shards[i] for i in order]
 
 
-def _top_k(model, last_hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    logp = torch.log_softmax(model.lm_head(last_hidden).float(), dim=-1)
-    values, ids = logp.topk(k, dim=-1)
-    return ids.int(), values.half()
-
-
-def _base_forward(model, layers, **kwargs):
-    out = model.model(output_hidden_states=True, **kwargs)
-    return out.last_hidden_state, torch.stack([out.hidden_states[layer] for layer in layers], dim=-2)
-
-
 @torch.inference_mode()
 def _run_text(target: Target, jobs: list[Job], config: DataConfig) -> list[dict[str, torch.Tensor]]:
     """Teacher-forced features of right-padded sequences in one forward."""
@@ -157,67 +146,15 @@ def _run_text(target: Target, jobs: list[Job], config: DataConfig) -> list[dict[
     for b, job in enumerate(jobs):
         ids[b, :len(job.ids)] = torch.tensor(job.ids)
         mask[b, :len(job.ids)] = 1
-    last, hidden = _base_forward(model, config.hidden_layers, input_ids=ids.to(dev), attention_mask=mask.to(dev))
+    last, hidden = features_forward(model, config.hidden_layers, input_ids=ids.to(dev), attention_mask=mask.to(dev))
     out = []
     for b, job in enumerate(jobs):
         first = max(0, job.start - config.context)
         end = len(job.ids)
-        top_ids, top_logp = _top_k(model, last[b, first:end], config.top_k)
+        top_ids, top_logp = top_k_rows(model, last[b, first:end], config.top_k)
         out.append({"tokens": ids[b, first:end], "hidden": hidden[b, first:end], "top_ids": top_ids,
                     "top_logp": top_logp, "start": torch.tensor(job.start - first),
                     "prefix": ids[b, :first]})
-    return out
-
-
-@torch.inference_mode()
-def _run_gen(target: Target, jobs: list[Job], config: DataConfig, generator: torch.Generator) -> list[dict[str, torch.Tensor]]:
-    """Batched sampling (left-padded, KV cache) that records features of every forwarded token."""
-    model, dev = target.model, target.device
-    stops = torch.tensor(sorted(target.stop_token_ids()))
-    width = max(len(j.ids) for j in jobs)
-    n = len(jobs)
-    ids = torch.zeros(n, width, dtype=torch.long)
-    mask = torch.zeros(n, width, dtype=torch.long)
-    for b, job in enumerate(jobs):
-        ids[b, width - len(job.ids):] = torch.tensor(job.ids)
-        mask[b, width - len(job.ids):] = 1
-    temps = torch.tensor([j.temperature for j in jobs])
-    cache = DynamicCache(config=model.config)
-    positions = (mask.cumsum(-1) - 1).clamp_min(0)
-    step_ids, step_mask, step_pos = ids, mask, positions
-    tokens, hiddens, tops, tlogps = [], [], [], []
-    done = torch.zeros(n, dtype=torch.bool)
-    lengths = torch.zeros(n, dtype=torch.long)  # generated tokens that were forwarded
-    for step in range(config.max_new_tokens + 1):
-        last, hidden = _base_forward(model, config.hidden_layers, input_ids=step_ids.to(dev),
-                                     attention_mask=step_mask.to(dev), position_ids=step_pos.to(dev),
-                                     past_key_values=cache, use_cache=True)
-        keep = slice(-config.context - 1, None) if step == 0 else slice(None)
-        tokens.append(step_ids[:, keep])
-        hiddens.append(hidden[:, keep].cpu().half())
-        top_ids, top_logp = _top_k(model, last[:, -1:], config.top_k)
-        top_pad = max(0, hiddens[-1].shape[1] - 1)
-        tops.append(torch.cat([torch.zeros(n, top_pad, config.top_k, dtype=torch.int32), top_ids.cpu()], 1))
-        tlogps.append(torch.cat([torch.zeros(n, top_pad, config.top_k, dtype=torch.float16), top_logp.cpu()], 1))
-        if step > 0:
-            lengths += (~done).long()
-            done |= torch.isin(step_ids[:, 0], stops)
-        if step == config.max_new_tokens or bool(done.all()):
-            break
-        logits = model.lm_head(last[:, -1]).float().cpu()
-        nxt = sample_rows(logits, temps, generator)
-        step_ids = nxt[:, None]
-        step_mask = torch.cat([step_mask, torch.ones(n, 1, dtype=torch.long)], 1)
-        step_pos = step_pos[:, -1:] + 1
-    tok, hid, top, tlp = (torch.cat(x, 1) for x in (tokens, hiddens, tops, tlogps))
-    out = []
-    for b, job in enumerate(jobs):
-        context = min(config.context, len(job.ids) - 1)
-        first = config.context - context
-        end = config.context + 1 + int(lengths[b])
-        out.append({"tokens": tok[b, first:end], "hidden": hid[b, first:end], "top_ids": top[b, first:end],
-                    "top_logp": tlp[b, first:end], "start": torch.tensor(context),
-                    "prefix": torch.tensor(job.ids[:len(job.ids) - 1 - context], dtype=torch.long)})
     return out
 
 
@@ -270,7 +207,9 @@ def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: 
     for index in bar:
         jobs = plan[index]
         if jobs[0].kind == "gen":
-            seqs = _run_gen(target, jobs, config, torch.Generator().manual_seed(config.seed * 100003 + index))
+            seqs = generate_sequences(target, [j.ids for j in jobs], [j.temperature for j in jobs],
+                                      config.max_new_tokens, config.hidden_layers, config.context, config.top_k,
+                                      make_generator(config.seed * 100003 + index))
         else:
             seqs = _run_text(target, jobs, config)
         packed = _pack(seqs)
