@@ -8,6 +8,8 @@ from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.engine.builders import best_first
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord, StageTimings
+from tevcore.engine.sampling import make_generator
+from tevcore.verify.verifiers import get_verifier
 
 
 def synthetic_record(budget: int = 16, seed: int = 0, vocab: int = 40, depth: int = 6,
@@ -15,9 +17,9 @@ def synthetic_record(budget: int = 16, seed: int = 0, vocab: int = 40, depth: in
                      index: int = 0) -> tuple[RoundRecord, torch.Tensor]:
     """A made-up round on a random toy target: the tree, its flow and node logits.
 
-    The tree comes from the engine's best-first builder on random draft rows;
-    the "verdict" follows the path to the node of largest exit mass and takes
-    that node's top missing token as bonus (a stand-in: no verifier runs here).
+    The tree comes from the engine's best-first builder on random draft rows
+    and the verdict from TEV on the round's flow; only the stage timings are
+    made up (nothing is timed on a toy target).
     """
     gen = torch.Generator().manual_seed(seed)
     depth_logq = torch.log_softmax(3.0 * torch.randn(depth, vocab, generator=gen), -1)
@@ -26,15 +28,14 @@ def synthetic_record(budget: int = 16, seed: int = 0, vocab: int = 40, depth: in
     # make the target like the tree a little, so flows look like real ones
     logits[tree.parents[1:], tree.tokens[1:]] += 2.5
     flow = target_flow(tree, logits, temperature)
-    exit_node = int(flow.exit_mass.argmax())
-    path = tree.path(exit_node)
-    bonus = int(flow.missing_tokens[exit_node, 0])
+    verdict = get_verifier("tev")(tree, logits, temperature, make_generator(seed), flow=flow)
+    path, exit_node, bonus = list(verdict.path), int(verdict.exit_node), int(verdict.bonus_token)
     texts = [f"t{int(t)}" for t in tree.tokens.tolist()]
     missing = [[f"t{int(t)}" for t in row] for row in flow.missing_tokens.tolist()]
     emitted = tree.tokens[path[1:]].tolist() + [bonus]
     record = RoundRecord(
         index=index, proposer="synthetic", builder="best_first", budget=budget, temperature=temperature,
-        context_length=10, tree=tree, flow=flow, token_texts=texts, missing_texts=missing, verifier="synthetic",
+        context_length=10, tree=tree, flow=flow, token_texts=texts, missing_texts=missing, verifier="tev",
         path=path, exit_node=exit_node, bonus_token=bonus, bonus_text=f"t{bonus}", emitted_tokens=emitted,
         emitted_text="".join(f" t{t}" for t in emitted),
         timings=StageTimings(draft=0.004, tree_build=0.001, tree_forward=0.02, flow=0.001, verify_decision=0.0004,
