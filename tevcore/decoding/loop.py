@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-
 from tevcore.engine.builders import get_builder
 from tevcore.config import DecodeConfig
 from tevcore.proposers.base import Proposer

@@ -127,7 +127,7 @@ def draw_token(
         scores = scores.masked_fill(banned, -math.inf)
     if is_greedy(temperature):
         return scores.argmax(-1)
-    weights = scores / temperature if temperature != 1.0 else scores.clone()
+    weights = scores / temperature  # a new tensor (dividing by 1 is exact)
     weights.sub_(weights.max()).exp_()
     cdf = weights.to(torch.float64).cumsum_(-1)
     total = cdf[-1:]

@@ -25,7 +25,6 @@ from tevcore.target.session import TargetSession
 from tevcore.proposers.base import ProposerBase
 
 
-
 def block_masks(spec: DFlashSpec, queries: int, keys: int, device: torch.device, dtype: torch.dtype) -> dict:
     """Additive attention masks (1, 1, queries, keys) per layer kind; None where a kind sees everything.
 
@@ -38,14 +37,17 @@ def block_masks(spec: DFlashSpec, queries: int, keys: int, device: torch.device,
     bidirectional window also admits keys exactly `window` away, which its own
     sliding cache (window - 1 past keys) and flash path do not.
     """
-    q = torch.arange(keys - queries, keys, device=device)[:, None]
-    k = torch.arange(keys, device=device)[None]
     masks = {}
     for kind in set(spec.layer_types) or {FULL}:
+        causal, window = spec.causal(kind), spec.window(kind)
+        if not causal and (window is None or window >= keys):  # every key in reach: no mask, nothing built
+            masks[kind] = None
+            continue
+        q = torch.arange(keys - queries, keys, device=device)[:, None]
+        k = torch.arange(keys, device=device)[None]
         visible = torch.ones(queries, keys, dtype=torch.bool, device=device)
-        if spec.causal(kind):
+        if causal:
             visible &= k <= q
-        window = spec.window(kind)
         if window is not None:
             visible &= (q - k).abs() < window
         masks[kind] = None if bool(visible.all()) else \

@@ -151,7 +151,7 @@ def _run_text(target: Target, jobs: list[Job], config: DataConfig) -> list[dict[
     for b, job in enumerate(jobs):
         first = max(0, job.start - config.context)
         end = len(job.ids)
-        top_ids, top_logp = top_k_rows(model, last[b, first:end], config.top_k)
+        top_ids, top_logp = top_k_rows(model.lm_head(last[b, first:end]), config.top_k)
         out.append({"tokens": ids[b, first:end], "hidden": hidden[b, first:end], "top_ids": top_ids,
                     "top_logp": top_logp, "start": torch.tensor(job.start - first),
                     "prefix": ids[b, :first]})

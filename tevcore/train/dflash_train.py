@@ -36,6 +36,7 @@ from tevcore.train.rundir import (
     RunLock,
     latest_checkpoint,
     load_trainer_state,
+    reported_end,
     save_checkpoint,
     write_status,
 )
@@ -74,27 +75,28 @@ def train_dflash(config: TrainConfig, out: Path, target: Target) -> Path:
     """Fine-tune (or resume) the DFlash drafter of `config.init` into `out`/drafter (published format)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise ValueError("DFlash fine-tuning runs in one process; launch it without torchrun")
-    spec = load_dflash(config.init.removeprefix(PREFIX), target)[1]  # checked before the run folder is made
-    _check(config, spec.depth)
+    initial = load_dflash(config.init.removeprefix(PREFIX), target)  # checked before the run folder is made
+    _check(config, initial[1].depth)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     lock = RunLock(out)
     lock.acquire()
     try:
-        return _train_locked(config, out, target)
+        return _train_locked(config, out, target, initial)
     finally:
         lock.release()
 
 
-def _train_locked(config: TrainConfig, out: Path, target: Target) -> Path:
-    from tevcore.train.loop import (_done_steps, _prepare_folder, _step_rows, _tree_pool, _trim_metrics,
+def _train_locked(config: TrainConfig, out: Path, target: Target, initial: tuple) -> Path:
+    """The run in its locked folder: from its newest checkpoint when it has one, else from `initial`."""
+    from tevcore.train.loop import (_prepare_folder, _step_rows, _tree_pool, _trim_metrics,
                                     learning_rate, optimizer_step)
 
     torch.set_num_threads(config.threads)
     started = time.time()
     _prepare_folder(config, out)
     checkpoint = latest_checkpoint(out)
-    drafter, spec = load_dflash(checkpoint if checkpoint else config.init.removeprefix(PREFIX), target)
+    drafter, spec = load_dflash(checkpoint, target) if checkpoint else initial
     state = load_trainer_state(checkpoint) if checkpoint else {"step": 0, "optimizer": None}
     start_step = int(state["step"])
     anchors = AnchorSet(config.data, config.context, config.depth, config.max_shards)
@@ -123,8 +125,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target) -> Path:
     def save(model, folder: Path) -> Path:
         return save_dflash(model, spec, folder)
 
-    status = "running"
-    try:
+    with reported_end(out, config.steps, started):
         for step in range(start_step, config.steps):
             rows, tree_rows, _ = _step_rows(config, step, anchors, pool_rows, 0, 1)
             batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
@@ -151,17 +152,5 @@ def _train_locked(config: TrainConfig, out: Path, target: Target) -> Path:
                 save_checkpoint(out, drafter, optimizer, step + 1, save=save)
             write_status(out, "running", step + 1, config.steps, started)
         final = save(drafter.eval(), out / "drafter")
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    except BaseException as err:
-        status = "crashed"
-        write_status(out, status, _done_steps(out), config.steps, started, error=f"{type(err).__name__}: {err}")
-        raise
-    finally:
-        if status != "crashed":
-            write_status(out, status, _done_steps(out) if status != "finished" else config.steps, config.steps, started)
     print(f"saved the fine-tuned DFlash drafter to {final}")
     return final
-

@@ -16,9 +16,9 @@ from tevcore.decoding.walker import walk_all
 from tevcore.target.loading import Target
 
 
-def top_k_rows(model, last_hidden: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-k token ids and their log-probs (T = 1) of the target's head over `last_hidden`."""
-    logp = torch.log_softmax(model.lm_head(last_hidden).float(), dim=-1)
+def top_k_rows(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-k token ids and their log-probs (T = 1) of the target's logits."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
     values, ids = logp.topk(k, dim=-1)
     return ids.int(), values.half()
 
@@ -49,8 +49,7 @@ class GenerationBatch:
         self.lengths = torch.zeros(n, dtype=torch.long)  # generated tokens forwarded (and kept) per sequence
 
     def next_rows(self) -> torch.Tensor:
-        last = self._forward()
-        return self.model.lm_head(last).float().cpu()  # drawn with the build's CPU generator
+        return self._forward().cpu()  # drawn with the build's CPU generator
 
     def extend(self, tokens: dict[int, int], stopped: dict[int, int]) -> None:
         n = self.step_ids.shape[0]
@@ -82,7 +81,8 @@ class GenerationBatch:
         return out
 
     def _forward(self) -> torch.Tensor:
-        """One step over the cache; keeps the forwarded positions' features; returns the last hidden rows."""
+        """One step over the cache; keeps the forwarded positions' features; returns the newest positions'
+        (n, V) logits."""
         first_step = not self.kept["tokens"]
         last, hidden = features_forward(self.model, self.layers, input_ids=self.step_ids.to(self.device),
                                         attention_mask=self.step_mask.to(self.device),
@@ -92,13 +92,14 @@ class GenerationBatch:
         n = self.step_ids.shape[0]
         self.kept["tokens"].append(self.step_ids[:, keep])
         self.kept["hidden"].append(hidden[:, keep].cpu().half())
-        top_ids, top_logp = top_k_rows(self.model, last[:, -1:], self.top_k)
+        logits = self.model.lm_head(last[:, -1:]).float()  # once: the kept top-k and the walker's next rows
+        top_ids, top_logp = top_k_rows(logits, self.top_k)
         pad = max(0, self.kept["hidden"][-1].shape[1] - 1)  # only the newest position has a next-token row
         self.kept["top_ids"].append(torch.cat([torch.zeros(n, pad, self.top_k, dtype=torch.int32), top_ids.cpu()], 1))
         self.kept["top_logp"].append(torch.cat([torch.zeros(n, pad, self.top_k, dtype=torch.float16),
                                                 top_logp.cpu()], 1))
         self.pending = False
-        return last[:, -1]
+        return logits[:, 0]
 
 
 @torch.inference_mode()

@@ -43,6 +43,7 @@ from tevcore.train.rundir import (
     RunLock,
     latest_checkpoint,
     load_checkpoint,
+    reported_end,
     save_checkpoint,
     write_json_atomic,
     write_status,
@@ -247,8 +248,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
     bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="train",
                disable=rank != 0)
     device = target.device
-    state = "running"
-    try:
+    with reported_end(out, config.steps, started, writes=rank == 0):
         for step in bar:
             rows, tree_rows, known = _step_rows(config, step, anchors, pool_rows, rank, world)
             batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
@@ -281,28 +281,11 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
         final = out / "drafter"
         if rank == 0:
             save_drafter(drafter, final)
-        state = "finished"
         return final
-    except KeyboardInterrupt:
-        state = "interrupted"
-        raise
-    except BaseException as err:
-        state = "crashed"
-        if rank == 0:
-            write_status(out, state, _done_steps(out), config.steps, started, error=f"{type(err).__name__}: {err}")
-        raise
-    finally:
-        if rank == 0 and state != "crashed":
-            write_status(out, state, _done_steps(out), config.steps, started)
 
 
 def _slice_batch(batch: AnchorBatch, start: int) -> AnchorBatch:
     return replace(batch, **{f.name: getattr(batch, f.name)[start:] for f in fields(batch)})
-
-
-def _done_steps(out: Path) -> int:
-    status = out / "status.json"
-    return json.loads(status.read_text()).get("step", 0) if status.is_file() else 0
 
 
 def _trim_metrics(path: Path, step: int) -> None:

@@ -14,7 +14,8 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -101,6 +102,30 @@ def write_status(folder: Path, state: str, step: int, total: int, started: float
     write_json_atomic(Path(folder) / "status.json", {
         "state": state, "pid": os.getpid(), "step": step, "total_steps": total,
         "started": started, "updated": time.time(), **extra})
+
+
+def done_steps(folder: Path) -> int:
+    """The last step status.json reports (0 before the first)."""
+    status = Path(folder) / "status.json"
+    return json.loads(status.read_text()).get("step", 0) if status.is_file() else 0
+
+
+@contextmanager
+def reported_end(folder: Path, total: int, started: float, writes: bool = True) -> Iterator[None]:
+    """The run's last status, however its steps end: finished, interrupted (Ctrl-C) or crashed (with the
+    error). `writes` is False on the DDP ranks that do not own the folder."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if writes:
+            write_status(folder, "interrupted", done_steps(folder), total, started)
+        raise
+    except BaseException as err:
+        if writes:
+            write_status(folder, "crashed", done_steps(folder), total, started, error=f"{type(err).__name__}: {err}")
+        raise
+    if writes:
+        write_status(folder, "finished", done_steps(folder), total, started)
 
 
 def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, step: int,
