@@ -52,12 +52,16 @@ tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare checkpoint
 # ------------------------------------------------------------------ a small data set, without a terminal
 @st.fragment(run_every=REFRESH_SECONDS)
 def show_data_build(folder: Path, shards: int) -> None:
-    """Progress of a `build-data` process started from this page (shards written / planned)."""
+    """Progress of a `build-data` started from this page (shards written / planned), read from the folder
+    when this process holds no handle on the build (another session, a reload, a script run cut short)."""
     proc = started_processes().get(f"data:{folder.resolve()}")
-    if proc is None:
+    if proc is None and not (folder / trainruns.DATA_LOG).is_file():
         return
     done = trainruns.data_progress(folder)
-    code = proc.poll()  # also reaps the finished process
+    if proc is not None:
+        code = proc.poll()  # also reaps the finished process
+    else:
+        code = 0 if done >= shards else None
     if code is None:
         st.progress(min(1.0, done / shards), text=f"building {folder.name}: {done}/{shards} shards")
     elif code == 0:

@@ -288,6 +288,8 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
     shards.fill("1")
     shards.press("Enter")
     kit.wait_idle(page)
+    page.wait_for_timeout(1000)  # a rerun that starts late (a busy machine) is over before the click
+    kit.wait_idle(page)
     page.get_by_role("button", name="▶ Build").click()
     kit.wait_for_text(page, "data-small is ready (1 shards)", 240, "build-data exited with status",
                    fresh / "data-small" / "build-data.log")
