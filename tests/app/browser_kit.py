@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from pathlib import Path
@@ -39,34 +40,58 @@ def set_number(page, label: str, value: float) -> None:
     wait_idle(page)
 
 
-def edit_grid_cell(page, grid, moves: tuple[str, ...], text: str, shown: str, attempts: int = 3) -> None:
-    """Type `text` into the data-editor cell `moves` away from row 0's first column, until `shown` appears.
+def edit_grid_cell(page, grid, column: str, row: int, text: str, shown: str, attempts: int = 5) -> None:
+    """Type `text` into the data-editor cell (`column`, `row`), until `shown` appears.
 
-    The grid is a canvas: the cell is reached by keyboard, and its editor (an input that takes the focus)
-    opens on Enter; on a busy machine a step can land before the grid is ready, so the edit is retried.
+    The grid draws on a canvas, but beside it keeps an accessibility table (a `th` per column title, a `td`
+    per visible cell, both with `aria-colindex`). Focusing a `td` selects its cell (the grid's first focus
+    lands on its first cell, so that can take two); then, as a keyboard user does, Enter on the grid opens
+    the selected cell's editor and Enter again commits it (a click on the `td` opens the editor too, but its
+    edits were dropped about half the time). No pixel positions or arrow keys: fonts and column
+    widths cannot move the edit to another cell (1.7 typed into an integer column becomes 17). Each step
+    waits for the state it needs and checks it (the cell selected, the editor's starting text, the text it
+    holds); a miss is retried.
     """
     message = page.get_by_text(shown, exact=False)
+    header = grid.locator("th[role=columnheader]").filter(has_text=re.compile(f"^{re.escape(column)}$")).first
+    header.wait_for(state="attached", timeout=30_000)
+    cell = grid.locator(f"tr[aria-rowindex='{row + 2}'] td[aria-colindex='{header.get_attribute('aria-colindex')}']")
+    selected = "(cell) => cell.getAttribute('aria-selected') === 'true' && document.activeElement === cell"
+    editing = "() => ['INPUT', 'TEXTAREA'].includes(document.activeElement.tagName)"
+    editor_text = "document.activeElement.value"
     for _ in range(attempts):
-        grid.scroll_into_view_if_needed()
-        box = grid.bounding_box()
-        page.mouse.click(box["x"] + 100, box["y"] + 35 + 17)  # row 0, right of the row markers, below the header
-        for key in moves:
-            page.keyboard.press(key)
-        page.keyboard.press("Enter")  # open the cell's editor
+        wait_idle(page)  # an edit that lands during a rerun can be dropped when the rerun redraws the grid
         try:
-            page.wait_for_function("['INPUT', 'TEXTAREA'].includes(document.activeElement.tagName)", timeout=5_000)
+            for _ in range(3):
+                cell.focus()
+                try:
+                    page.wait_for_function(selected, arg=cell.element_handle(), timeout=1_500)
+                    break
+                except PlaywrightTimeout:
+                    continue
+            before = cell.inner_text()
+            grid.locator("[data-testid=data-grid-canvas]").focus()  # the selection stays
+            page.keyboard.press("Enter")
+            page.wait_for_function(editing, timeout=5_000)
         except PlaywrightTimeout:
+            continue
+        if page.evaluate(editor_text) != before:  # opened on another cell
             page.keyboard.press("Escape")
             continue
         page.keyboard.press("Control+A")
         page.keyboard.type(text)
+        if page.evaluate(editor_text) != text:
+            page.keyboard.press("Escape")
+            continue
+        page.wait_for_timeout(400)  # a person's pause: an Enter right after the last key can commit the old value
         page.keyboard.press("Enter")
         try:
             message.wait_for(timeout=20_000)
             return
         except PlaywrightTimeout:
             continue
-    pytest.fail(f"typing {text!r} into the table never showed {shown!r} ({attempts} attempts)")
+    pytest.fail(f"typing {text!r} into the table's cell ({column!r}, row {row}) never showed {shown!r} "
+                f"({attempts} attempts)")
 
 
 def open_page(page, link_text: str) -> None:

@@ -331,8 +331,7 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
 
     # p = 1.7 typed into the table is refused with its range named, never clamped to 1; nothing is computed
     grid = page.locator('[data-testid="stDataFrame"]').first
-    kit.edit_grid_cell(page, grid, ("ArrowRight", "ArrowRight", "ArrowRight", "ArrowDown"), "1.7",  # column p, row 1
-                       "p must lie in [0, 1], got 1.7")
+    kit.edit_grid_cell(page, grid, "p", 1, "1.7", "p must lie in [0, 1], got 1.7")
     kit.wait_idle(page)
     assert page.locator(".js-plotly-plot").count() == 0  # the page stops at the refusal
     kit.no_exception(page)
