@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 PYTHONPATH="$PWD" TEV_SCREENSHOTS="$PWD/assets/screenshots"
-exec python3 -m pytest -q tests/app/test_browser.py "$@"
+source scripts/install.sh
+exec "$PYTHON" -m pytest -q tests/app/test_browser.py "$@"
