@@ -10,6 +10,15 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+SLOW_FIXTURES = {"default_target", "default_proposer"}
+
+
+def pytest_collection_modifyitems(items):
+    """A test that loads the embedded 135M target is slow: the quick lane (-m 'not slow') leaves it out."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def tiny_target():

@@ -21,6 +21,8 @@ import pytest
 
 import browser_kit as kit
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -32,7 +34,8 @@ if not CHROMIUM.exists():
     if IN_CI:
         pytest.fail("no system Chromium at /usr/bin/chromium (CI=true: install it, e.g. scripts/test.sh does)",
                     pytrace=False)
-    pytest.skip("no system Chromium at /usr/bin/chromium", allow_module_level=True)
+    pytest.skip("no system Chromium at /usr/bin/chromium: install it (sudo apt-get install chromium) to run the "
+                "browser tests", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import socket
 import sys
 import types
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -17,6 +18,8 @@ from tevcore.target.loading import Target
 from tevcore.train.config import TrainConfig
 from tevcore.train.loop import train
 from tevcore.target.tree_attention import TREE_SDPA
+
+pytestmark = [pytest.mark.ddp, pytest.mark.slow]
 
 CONFIG = dict(target="tiny", depth=3, context=4, layers=1, heads=4, ffn=64, draft_vocab=40, steps=4,
               batch_size=8, warmup=1, lr=3e-3, tree_lambda=0.1, tree_anchors=2, tree_pool=3, checkpoint_every=2,
