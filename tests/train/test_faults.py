@@ -116,6 +116,7 @@ def uninterrupted(tiny_run_inputs, tmp_path_factory):
     return _weights(run)
 
 
+@pytest.mark.slow
 def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the_same_weights(
         tiny_run_inputs, uninterrupted, tmp_path, capsys):
     run = tmp_path / "run"
@@ -136,6 +137,7 @@ def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the
     ("tevcore.train.rundir", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
     ("tevcore.train.rundir", "write_json_atomic", 2, "before", "latest"),  # renamed into place, `latest` not moved
 ], ids=["inside-the-folder-write", "before-latest-moves"])
+@pytest.mark.slow
 def test_sigkill_while_a_checkpoint_is_written_leaves_the_previous_one_loadable(
         tiny_run_inputs, uninterrupted, tmp_path, where):
     from tevcore.target.loading import load_target
