@@ -14,15 +14,17 @@ from __future__ import annotations
 import copy
 import json
 import math
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
+from tevcore.diskwrite import save_tensors, write_text_atomic
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.loading import Target
 from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
@@ -247,14 +249,17 @@ class BlockProposer(ProposerBase):
 def save_drafter(drafter: BlockDrafter, folder: Path, dtype: torch.dtype = torch.float32) -> None:
     """config.json + model.safetensors (trainable weights and draft ids; no frozen target rows)."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    made = not folder.exists()
     state = {k: (v.to(dtype) if v.is_floating_point() else v).contiguous().cpu()
              for k, v in drafter.state_dict().items()}
-    tmp = folder / (WEIGHTS_FILE + ".tmp")
-    save_file(state, str(tmp), metadata={"format": "pt", "model_type": MODEL_TYPE})
-    tmp.replace(folder / WEIGHTS_FILE)
-    (folder / (CONFIG_FILE + ".tmp")).write_text(json.dumps(drafter.config.to_dict(), indent=2))
-    (folder / (CONFIG_FILE + ".tmp")).replace(folder / CONFIG_FILE)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        save_tensors(folder / WEIGHTS_FILE, state, metadata={"format": "pt", "model_type": MODEL_TYPE})
+        write_text_atomic(folder / CONFIG_FILE, json.dumps(drafter.config.to_dict(), indent=2))
+    except BaseException:
+        if made:  # a failed write (a full disk) leaves no empty or partial drafter folder behind
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def read_config(folder: Path) -> BlockDrafterConfig:

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
+from tevcore.diskwrite import save_tensors, write_text_atomic
 from tevcore.target.loading import Target
 
 ARCHITECTURE = "DFlashDraftModel"
@@ -278,8 +280,12 @@ def save_dflash(drafter, spec: DFlashSpec, folder: Path, dtype: torch.dtype | No
     if any(not math.isfinite(float(v.float().abs().max())) for v in state.values() if v.numel()):
         raise ValueError("the DFlash drafter has non-finite weights; not saved")
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
-    save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
-    (tmp / CONFIG_FILE).write_text(json.dumps(spec.raw, indent=2))
+    try:
+        save_tensors(tmp / WEIGHTS_FILE, state, metadata={"format": "pt"})
+        write_text_atomic(tmp / CONFIG_FILE, json.dumps(spec.raw, indent=2))
+    except BaseException:  # a failed write (a full disk) leaves no partial folder behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if folder.exists():
         for file in (WEIGHTS_FILE, CONFIG_FILE):
             (tmp / file).replace(folder / file)
