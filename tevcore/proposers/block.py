@@ -287,12 +287,34 @@ def load_drafter(folder: Path, target: Target) -> BlockDrafter:
     if "draft_ids" not in state:
         raise ValueError(f"{path} holds no draft_ids: not a block drafter's weights")
     check_draft_ids(config, state["draft_ids"], path)
+    _check_weights_fit(config, state, folder)
     drafter = BlockDrafter(config, state["draft_ids"])
     try:
         drafter.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     except RuntimeError as err:
         raise ValueError(f"{path} does not match {folder / CONFIG_FILE}: {err}") from None
     return drafter.to(target.device).attach(target).eval()
+
+
+def _check_weights_fit(config: BlockDrafterConfig, state: dict[str, torch.Tensor], folder: Path) -> None:
+    """The weights file holds the tensors config.json describes, in their shapes, as floats: checked on a
+    skeleton that allocates nothing, so an absurd size (an FFN or a depth of 10^9) is refused, never allocated."""
+    path, where = folder / WEIGHTS_FILE, folder / CONFIG_FILE
+    layers = {name.split(".")[2] for name in state if name.startswith("encoder.layers.")}
+    if len(layers) != config.layers:
+        raise ValueError(f"{where} says layers={config.layers}, but {path} holds {len(layers)} encoder layers")
+    with torch.device("meta"):
+        skeleton = BlockDrafter(config, torch.zeros(config.draft_vocab_size, dtype=torch.long))
+    for name, expected in skeleton.state_dict().items():
+        found = state.get(name)
+        if found is None:
+            continue  # a missing tensor is named by load_state_dict
+        if expected.is_floating_point() and not found.is_floating_point():
+            raise ValueError(f"{path}: {name} holds {str(found.dtype).removeprefix('torch.')} values, "
+                             "not floating-point weights")
+        if found.shape != expected.shape:
+            raise ValueError(f"{path}: {name} has shape {list(found.shape)}, but {where} implies "
+                             f"{list(expected.shape)}")
 
 
 def default_drafter_path() -> Path:

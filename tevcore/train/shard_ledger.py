@@ -9,25 +9,16 @@ header's data must end where the file ends) and recorded.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import struct
 from pathlib import Path
 
 from tevcore.diskwrite import append_line
+from tevcore.filechecks import safetensors_problem, sha256_of
 
 LEDGER = "shards.jsonl"
 _TEMPORARY = re.compile(r"^\.shard_\d+\.safetensors\.(\d+)\.tmp$")  # diskwrite's name: .<name>.<pid>.tmp
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def record(folder: Path, shard: Path, size: int | None = None) -> None:
@@ -52,31 +43,12 @@ def recorded(folder: Path) -> dict[str, dict]:
     return entries
 
 
-def _header_problem(shard: Path, size: int) -> str | None:
-    """Why a shard's safetensors header does not describe the whole file (None when it does)."""
-    with open(shard, "rb") as handle:
-        start = handle.read(8)
-        if len(start) < 8:
-            return f"{size} bytes, too short for a safetensors header"
-        length = struct.unpack("<Q", start)[0]
-        if length > size - 8:
-            return f"its header claims {length} bytes but the file has {size}"
-        try:
-            header = json.loads(handle.read(length))
-            end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
-        except (ValueError, KeyError, TypeError, IndexError) as err:
-            return f"its header is unreadable ({type(err).__name__})"
-    if 8 + length + end != size:
-        return f"{size} bytes where its header needs {8 + length + end}"
-    return None
-
-
 def shard_problem(folder: Path, shard: Path, ledger: dict[str, dict]) -> str | None:
     """Why a present shard cannot count as done (None when it can); an unrecorded sound shard is recorded."""
     size = shard.stat().st_size
     entry = ledger.get(shard.name)
     if entry is None:
-        problem = _header_problem(shard, size)
+        problem = safetensors_problem(shard)
         if problem is None:
             record(folder, shard, size)
         return problem
