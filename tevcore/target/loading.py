@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from tevcore.flags import check_text
 from tevcore.target.devices import pick_device, pick_dtype
 from tevcore.target.packed_linear import pack_linears
 from tevcore.target.tree_attention import attention_for
@@ -213,6 +214,9 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | N
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty")
+    check_text(prompt, "the prompt")
+    if reply is not None:
+        check_text(reply, "the reply")
     tokenizer = target.tokenizer
     templated = chat and bool(getattr(tokenizer, "chat_template", None))
     if chat and not templated:
