@@ -119,3 +119,15 @@ def test_round_on_a_tiny_qwen3_writes_a_record_whose_flow_recomputes(tiny_model_
     again = target_flow(record.tree, session.score_tree(record.tree).logits, record.temperature)
     for field in ("edge_prob", "path_prob", "exit_mass"):
         assert torch.allclose(getattr(record.flow, field), getattr(again, field), atol=1e-6), field
+
+
+@pytest.mark.parametrize("chat_template", [False, True])
+@pytest.mark.parametrize("prompt, reply, message", [
+    ("caf\udce9", None, "the prompt is not valid UTF-8 text: character 4 is '\\\\udce9', a byte that is not UTF-8"),
+    ("\ud83d", None, "the prompt is not valid UTF-8 text: character 1 is '\\\\ud83d', a lone surrogate"),
+    ("fine", "bad \udfff", "the reply is not valid UTF-8 text: character 5"),
+])
+def test_text_a_tokenizer_cannot_take_is_refused_before_it(tiny_model_folder, chat_template, prompt, reply, message):
+    target = load_target(str(tiny_model_folder("llama", chat_template=chat_template)), device="cpu")
+    with pytest.raises(ValueError, match=message):
+        encode_prompt(target, prompt, reply=reply)
