@@ -72,7 +72,8 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.flags import add_target_arguments, prompt_text, seed_value
 
     helps = DecodeConfig.help()
-    parser.add_argument("--prompt", required=True, type=prompt_text, help="user prompt (chat template applied unless --no-chat)")
+    parser.add_argument("--prompt", required=True, type=prompt_text,
+                        help="user prompt (chat template applied unless --no-chat)")
     parser.add_argument("--proposer", default="default",
                         help=PROPOSER_SPECS)
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)

@@ -88,22 +88,12 @@ def thread_count(text: str) -> int:
 
 def prompt_text(text: str) -> str:
     """A prompt given on the command line: text the tokenizer can take (see `check_text`)."""
+    from tevcore.target.loading import check_text
+
     try:
         return check_text(text, "the prompt")
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def check_text(text: str, what: str) -> str:
-    """`text` unless it holds characters UTF-8 cannot encode (lone surrogates: bytes that were not UTF-8
-    on the command line, or '\\ud800'-style escapes in JSON), which a tokenizer fails on with a traceback."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        bad = text[err.start]
-        raise ValueError(f"{what} is not valid UTF-8 text: character {err.start + 1} is {bad!r}, "
-                         + ("a byte that is not UTF-8" if "\udc80" <= bad <= "\udcff" else "a lone surrogate")) from None
-    return text
 
 
 TARGET_HELP = "'default' (the embedded SmolLM2-135M), a .gguf file, a Hugging Face model folder or a hub id"

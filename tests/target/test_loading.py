@@ -75,7 +75,10 @@ def test_bad_targets_give_one_line_errors(not_a_causal_lm, tmp_path, monkeypatch
         assert "\n" not in str(caught.value)
 
 
-def test_no_chat_template_falls_back_to_plain_text_once(tiny_model_folder, capsys):
+def test_no_chat_template_falls_back_to_plain_text_once(tiny_model_folder, capsys, monkeypatch):
+    from tevcore.target import loading
+
+    monkeypatch.setattr(loading, "_PLAIN_TEXT_SAID", set())  # an earlier test may have used this model already
     target = load_target(str(tiny_model_folder("llama")), device="cpu")
     first, second = encode_prompt(target, "abc"), encode_prompt(target, "abc")
     assert first == second == target.tokenizer("abc")["input_ids"]

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tevcore.engine.flow import TargetFlow
-from tevcore.engine.record_checks import check_counts, check_flow, check_order, check_texts, check_timings, check_verdict
+from tevcore.engine.record_checks import (check_counts, check_flow, check_order, check_texts, check_timings,
+                                          check_verdict)
 from tevcore.engine.tree import DraftTree
 from tevcore.outputs import write_output
 

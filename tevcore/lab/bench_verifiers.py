@@ -60,15 +60,19 @@ class ScoredTree:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budgets", default="8,16,32,64", help="comma-separated tree budgets")
-    parser.add_argument("--rounds", type=count_at_least_one, default=200, help="timed decisions per verifier and budget")
+    parser.add_argument("--rounds", type=count_at_least_one, default=200,
+                        help="timed decisions per verifier and budget")
     parser.add_argument("--temperature", type=float, default=SAMPLING_TEMPERATURE,
                         help="sampling temperature of the decisions")
     parser.add_argument("--verifiers", default=",".join(VERIFIERS), help="comma-separated verifier names")
-    parser.add_argument("--prompts", type=count_at_least_one, default=3, help="held-out MT-Bench prompts to take trees from")
-    parser.add_argument("--positions", type=count_at_least_one, default=2, help="tree positions per prompt (consecutive tokens of its greedy walk)")
+    parser.add_argument("--prompts", type=count_at_least_one, default=3,
+                        help="held-out MT-Bench prompts to take trees from")
+    parser.add_argument("--positions", type=count_at_least_one, default=2,
+                        help="tree positions per prompt (consecutive tokens of its greedy walk)")
     parser.add_argument("--depth", type=count_at_least_one, default=8, help="rollout depth K of the stand-in proposer")
     add_target_arguments(parser)
-    parser.add_argument("--threads", type=thread_count, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--threads", type=thread_count, default=None,
+                        help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--seed", type=seed_value, default=0, help="seed of the decisions' random draws")
     parser.add_argument("--out", default="results/verifiers.json", help="JSON file for the results")
 

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tevcore.flags import check_text
+from tevcore.target.loading import check_text
 
 HELDOUT_EVERY = 5
 SPLITS = ("heldout", "train", "all")

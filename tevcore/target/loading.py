@@ -23,7 +23,6 @@ from pathlib import Path
 
 import torch
 
-from tevcore.flags import check_text
 from tevcore.target.devices import pick_device, pick_dtype
 from tevcore.target.packed_linear import pack_linears
 from tevcore.target.tree_attention import attention_for
@@ -204,6 +203,18 @@ def load_target(spec: str | None = None, device: str | torch.device | None = Non
     check_tree_masks(model)
     pack_linears(model)
     return Target(model=model, tokenizer=tokenizer, name=name)
+
+
+def check_text(text: str, what: str) -> str:
+    """`text` unless it holds characters UTF-8 cannot encode (lone surrogates: bytes that were not UTF-8
+    on the command line, or '\\ud800'-style escapes in JSON), which a tokenizer fails on with a traceback."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = text[err.start]
+        kind = "a byte that is not UTF-8" if "\udc80" <= bad <= "\udcff" else "a lone surrogate"
+        raise ValueError(f"{what} is not valid UTF-8 text: character {err.start + 1} is {bad!r}, {kind}") from None
+    return text
 
 
 def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | None = None) -> list[int]:
