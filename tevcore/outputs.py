@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any, Callable
 
@@ -82,10 +82,15 @@ def _publish(tmp: Path, path: Path, overwrite: bool) -> Path:
         return path
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _new_temporary(path: Path) -> Path:
+    """An empty file of this writer's own beside `path`, created with the process's usual file mode."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
+        try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # mode 0o666 less the umask
+        except FileExistsError:
+            continue
+        return tmp
 
 
 def write_output(path: str | Path, write: Callable[[Path], None], overwrite: bool = False) -> Path:
@@ -97,11 +102,8 @@ def write_output(path: str | Path, write: Callable[[Path], None], overwrite: boo
     beside it. Returns where the result now is.
     """
     path = Path(path).expanduser()
-    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    os.close(descriptor)
-    tmp = Path(name)
+    tmp = _new_temporary(path)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private; a result gets the usual mode
         write(tmp)
         return _publish(tmp, path, overwrite)
     finally:
