@@ -26,7 +26,8 @@ class Fold:
 
     @property
     def label(self) -> str:
-        return f"+{len(self.children)} more (sum P = {self.mass:.3f})"
+        mass = f"{self.mass:.3f}" if self.mass >= 0.001 else f"{self.mass:.1e}"  # never a bare 0.000
+        return f"+{len(self.children)} more (sum P = {mass})"
 
 
 def fold_fans(tree, flow, fan: int | None, marked: Iterable[int] = (),

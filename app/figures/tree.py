@@ -120,12 +120,13 @@ def ring_size(x_mass: float) -> float:
 
 def label_shift(ring: float, exit_here: bool, selected_here: bool) -> float:
     """Pixels from a node's centre to its label: past the widest marker drawn there."""
-    widest = max(NODE_SIZE + 2, ring + 2, EXIT_STAR_SIZE + 2 if exit_here else 0, SELECTED_SIZE + 3 if selected_here else 0)
+    widest = max(NODE_SIZE + 2, ring + 2, EXIT_STAR_SIZE + 2 if exit_here else 0,
+                 SELECTED_SIZE + 3 if selected_here else 0)
     return widest / 2 + LABEL_GAP_PX
 
 
 def _label(fig: go.Figure, x: float, y: float, text: str, shift: float, colour: str = "#111827") -> None:
-    fig.add_annotation(x=x, y=y, text=html.escape(text), showarrow=False, xanchor="left", yanchor="middle",
+    fig.add_annotation(x=x, y=y, text=html.escape(text, quote=False), showarrow=False, xanchor="left", yanchor="middle",
                        xshift=shift, font={"size": LABEL_FONT, "color": colour})
 
 
@@ -205,7 +206,8 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
             customdata=[f"{FOLD_PREFIX}{f.parent}" for f in folds], hoverinfo="text",
             hovertext=[f"{len(f.children)} siblings under node {f.parent} ({f.hidden} nodes with their subtrees), "
                        f"sum P = {f.mass:.4f}: click to open" for f in folds],
-            marker={"symbol": "square", "size": NODE_SIZE, "color": "#e5e7eb", "line": {"width": 1, "color": "#6b7280"}}))
+            marker={"symbol": "square", "size": NODE_SIZE, "color": "#e5e7eb",
+                    "line": {"width": 1, "color": "#6b7280"}}))
         for f, x, y in zip(folds, fxs, fys):
             _label(fig, x, y, f.label, label_shift(NODE_SIZE, False, False), colour="#4b5563")
     depth_shown = max(int(pos[v][0]) for v in pos)
@@ -232,8 +234,8 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
             marker={"symbol": "square-open", "size": SELECTED_SIZE, "color": "#1f77b4", "line": {"width": 3}}))
     if folds:
         hidden = sum(f.hidden for f in folds)
-        title = (f"{title or ''} · drawn: {len(shown) - 1} of {tree.size} nodes, {hidden} folded into "
-                 f"{len(folds)} '+N more' (click one to open it)").lstrip(" ·")
+        title = (f"{title or ''}<br><sup>drawn: {len(shown) - 1} of {tree.size} nodes; {hidden} folded into "
+                 f"{len(folds)} '+N more' nodes (click one to open it)</sup>")
     rows = 1 + max(-y for _, y in pos.values())
     ticks = list(range(depth_shown + 1)) + ([depth_shown + 1] if exit_node is not None and bonus_text else [])
     fig.update_layout(
@@ -242,7 +244,8 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
         xaxis={"tickvals": ticks, "ticktext": [f"depth {d}" for d in range(depth_shown + 1)]
                + (["bonus"] if len(ticks) > depth_shown + 1 else []),
                "range": [-0.3, depth_shown + 1.9], "zeroline": False, "side": "top", "showgrid": False},
-        yaxis={"visible": False, "range": [-rows + 0.4, 0.6]}, legend={"orientation": "h", "y": -0.01, "yanchor": "top"},
+        yaxis={"visible": False, "range": [-rows + 0.4, 0.6]},
+        legend={"orientation": "h", "y": -0.01, "yanchor": "top"},
         hovermode="closest", clickmode="event+select", dragmode="pan")
     return fig
 

@@ -64,41 +64,53 @@ def exit_law_figure(node_labels: Sequence[str], law: Sequence[float], empirical:
     fig.add_trace(go.Bar(x=xs, y=law[order].tolist(), name=law_name, marker_color="#d1d5db",
                          marker_line={"color": "#111827", "width": 1}))
     _points(fig, xs, empirical, order)
-    fig.update_layout(title=f"exit node: empirical vs {law_name} (top {len(order)} nodes)",
-                      yaxis={"title": "probability"}, xaxis=category_axis(xs, title="exit node"), height=360,
-                      legend={"orientation": "h", "y": -0.25, "yanchor": "top"},
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    fig.update_layout(title=f"exit node: empirical vs {law_name}" if len(law_name) <= 22 else
+                      f"exit node: empirical vs {law_name.split(' (')[0]}",
+                      yaxis={"title": "probability"}, xaxis=category_axis(xs, title=f"exit node (top {len(order)})"),
+                      height=400, legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+                      margin={"l": 10, "r": 10, "t": 90, "b": 10})
     return fig
 
 
 def length_histogram_figure(length_freqs: Mapping[str, Sequence[float]], expected: float,
                             means: Mapping[str, float] | None = None,
                             groups: Mapping[str, str] | None = None) -> go.Figure:
-    """Block-length distribution per verifier, with 1 + C as a vertical line at its value.
+    """Block-length distribution per verifier (below) and each verifier's mean against 1 + C (above).
 
-    `groups` names each verifier's standing for this target (for example 'exact, optimal' or 'exact only
-    for T = 0'); the legend groups them under those titles, so a rule that is not exact here never sits
-    among the optimal ones.
+    The mean L of every verifier is a point on the top strip, on the same L axis as the histogram, and 1 + C is
+    a line there at its value: the bars of L = 2 are as wide as the group, so a line drawn through them would
+    seem to sit at 2. `groups` names each verifier's standing for this target (for example 'exact, optimal' or
+    'exact only for T = 0'); the legend groups them under those titles, so a rule that is not exact here never
+    sits among the optimal ones.
     """
-    fig = go.Figure()
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.35, 0.65], vertical_spacing=0.05)
     groups = groups or {}
-    for i, name in enumerate(_foil_last(length_freqs)):
+    names = _foil_last(length_freqs)
+    for i, name in enumerate(names):
         freq = np.asarray(length_freqs[name], dtype=float)
         label = name + (" (NOT exact)" if name == NAIVE_NAME else "")
-        if means and name in means:
-            label += f", mean {means[name]:.3f}"
         group = groups.get(name, "")
         fig.add_trace(go.Bar(x=np.arange(len(freq)).tolist(), y=freq.tolist(), name=label,
-                             marker_color=_bar_colour(name, i), legendgroup=group,
-                             legendgrouptitle_text=group or None,
-                             marker_pattern_shape="x" if name == NAIVE_NAME else ""))
-    fig.add_vline(x=expected, line={"color": "black", "dash": "dash", "width": 2},
+                             marker_color=_bar_colour(name, i), legendgroup=group, legendgrouptitle_text=group or None,
+                             marker_pattern_shape="x" if name == NAIVE_NAME else ""), row=2, col=1)
+        if means and name in means:
+            fig.add_trace(go.Scatter(x=[means[name]], y=[label], mode="markers", showlegend=False, legendgroup=group,
+                                     name=f"{label}: mean L", marker=_marker(name, i),
+                                     hovertemplate=f"{label}: mean L = {means[name]:.4f}<extra></extra>"), row=1, col=1)
+    fig.add_vline(x=expected, line={"color": "black", "dash": "dash", "width": 2}, row=1, col=1,
+                  exclude_empty_subplots=False,
                   annotation_text=f"1 + C = {expected:.3f} (optimal exact)", annotation_position="top right")
-    fig.update_layout(title="block length L = depth(exit) + 1", barmode="group",
-                      xaxis={"title": "L", "dtick": 1, "range": [0.5, max(len(f) for f in length_freqs.values()) - 0.5]
-                             if length_freqs else None},
-                      yaxis={"title": "frequency"}, height=380, legend={"groupclick": "toggleitem"},
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    top = max((len(f) for f in length_freqs.values()), default=2)
+    fig.update_xaxes(range=[0.5, top - 0.5], dtick=1)
+    fig.update_xaxes(title_text="L (tokens per round)", row=2, col=1)
+    fig.update_yaxes(title_text="frequency", row=2, col=1)
+    fig.update_yaxes(title_text="mean L", type="category", categoryorder="array",
+                     categoryarray=[n + (" (NOT exact)" if n == NAIVE_NAME else "") for n in names], row=1, col=1)
+    fig.update_layout(title="block length L = depth(exit) + 1: each verifier's mean against 1 + C, and the "
+                            "distribution", barmode="group", height=540, legend={"groupclick": "toggleitem"},
+                      margin={"l": 10, "r": 10, "t": 60, "b": 10})
     return fig
 
 

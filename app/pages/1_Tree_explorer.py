@@ -33,7 +33,7 @@ ss.setdefault("ex_seen", 0)
 
 WIDTH_PATTERN = next(name for name in BUILDER_NAMES if name.startswith("width:"))  # "width:W1,W2,..."
 EXAMPLE_WIDTHS = "4,2,2,1"  # what the widths box opens with when the fixed-width builder is chosen
-FAN_SHOWN = 4  # children the node-link tree draws per node before folding the rest of a fan into "+N more"
+FAN_SHOWN = 6  # children the node-link tree draws per node before folding the rest of a fan into "+N more"
 
 # ------------------------------------------------------------------ settings (sidebar)
 with st.sidebar:
@@ -152,6 +152,8 @@ def advance(limit: int | None, live_slot=None) -> None:
     """
     gen = ss.ex_gen
     pulled = 0
+    if live_slot is not None:
+        live_slot.empty()  # drops the old view's block whole: a block put in its place would keep its tail
     live_area = live_slot.container() if live_slot is not None else None
     progress = live_area.progress(0.0, text="decoding…") if live_area is not None else None
     tree_box = live_area.empty() if live_area is not None else None

@@ -159,6 +159,6 @@ with right:
 st.markdown("**Why they can end differently under one seed.** Both rules exit at v with probability X(v) and "
             "draw the bonus from the same masked row: they follow the same law. They use their random numbers "
             "differently: predraw spends one random number per level it walks down, TEV a single one to pick the "
-            "exit node; both then draw the bonus. So the same seed, the same stream of random numbers, can send them to different nodes; "
-            "only over many seeds do they exit at each node equally often (the Verifier comparison page counts "
-            "100,000 draws of each). Change the seed to see other draws.")
+            "exit node; both then draw the bonus. So the same seed, the same stream of random numbers, can send "
+            "them to different nodes; only over many seeds do they exit at each node equally often (the Verifier "
+            "comparison page counts 100,000 draws of each). Change the seed to see other draws.")

@@ -364,9 +364,13 @@ def test_verifier_charts_draw_the_foil_under_the_exact_verifiers():
     foil, tev = fig.data[1].marker, fig.data[2].marker
     assert foil.symbol.endswith("open")  # the exact marker inside it stays visible
     hist = figures.length_histogram_figure({"tev": [0, 0.4, 0.6], "greedy": [0, 0, 1.0]}, 1.6,
+                                           {"tev": 1.61, "greedy": 2.0},
                                            groups={"tev": "optimal", "greedy": "exact for T = 0 only"})
     assert {t.legendgroup for t in hist.data} == {"optimal", "exact for T = 0 only"}
-    assert hist.layout.shapes[0].x0 == hist.layout.shapes[0].x1 == 1.6
+    line = hist.layout.shapes[0]
+    assert line.x0 == line.x1 == 1.6 and line.xref == "x"  # the 1 + C mark at its value, on the means' strip
+    means = {t.y[0]: t.x[0] for t in hist.data if t.type == "scatter"}
+    assert means == {"tev": 1.61, "greedy": 2.0}  # each mean where its value is, beside the 1 + C line
 
 
 def test_bench_axis_ticks_sit_on_the_measured_budgets():

@@ -296,7 +296,7 @@ def test_explorer_counts_nodes_one_way_folds_big_fans_and_shows_no_arrows():
     assert "64 nodes" in title and "of 64 nodes" in title and "65" not in title
     assert any(t.get("name", "").startswith("folded siblings") for t in tree["data"])
     assert any(a["text"].startswith("+") for a in tree["layout"]["annotations"])
-    assert at.slider(key="ex_fan").value == 4
+    assert at.slider(key="ex_fan").value == 6
 
 
 def test_workshop_keeps_each_presets_edits_across_a_preset_switch():
