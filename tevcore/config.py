@@ -7,7 +7,9 @@ import math
 from dataclasses import dataclass, field, fields
 
 from tevcore.engine.builders import get_builder
+from tevcore.engine.records import RECORD_LEVELS
 from tevcore.engine.sampling import check_temperature
+from tevcore.verify.verifiers import get_verifier
 
 DEFAULT_BUDGET = 8
 # The temperature of studies of the sampled law (verifier latency, drafter comparisons): decoding itself
@@ -44,11 +46,7 @@ class DecodeConfig:
                 raise ValueError(f"{name} must be an integer >= {self.lowest(name)}, got {value!r}")
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
         get_builder(self.builder, self.budget if self.budget > 0 else None)
-        from tevcore.verify.verifiers import get_verifier  # late import: verifiers import sampling, not config
-
         get_verifier(self.verifier)
-        from tevcore.engine.records import RECORD_LEVELS
-
         if self.record not in RECORD_LEVELS:
             raise ValueError(f"record must be one of {', '.join(RECORD_LEVELS)}, got {self.record!r}")
         if self.tree_costs is not None:

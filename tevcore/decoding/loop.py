@@ -13,13 +13,13 @@ from typing import Iterator
 
 from tevcore.engine.builders import get_builder
 from tevcore.config import DecodeConfig
-from tevcore.proposers.base import Proposer
+from tevcore.proposer_protocol import Proposer
 from tevcore.engine.flow import draft_path_probs, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
 from tevcore.decoding.skip_gate import SkipGate
-from tevcore.decoding.walker import walk
+from tevcore.target.walker import walk
 from tevcore.target.session import TargetSession
 from tevcore.timing import StageTimer, seconds_of
 from tevcore.engine.tree import DraftTree

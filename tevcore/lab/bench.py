@@ -26,7 +26,8 @@ from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import load_prompts
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from tevcore.flags import add_target_arguments, comma_list, target_from_args
+from tevcore.flags import add_target_arguments, target_from_args
+from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng

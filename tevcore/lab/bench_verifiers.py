@@ -25,12 +25,13 @@ from pathlib import Path
 import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
-from tevcore.decoding.walker import walk
+from tevcore.target.walker import walk
 from tevcore.engine.builders import best_first
 from tevcore.lab.bench import git_commit
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
-from tevcore.flags import add_target_arguments, comma_list, target_from_args
+from tevcore.flags import add_target_arguments, target_from_args
+from tevcore.parsing import comma_list
 from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.sampling import make_generator
@@ -217,14 +218,3 @@ def run(args: argparse.Namespace) -> int:
     out.write_text(json.dumps({"meta": meta, "goals": met, "rows": rows}, indent=1))
     print(f"wrote {out}")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore bench-verifiers`."""
-    from tevcore.cli import run_command
-
-    return run_command("bench-verifiers", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -31,7 +31,7 @@ from transformers import DynamicCache
 
 from tevcore.engine.builders import PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
 from tevcore.engine.tree import DraftTree
-from tevcore.flags import comma_list
+from tevcore.parsing import comma_list
 from tevcore.target.kv_cache import RoomyLayer
 from tevcore.target.loading import Target, load_target
 from tevcore.target.session import TargetSession, _one_logit_row

@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.datasets import DATASETS
-from tevcore.flags import comma_list
+from tevcore.parsing import comma_list
 from tevcore.proposers.target_record import target_fingerprint
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.train.generation import features_forward, generate_sequences, top_k_rows

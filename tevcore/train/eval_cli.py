@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from tevcore.flags import add_target_arguments, budget_or_chain, comma_list, target_from_args
+from tevcore.flags import add_target_arguments, target_from_args
+from tevcore.parsing import budget_or_chain, comma_list
 from tevcore.train.eval import (
     BUDGETS,
     MIX,
@@ -101,14 +102,3 @@ def run(args: argparse.Namespace) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=2))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore eval-drafter` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("eval-drafter", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 import pytest
 
-from tevcore.flags import budget_or_chain, comma_list
+from tevcore.parsing import budget_or_chain, comma_list
 
 
 def test_items_are_stripped_parsed_and_blanks_dropped():
