@@ -24,6 +24,7 @@ from scipy import stats
 from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.engine.sampling import masked_probs
 from tevcore.engine.tree import DraftTree
+from tevcore.verify.rules import RULES
 from tevcore.verify.scored import chain_subtree
 
 MIN_EXPECTED = 5.0
@@ -79,13 +80,26 @@ def chain_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) ->
     return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned)
 
 
+def greedy_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """Greedy's law whatever the temperature: the T = 0 verdict (the argmax path, the argmax bonus)."""
+    return exit_law(tree, node_logits, 0.0)
+
+
+# exact rules whose law is not the tree's exit law X
+OWN_LAWS = {"chain": chain_law, "greedy": greedy_law}
+
+
+def law_group(name: str) -> str:
+    """How rule `name` is tested: 'X' (exact with the tree's exit law), 'own' (exact with its own law, see
+    `OWN_LAWS`) or 'foil' (not exact: tested against X, the law it would need)."""
+    if not RULES[name].exact:
+        return "foil"
+    return "own" if name in OWN_LAWS else "X"
+
+
 def rule_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """The law verifier `name` is tested against: its own if exact, X for the foil."""
-    if name == "chain":
-        return chain_law(tree, node_logits, temperature)
-    if name == "greedy":
-        return exit_law(tree, node_logits, 0.0)
-    return exit_law(tree, node_logits, temperature)
+    return OWN_LAWS.get(name, exit_law)(tree, node_logits, temperature)
 
 
 def chi_square(observed: np.ndarray, probs: np.ndarray) -> tuple[float, int]:
