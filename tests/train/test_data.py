@@ -123,3 +123,13 @@ def test_a_folder_built_before_a_config_field_existed_still_resumes(tiny_target,
     assert build_dataset(tiny_target, config, tmp_path, plan=plan[:2]) == 2
     with pytest.raises(ValueError, match="another config"):
         build_dataset(tiny_target, dataclasses.replace(config, samples=2), tmp_path, plan=plan[:2])
+
+
+def test_feature_layers_default_to_a_spread_of_the_targets_own(tiny_target):
+    from tevcore.train.data import DataConfig, for_target
+
+    assert DataConfig().hidden_layers is None
+    assert for_target(tiny_target, DataConfig()).hidden_layers == (1, 2)
+    assert for_target(tiny_target, DataConfig(hidden_layers=(2,))).hidden_layers == (2,)
+    with pytest.raises(ValueError, match="--hidden-layers 1,2"):
+        for_target(tiny_target, DataConfig(hidden_layers=(1, 3)))

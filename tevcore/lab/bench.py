@@ -25,13 +25,14 @@ from tqdm import tqdm
 from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import load_prompts
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
-from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
+from tevcore.proposers import DRAFTER_DTYPE_HELP, PROPOSER_SPECS, parse_drafter_dtype
 from tevcore.flags import add_target_arguments, target_from_args
 from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.timing import seconds_of
+from tevcore.verify.verifiers import VERIFIERS
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
 
 PROMPT_LOOKUP_TOKENS = 10
@@ -237,15 +238,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperatures", default="0,1")
     parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
-    parser.add_argument("--verifiers", default="tev,residual")
+    parser.add_argument("--verifiers", default="tev,residual", help=f"comma-separated, of {', '.join(VERIFIERS)}")
     parser.add_argument("--trim", default="off", help=TRIM_HELP + "; comma-separated specs are measured side by side")
     parser.add_argument("--refresh-curve", action="store_true",
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--proposer", default="default",
-                        help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
-                             "a drafter folder, 'dflash:<DFlash folder or hub id>' (then transformers' DFlash chain "
-                             "decoding with the same drafter is a peer), '<any>+lookup'")
+                        help=PROPOSER_SPECS + "; with a DFlash drafter, transformers' DFlash chain decoding of the "
+                             "same drafter runs as a peer")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
