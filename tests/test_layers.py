@@ -144,3 +144,17 @@ def test_the_check_sees_a_cycle_and_a_late_import(tmp_path):
     graph = import_graph()
     graph.add_edge("tevcore.engine.tree", "tevcore.engine.records")
     assert list(nx.simple_cycles(graph))
+
+
+def test_app_pages_build_no_target_session():
+    """Pages call the services of app/appdata; a session (and the forward it runs) lives there, not in a page."""
+    pages = sorted((PACKAGE.parent / "app" / "pages").glob("*.py"))
+    assert pages
+    bad = []
+    for page in pages:
+        for node in ast.walk(ast.parse(page.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "tevcore.target.session":
+                bad.append(f"{page.name} imports {node.module}")
+            elif isinstance(node, ast.Name) and node.id == "TargetSession":
+                bad.append(f"{page.name} uses TargetSession")
+    assert not bad, "\n".join(bad)

@@ -234,7 +234,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="humaneval,mt-bench,gsm8k,spec-bench",
                         help="comma-separated prompt sets (held-out split) or .jsonl paths")
     parser.add_argument("--n", type=int, default=20, help="prompts per set")
-    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--max-new-tokens", type=int, default=DecodeConfig.default("max_new_tokens"),
+                        help=DecodeConfig.help()["max_new_tokens"])
     parser.add_argument("--temperatures", default="0,1")
     parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
@@ -247,7 +248,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=PROPOSER_SPECS + "; with a DFlash drafter, transformers' DFlash chain decoding of the "
                              "same drafter runs as a peer")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=DecodeConfig.default("seed"), help=DecodeConfig.help()["seed"])
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     add_target_arguments(parser)
