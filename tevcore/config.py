@@ -22,8 +22,12 @@ class DecodeConfig:
     max_new_tokens: int = field(default=128, metadata={"help": "tokens to generate at most", "min": 1})
     temperature: float = field(default=0.0, metadata={"help": "0 = greedy; > 0 samples from p^(1/T)", "min": 0.0})
     budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "draft-tree node budget (0 = no draft)", "min": 0})
-    builder: str = field(default="best_first", metadata={"help": "best_first, chain or width:W1,W2,..."})
-    verifier: str = field(default="tev", metadata={"help": "tev, residual, predraw, greedy, chain, naive_ratio"})
+    builder: str = field(default="best_first", metadata={
+        "help": "best_first, chain, width:W1,W2,... (fixed trees) or sampled:K1,K2,... / sampled-wor:K1,K2,... "
+                "(children drawn from the drafter's q: K1 draws at the root, K2 at each depth-1 node, ...)"})
+    verifier: str = field(default="tev", metadata={
+        "help": "tev, residual, predraw, greedy, chain (any tree), rrs (sampled trees), block (sampled:1,1,...), "
+                "naive_ratio (NOT exact: foil)"})
     seed: int = field(default=0, metadata={"help": "seed of the verifier's random draws", "min": 0})
     stop_tokens: tuple[int, ...] | None = field(default=None, metadata={"help": "None = the model's EOS and chat end tokens"})
     chat: bool = field(default=True, metadata={"help": "wrap a text prompt in the model's chat template"})
@@ -44,9 +48,9 @@ class DecodeConfig:
                 raise ValueError(f"{name} must be an integer >= {self.lowest(name)}, got {value!r}")
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
         get_builder(self.builder, self.budget if self.budget > 0 else None)
-        from tevcore.verify.verifiers import get_verifier  # late import: verifiers import sampling, not config
+        from tevcore.verify.verifiers import check_pairing  # late import: verifiers import sampling, not config
 
-        get_verifier(self.verifier)
+        check_pairing(self.verifier, self.builder)
         from tevcore.engine.records import RECORD_LEVELS
 
         if self.record not in RECORD_LEVELS:

@@ -11,8 +11,8 @@ from tevcore.engine.sampling import make_generator, masked_probs
 from tevcore.lab.simulate import simulate
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.laws import exit_law, rule_law
-from tevcore.verify.verifiers import (EXACT_VERIFIERS, NOT_EXACT, VERIFIERS, Verdict, chain_subtree, get_verifier,
-                                      verifier_label)
+from tevcore.verify.verifiers import (EXACT_VERIFIERS, NOT_EXACT, SAMPLED_VERIFIERS, VERIFIERS, Verdict, chain_subtree,
+                                      get_rule, get_verifier, verifier_label)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")  # many small tensor ops: one thread
@@ -33,8 +33,11 @@ def test_registry_names_and_labels():
     assert get_verifier("tev") is VERIFIERS["tev"]
     assert verifier_label("tev") == "tev"
     assert verifier_label("naive_ratio") == "naive_ratio (NOT exact: teaching foil)"
-    with pytest.raises(ValueError, match="tev, predraw, residual, greedy, chain, naive_ratio"):
+    with pytest.raises(ValueError, match="tev, predraw, residual, greedy, chain, rrs, block, naive_ratio"):
         get_verifier("specinfer")
+    assert set(SAMPLED_VERIFIERS) == {"rrs", "block"} and get_verifier("rrs") is SAMPLED_VERIFIERS["rrs"]
+    assert {name: get_rule(name).trees for name in ("tev", "rrs", "block", "naive_ratio")} == {
+        "tev": "any", "rrs": "sampled", "block": "sampled chain", "naive_ratio": "none"}
 
 
 @pytest.mark.parametrize("name", list(VERIFIERS))
