@@ -41,7 +41,9 @@ class DrawRecord:
             raise ValueError(f"draw mode must be one of {', '.join(DRAW_MODES)}, got {self.mode!r}")
         for name in ("parents", "children", "q"):
             try:
-                value = torch.as_tensor(getattr(self, name))
+                value = getattr(self, name)
+                value = value if isinstance(value, torch.Tensor) else torch.as_tensor(
+                    value, dtype=torch.float64 if name == "q" else None)
             except (TypeError, ValueError, RuntimeError) as err:
                 raise ValueError(f"draws {name} must be a list of numbers: {err}") from None
             if value.dim() != 1:
