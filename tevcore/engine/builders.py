@@ -245,3 +245,17 @@ def get_builder(name: str, budget: int | None = None) -> Builder:
 
 
 BUILDER_NAMES = ("best_first", "chain", "width:W1,W2,...")  # the fixed builders
+
+
+def parse_builder_list(text: str) -> list[str]:
+    """Builder names of a comma-separated flag, where a shape's own counts also use commas:
+    'best_first,sampled:3,2,1,chain' -> ['best_first', 'sampled:3,2,1', 'chain']. Each name is checked."""
+    names: list[str] = []
+    for item in comma_list(text, str, "builder names"):
+        if item.isdigit() and names and ":" in names[-1]:
+            names[-1] += "," + item
+        else:
+            names.append(item)
+    for name in names:
+        get_builder(name)
+    return names
