@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import best_first, fixed_width
+from tevcore.engine.builders import best_first, fixed_width, get_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, masked_probs
 from tevcore.lab.simulate import simulate
@@ -160,7 +160,7 @@ def test_bench_summary_on_synthetic_trees():
     """The latency report's plumbing, without a model: both modes timed, table and goals."""
     from tevcore.lab.bench_verifiers import MODES, ScoredTree, format_table, goals, summarise, time_decisions
 
-    trees = [ScoredTree(16, *random_case(seed), forward_s=0.05) for seed in range(2)]
+    trees = [ScoredTree(16, "best_first", *random_case(seed), forward_s=0.05) for seed in range(2)]
     names = list(VERIFIERS)
     timings = time_decisions(trees, names, rounds=4, temperature=1.0, seed=0)
     assert all(len(t[mode]) == 4 and min(t[mode + "_fraction"]) > 0 for t in timings.values() for mode in MODES)
@@ -170,3 +170,13 @@ def test_bench_summary_on_synthetic_trees():
     assert "naive_ratio (NOT exact: teaching foil)" in format_table(rows)
     assert set(goals(rows)) == {"budget", "tev_over_residual_given_flow", "given_flow_goal_met",
                                 "tev_over_residual_including_flow", "including_flow_goal_met"}
+    chains = []
+    for seed in range(2):
+        rows_ = torch.log_softmax(torch.randn(4, 30, generator=torch.Generator().manual_seed(seed)), -1)
+        tree = get_builder("sampled:1,1,1,1")(3, rows_, 16, 1.0, torch.Generator().manual_seed(seed))
+        chains.append(ScoredTree(16, "sampled:1,1,1,1", tree, torch.randn(tree.num_nodes, 30), forward_s=0.05))
+    timings = time_decisions(chains, ["tev", "residual", "rrs", "block"], rounds=4, temperature=1.0, seed=0)
+    sampled_rows = summarise(chains, timings, 1.0)
+    assert [r["verifier"] for r in sampled_rows] == ["tev", "residual", "rrs", "block"]
+    assert all(r["builder"] == "sampled:1,1,1,1" and r["given_flow_median_ms"] > 0 for r in sampled_rows)
+    assert "sampled:1,1,1,1" in format_table(sampled_rows)
