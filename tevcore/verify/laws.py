@@ -7,6 +7,10 @@ tried (the other children of the tree are legal bonus tokens for it). Greedy
 follows the T = 0 law whatever the temperature. The foil is measured against
 X, the law it would need to be exact. The exit law comes from
 `flow.target_flow` (exact form); the rules themselves are not used here.
+The proposal-ratio rules (rrs, block) have, given one sampled tree, their own
+law read off their acceptance tables (`ratio_law`): exits by the tries'
+acceptance probabilities, the bonus from the residual at the exit. It is
+exact only over the tree's draws, which the enumeration tests prove.
 
 `chi_square` pools cells expected below 5 (smallest first) into one cell;
 a draw in a zero-probability cell is an infinite statistic.
@@ -24,6 +28,7 @@ from scipy import stats
 from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.engine.sampling import masked_probs
 from tevcore.engine.tree import DraftTree
+from tevcore.verify.ratio_tables import block_tables, rrs_tables
 from tevcore.verify.scored import chain_subtree
 
 MIN_EXPECTED = 5.0
@@ -39,6 +44,7 @@ class VerdictLaw:
     flow: TargetFlow  # the flow of the tree the rule verifies (the chain's for chain-only)
     exit_probs: torch.Tensor  # (N+1,) float64 on the tree's node ids
     banned_tokens: dict[int, list[int]]  # exit node -> tokens its bonus may not be
+    bonus_rows: dict[int, torch.Tensor] | None = None  # exit node -> its own bonus law (a residual), if any
 
     @property
     def exit_mass(self) -> torch.Tensor:
@@ -51,6 +57,8 @@ class VerdictLaw:
 
     def bonus_probs(self, node: int) -> torch.Tensor:
         """(V,) float64 on CPU: the bonus law at exit `node`."""
+        if self.bonus_rows is not None and int(node) in self.bonus_rows:
+            return self.bonus_rows[int(node)].double().cpu()
         row = self.node_logits[node].double().cpu()
         banned = torch.zeros(row.numel(), dtype=torch.bool)
         banned[self.banned_tokens.get(int(node), [])] = True
@@ -79,8 +87,38 @@ def chain_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) ->
     return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned)
 
 
+def ratio_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """rrs's or block's law on one sampled tree, from its tables: each try accepted with its probability in order
+    (rrs) or the last chain node whose Bernoulli(h) succeeds (block); the bonus is the residual at the exit."""
+    flow = target_flow(tree, node_logits, temperature, missing_k=0)
+    n = tree.num_nodes
+    exit_probs = torch.zeros(n, dtype=torch.float64)
+    if name == "block":
+        tables, banned = block_tables(tree, node_logits, flow.temperature), {}  # its bonus may repeat x_{tau+1}
+        stop = tables.accept[0, :n - 1].tolist()
+        for tau in range(n):
+            later = torch.tensor(stop[tau:], dtype=torch.float64)
+            exit_probs[tau] = (stop[tau - 1] if tau else 1.0) * float((1.0 - later).prod())
+    else:
+        tables = rrs_tables(tree, node_logits, flow.temperature)
+        reach = torch.zeros(n, dtype=torch.float64)
+        reach[0] = 1.0
+        for node in range(n):  # parents precede children
+            left = float(reach[node])
+            for child, accept in zip(tables.table[node].tolist(), tables.accept[node].tolist()):
+                if child < 0:
+                    break
+                reach[child] += left * accept
+                left *= 1.0 - accept
+            exit_probs[node] = left
+        banned = _child_tokens(tree)  # a rejected draw has no residual mass left
+    return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned, tables.residual)
+
+
 def rule_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """The law verifier `name` is tested against: its own if exact, X for the foil."""
+    if name in ("rrs", "block"):
+        return ratio_law(name, tree, node_logits, temperature)
     if name == "chain":
         return chain_law(tree, node_logits, temperature)
     if name == "greedy":
