@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
+from tevcore.engine.sampled import parse_sampled
 from tevcore.engine.builders import BUILDER_NAMES, PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
 from tevcore.engine.tree import DraftTree
 from tevcore.parsing import comma_list
@@ -116,7 +117,9 @@ class DraftLMProposer(ProposerBase):
     `propose_tree(session, builder, budget)` grows the round's tree for the
     builder the decode asks for ('best_first', 'chain' or 'width:...');
     `propose(session)` gives the rows of the draft's greedy chain, for callers
-    that build trees from rows themselves.
+    that build trees from rows themselves. A sampled builder draws from those
+    rows (the q of each depth along the draft's greedy chain, not each node's
+    own path-conditioned q): `propose_tree` leaves it to the loop.
     """
 
     hidden_layers: tuple[int, ...] = ()
@@ -142,7 +145,9 @@ class DraftLMProposer(ProposerBase):
         grown = self.grow(session, "chain", self.depth, keep_rows=True)
         return torch.stack([grown.rows[node] for node in range(len(grown.rows))])
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree:
+    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
+        if parse_sampled(builder) is not None:
+            return None  # drawn from `propose`'s rows by the loop's sampled builder
         return self.grow(session, builder, budget).tree
 
     @torch.inference_mode()
