@@ -9,6 +9,8 @@ import secrets
 from pathlib import Path
 from typing import Any, Callable
 
+from tevcore.diskwrite import write_failure
+
 
 def _nearest_existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
@@ -102,10 +104,15 @@ def write_output(path: str | Path, write: Callable[[Path], None], overwrite: boo
     beside it. Returns where the result now is.
     """
     path = Path(path).expanduser()
-    tmp = _new_temporary(path)
+    try:
+        tmp = _new_temporary(path)
+    except OSError as err:
+        raise write_failure(path, err) from None
     try:
         write(tmp)
         return _publish(tmp, path, overwrite)
+    except OSError as err:  # a full disk, a quota: one line naming the result, not the temporary file
+        raise write_failure(path, err) from None
     finally:
         tmp.unlink(missing_ok=True)
 
