@@ -206,6 +206,7 @@ MANIFESTS = [
     (b"\xff\xfe{}", "is damaged: it is not UTF-8 text"),
     (b"[1, 2]", "is not a distillation-set manifest"),
     (b'{"config": {}, "target_name": "x"}', "is not a distillation-set manifest"),
+    (b'{"target_name": "x", "shards": "3"}', "is not a distillation-set manifest"),
     (b'{"config": [], "target_name": "x", "shards": 3}', "is not a distillation-set manifest"),
     (b"[" * 100000 + b"]" * 100000, "is damaged"),
 ]

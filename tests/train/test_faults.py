@@ -349,3 +349,14 @@ def test_a_full_disk_in_the_cli_is_one_line_naming_the_file(tiny_run_inputs, tmp
     err = capsys.readouterr().err
     assert _error_line(err).startswith("error: cannot write ") and "No space left on device" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("content", ["", "{not json", "[1, 2]", "[" * 100000], ids=["empty", "not-json", "a-list",
+                                                                                     "nested"])
+def test_a_damaged_run_config_is_named_and_kept(content, tiny_target, tiny_data, tmp_path):
+    from tevcore.train.loop import train
+
+    (tmp_path / "config.json").write_text(content)
+    with pytest.raises(ValueError, match=f"^{tmp_path / 'config.json'} is .*restore it, or delete it") as refused:
+        train(_config(tiny_data, steps=1), tmp_path, tiny_target)
+    assert "\n" not in str(refused.value) and (tmp_path / "config.json").read_text() == content

@@ -180,6 +180,20 @@ def read_status(folder: Path) -> dict:
     return status if isinstance(status, dict) else {}
 
 
+def read_saved_config(folder: Path) -> dict:
+    """The config.json a run folder holds, or a one-line error naming it (a damaged file is never overwritten)."""
+    path = Path(folder) / CONFIG
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"{path} is damaged ({type(err).__name__}); restore it, or delete it to start "
+                         "this folder's run over") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a training config (a JSON object); restore it, or delete it to start "
+                         "this folder's run over")
+    return data
+
+
 def done_steps(folder: Path) -> int:
     """The last step status.json reports (0 before the first)."""
     step = read_status(folder).get("step", 0)
