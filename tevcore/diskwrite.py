@@ -114,6 +114,9 @@ def folder_in_place(final: str | Path) -> Iterator[Path]:
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
+    except WriteFailed as err:  # named by the folder the user will look for, not by its temporary name
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise WriteFailed(err.errno, str(err).replace(str(tmp), str(final))) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -317,7 +317,7 @@ def test_a_full_disk_while_training_fails_in_one_line_leaves_no_partial_folder_a
         train(config, run, tiny_target)
     message = str(failure.value)
     assert "\n" not in message and message.startswith("cannot write ") and match in message
-    assert "No space left on device" in message and "free there" in message
+    assert "No space left on device" in message and "free there" in message and ".tmp" not in message
     assert _no_temporaries(run) and not (run / "drafter").exists() and not (run / ".lock").exists()
     assert latest_checkpoint(run).name == kept
     assert all((p / "trainer.pt").is_file() for p in run.glob("checkpoint-*"))  # no empty checkpoint folder
@@ -360,3 +360,15 @@ def test_a_damaged_run_config_is_named_and_kept(content, tiny_target, tiny_data,
     with pytest.raises(ValueError, match=f"^{tmp_path / 'config.json'} is .*restore it, or delete it") as refused:
         train(_config(tiny_data, steps=1), tmp_path, tiny_target)
     assert "\n" not in str(refused.value) and (tmp_path / "config.json").read_text() == content
+
+
+def test_temporaries_of_a_killed_writer_are_cleaned_when_the_folder_is_next_held(tiny_target, tiny_data, tmp_path):
+    from tevcore.train.loop import train
+
+    stale = [tmp_path / ".checkpoint-2.tmp", tmp_path / ".checkpoint-4.999999.tmp", tmp_path / ".drafter.999999.tmp"]
+    for folder in stale:
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"half")
+    (tmp_path / ".status.json.999999.tmp").write_text("{")
+    train(_config(tiny_data, steps=1), tmp_path, tiny_target)
+    assert not list(tmp_path.glob(".*.tmp")) and _status(tmp_path)["state"] == "finished"

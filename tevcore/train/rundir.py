@@ -129,8 +129,8 @@ def held_run_folder(folder: Path, owner: bool = True) -> Iterator[Path]:
     lock.acquire()
     fresh, before = not (folder / CONFIG).exists(), read_status(folder)
     try:
-        for stale in folder.glob(".checkpoint-*.tmp"):  # left by a killed writer: the lock says none is live
-            shutil.rmtree(stale, ignore_errors=True)
+        for stale in folder.glob(".*.tmp"):  # a killed writer's checkpoint, drafter or file: the lock says none lives
+            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
         yield folder
     except BaseException as err:
         _take_back_start(folder, fresh, before, err)
