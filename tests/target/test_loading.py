@@ -75,7 +75,10 @@ def test_bad_targets_give_one_line_errors(not_a_causal_lm, tmp_path, monkeypatch
         assert "\n" not in str(caught.value)
 
 
-def test_no_chat_template_falls_back_to_plain_text_once(tiny_model_folder, capsys):
+def test_no_chat_template_falls_back_to_plain_text_once(tiny_model_folder, capsys, monkeypatch):
+    from tevcore.target import loading
+
+    monkeypatch.setattr(loading, "_PLAIN_TEXT_SAID", set())  # an earlier test may have used this model already
     target = load_target(str(tiny_model_folder("llama")), device="cpu")
     first, second = encode_prompt(target, "abc"), encode_prompt(target, "abc")
     assert first == second == target.tokenizer("abc")["input_ids"]
@@ -295,3 +298,15 @@ def test_damaged_weights_in_a_model_folder_are_one_line_naming_the_folder(spoil,
     with pytest.raises(ValueError, match=f"cannot load the weights of model from {folder}") as caught:
         load_target(str(folder), device="cpu")
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("chat_template", [False, True])
+@pytest.mark.parametrize("prompt, reply, message", [
+    ("caf\udce9", None, "the prompt is not valid UTF-8 text: character 4 is '\\\\udce9', a byte that is not UTF-8"),
+    ("\ud83d", None, "the prompt is not valid UTF-8 text: character 1 is '\\\\ud83d', a lone surrogate"),
+    ("fine", "bad \udfff", "the reply is not valid UTF-8 text: character 5"),
+])
+def test_text_a_tokenizer_cannot_take_is_refused_before_it(tiny_model_folder, chat_template, prompt, reply, message):
+    target = load_target(str(tiny_model_folder("llama", chat_template=chat_template)), device="cpu")
+    with pytest.raises(ValueError, match=message):
+        encode_prompt(target, prompt, reply=reply)

@@ -118,6 +118,7 @@ def uninterrupted(tiny_run_inputs, tmp_path_factory):
     return _weights(run)
 
 
+@pytest.mark.slow
 def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the_same_weights(
         tiny_run_inputs, uninterrupted, tmp_path, capsys):
     run = tmp_path / "run"
@@ -138,6 +139,7 @@ def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the
     ("tevcore.train.rundir", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
     ("tevcore.train.rundir", "write_json_atomic", 2, "before", "latest"),  # renamed into place, `latest` not moved
 ], ids=["inside-the-folder-write", "before-latest-moves"])
+@pytest.mark.slow
 def test_sigkill_while_a_checkpoint_is_written_leaves_the_previous_one_loadable(
         tiny_run_inputs, uninterrupted, tmp_path, where):
     from tevcore.target.loading import load_target
@@ -293,7 +295,7 @@ def test_the_cli_says_one_line_and_the_same_command_runs_once_the_data_is_mended
 # The writer fails as a full disk does (`disk_faults.disk_full_on`): the file is created, then writing it raises ENOSPC.
 
 def _no_temporaries(run: Path) -> bool:
-    return not [p for p in run.rglob("*") if p.name.endswith(".tmp") or ".tmp" in p.name]
+    return not [p for p in run.rglob("*") if ".tmp" in p.name or ".partial" in p.name]
 
 
 @pytest.mark.parametrize("match, times, kept", [
@@ -369,6 +371,6 @@ def test_temporaries_of_a_killed_writer_are_cleaned_when_the_folder_is_next_held
     for folder in stale:
         folder.mkdir()
         (folder / "model.safetensors").write_bytes(b"half")
-    (tmp_path / ".status.json.999999.tmp").write_text("{")
+    (tmp_path / ".status.json.999999-0a1b2c3d.partial").write_text("{")
     train(_config(tiny_data, steps=1), tmp_path, tiny_target)
-    assert not list(tmp_path.glob(".*.tmp")) and _status(tmp_path)["state"] == "finished"
+    assert _no_temporaries(tmp_path) and _status(tmp_path)["state"] == "finished"

@@ -17,7 +17,7 @@ from statistics import median
 
 import torch
 
-from tevcore.diskwrite import write_text_atomic
+from tevcore.outputs import write_json
 from tevcore.engine.builders import best_first
 from tevcore.timing import seconds_of
 from tevcore.proposers.base import Proposer
@@ -61,7 +61,7 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
     curve = curve_from_timings({size: found[1:] for size, found in times.items()})  # the first pass warms up
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps({str(k): v for k, v in curve.items()}))
+        write_json(path, {str(k): v for k, v in curve.items()}, overwrite=True)  # a cache: the newest measure wins
     except OSError:  # a cache that cannot be written (see loading.cache_dir) only costs measuring again next time
         pass
     return {s: curve[s] for s in sizes}

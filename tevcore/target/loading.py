@@ -259,6 +259,18 @@ def load_target(spec: str | None = None, device: str | torch.device | None = Non
     return Target(model=model, tokenizer=tokenizer, name=name)
 
 
+def check_text(text: str, what: str) -> str:
+    """`text` unless it holds characters UTF-8 cannot encode (lone surrogates: bytes that were not UTF-8
+    on the command line, or '\\ud800'-style escapes in JSON), which a tokenizer fails on with a traceback."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = text[err.start]
+        kind = "a byte that is not UTF-8" if "\udc80" <= bad <= "\udcff" else "a lone surrogate"
+        raise ValueError(f"{what} is not valid UTF-8 text: character {err.start + 1} is {bad!r}, {kind}") from None
+    return text
+
+
 def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | None = None) -> list[int]:
     """Token ids of a user prompt, through the model's chat template when asked; with `reply`, the assistant's
     answer follows (teacher-forced training data), and the prompt's ids stay a prefix of the whole.
@@ -267,6 +279,9 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | N
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty")
+    check_text(prompt, "the prompt")
+    if reply is not None:
+        check_text(reply, "the reply")
     tokenizer = target.tokenizer
     templated = chat and bool(getattr(tokenizer, "chat_template", None))
     if chat and not templated:

@@ -129,7 +129,7 @@ def held_run_folder(folder: Path, owner: bool = True) -> Iterator[Path]:
     lock.acquire()
     fresh, before = not (folder / CONFIG).exists(), read_status(folder)
     try:
-        for stale in folder.glob(".*.tmp"):  # a killed writer's checkpoint, drafter or file: the lock says none lives
+        for stale in [*folder.glob(".*.tmp"), *folder.glob(".*.partial")]:  # a killed writer's: the lock says none lives
             shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
         yield folder
     except BaseException as err:
