@@ -1,47 +1,12 @@
-"""Comma-separated command-line lists (`--budgets 4,8,16`), parsed one way for every command."""
+"""The target flags (`--target`, `--device`, `--dtype`), the same on every command that loads a target."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import Callable, TypeVar
 
 from tevcore.engine.sampling import MAX_SEED
-
-T = TypeVar("T")
-
-
-def comma_list(text: str, parse: Callable[[str], T] = str, what: str = "values") -> list[T]:
-    """The items of a comma-separated flag, blanks dropped, each through `parse`.
-
-    An empty list, or an item `parse` rejects with a ValueError, raises a
-    ValueError that names the item and what was expected.
-    """
-    items = [part.strip() for part in str(text).split(",") if part.strip()]
-    if not items:
-        raise ValueError(f"expected comma-separated {what}, got {text!r}")
-    parsed = []
-    for item in items:
-        try:
-            parsed.append(parse(item))
-        except ValueError as err:
-            detail = f" ({err})" if parse not in (int, float) else ""
-            raise ValueError(f"{item!r} in {text!r} is not valid: expected comma-separated {what}{detail}") from None
-    return parsed
-
-
-def budget_or_chain(text: str) -> str | int:
-    """One budget of a drafter evaluation: 'chain' (the drafter's top-1 path) or a node budget >= 1."""
-    text = text.strip()
-    if text == "chain":
-        return text
-    try:
-        budget = int(text)
-    except ValueError:
-        budget = 0
-    if budget < 1:
-        raise ValueError("a budget must be an integer >= 1 or 'chain'")
-    return budget
+from tevcore.target.loading import check_text, load_target
 
 
 def count_at_least_one(text: str) -> int:
@@ -88,8 +53,6 @@ def thread_count(text: str) -> int:
 
 def prompt_text(text: str) -> str:
     """A prompt given on the command line: text the tokenizer can take (see `check_text`)."""
-    from tevcore.target.loading import check_text
-
     try:
         return check_text(text, "the prompt")
     except ValueError as err:
@@ -110,6 +73,4 @@ def add_target_arguments(parser, target_default: str | None = "default") -> None
 
 def target_from_args(args, spec: str | None = None, device: str | None = None):
     """The target the flags of `add_target_arguments` name (`spec`/`device` override theirs)."""
-    from tevcore.target.loading import load_target
-
     return load_target(spec if spec is not None else args.target, device=device or args.device, dtype=args.dtype)

@@ -11,11 +11,9 @@ import shared_ui  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
-import torch  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
-from tevcore.engine.flow import target_flow  # noqa: E402
 from tevcore.engine.sampling import make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
@@ -32,22 +30,6 @@ ss = st.session_state
 
 
 # ------------------------------------------------------------------ which tree
-def rescore_live_round(index: int) -> torch.Tensor:
-    """Node logits of a live explorer round: re-score its tree after the same committed context."""
-    from tevcore.target.session import TargetSession
-
-    records = ss.ex_records
-    record = records[index]
-    context = list(ss.ex_prompt_ids) + [t for r in records[:index] for t in r.emitted_tokens]
-    if len(context) != record.context_length:
-        raise ValueError(f"the rebuilt context has {len(context)} tokens, the round recorded "
-                         f"{record.context_length}: cannot re-score it")
-    target = shared_ui.get_target(ss.ex_target_spec)
-    session = TargetSession(target)
-    session.prefill(context, reserve=record.tree.max_depth + 1)
-    return session.score_tree(record.tree).logits.cpu()
-
-
 sources = ["example tree (toy target, exact rows)"]
 if ss.get("ex_records"):
     sources.insert(0, "a round from the tree explorer")
@@ -66,17 +48,16 @@ if source == "a round from the tree explorer":
         if cached is None or cached[0] != key:
             try:
                 with st.spinner("re-scoring the round's tree on the target (one forward)…"):
-                    logits = rescore_live_round(int(index))
+                    rescored = appdata.rescored_logits(shared_ui.get_target(ss.ex_target_spec), ss.ex_prompt_ids,
+                                                       records, int(index))
             except Exception as err:  # no model, a context mismatch: fall back to the stored rows
                 st.error(f"Could not re-score the round ({type(err).__name__}: {err}). Using approximate rows instead.")
-                logits = None
-            ss.vc_logits = (key, logits)
-        logits = ss.vc_logits[1]
-        if logits is not None:
+                rescored = None
+            ss.vc_logits = (key, rescored)
+        if ss.vc_logits[1] is not None:
+            logits, drift = ss.vc_logits[1]
             target = shared_ui.get_target(ss.ex_target_spec)
             compact = appdata.exact_round(record, logits, lambda t: shared_ui.decode_text(target, t))
-            check = target_flow(record.tree, logits, record.temperature)
-            drift = float((check.exit_mass - record.flow.exit_mass).abs().max())
             st.caption(f"exact target rows (re-scored); they reproduce the recorded X to {drift:.1e}")
     if compact is None:
         compact = appdata.approximate_round(record)

@@ -256,3 +256,13 @@ def test_a_full_disk_while_building_is_one_line_leaves_no_temporary_and_the_same
     monkeypatch.undo()
     assert build_dataset(tiny_target, config, folder, plan=plan) == 3
     assert _shards(folder) == shards
+
+
+def test_feature_layers_default_to_a_spread_of_the_targets_own(tiny_target):
+    from tevcore.train.data import DataConfig, for_target
+
+    assert DataConfig().hidden_layers is None
+    assert for_target(tiny_target, DataConfig()).hidden_layers == (1, 2)
+    assert for_target(tiny_target, DataConfig(hidden_layers=(2,))).hidden_layers == (2,)
+    with pytest.raises(ValueError, match="--hidden-layers 1,2"):
+        for_target(tiny_target, DataConfig(hidden_layers=(1, 3)))

@@ -24,14 +24,15 @@ from tqdm import tqdm
 from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import load_prompts
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
-from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from tevcore.flags import (add_target_arguments, comma_list, count_at_least_one, seed_value, target_from_args,
-                           thread_count)
+from tevcore.proposers import DRAFTER_DTYPE_HELP, PROPOSER_SPECS, parse_drafter_dtype
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
+from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.outputs import write_json, written
 from tevcore.timing import seconds_of
+from tevcore.verify.verifiers import VERIFIERS
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
 
 PROMPT_LOOKUP_TOKENS = 10
@@ -236,21 +237,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="humaneval,mt-bench,gsm8k,spec-bench",
                         help="comma-separated prompt sets (held-out split) or .jsonl paths")
     parser.add_argument("--n", type=count_at_least_one, default=20, help="prompts per set")
-    parser.add_argument("--max-new-tokens", type=count_at_least_one, default=128)
+    parser.add_argument("--max-new-tokens", type=count_at_least_one, default=DecodeConfig.default("max_new_tokens"),
+                        help=DecodeConfig.help()["max_new_tokens"])
     parser.add_argument("--temperatures", default="0,1")
     parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
-    parser.add_argument("--verifiers", default="tev,residual")
+    parser.add_argument("--verifiers", default="tev,residual", help=f"comma-separated, of {', '.join(VERIFIERS)}")
     parser.add_argument("--trim", default="off", help=TRIM_HELP + "; comma-separated specs are measured side by side")
     parser.add_argument("--refresh-curve", action="store_true",
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--proposer", default="default",
-                        help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
-                             "a drafter folder, 'dflash:<DFlash folder or hub id>' (then transformers' DFlash chain "
-                             "decoding with the same drafter is a peer), '<any>+lookup'")
+                        help=PROPOSER_SPECS + "; with a DFlash drafter, transformers' DFlash chain decoding of the "
+                             "same drafter runs as a peer")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
-    parser.add_argument("--seed", type=seed_value, default=0)
+    parser.add_argument("--seed", type=seed_value, default=DecodeConfig.default("seed"), help=DecodeConfig.help()["seed"])
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
     parser.add_argument("--threads", type=thread_count, default=None, help="torch threads (default: torch's choice)")
     add_target_arguments(parser)

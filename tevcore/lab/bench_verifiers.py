@@ -25,13 +25,13 @@ from pathlib import Path
 import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
-from tevcore.decoding.walker import walk
+from tevcore.target.walker import walk
 from tevcore.engine.builders import best_first
 from tevcore.lab.bench import git_commit
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
-from tevcore.flags import (add_target_arguments, comma_list, count_at_least_one, seed_value, target_from_args,
-                           thread_count)
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
+from tevcore.parsing import comma_list
 from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.sampling import make_generator
@@ -222,14 +222,3 @@ def run(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     print(written(write_json(out, {"meta": meta, "goals": met, "rows": rows}, overwrite=args.force), args.out))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore bench-verifiers`."""
-    from tevcore.cli import run_command
-
-    return run_command("bench-verifiers", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -30,7 +30,7 @@ from tevcore.target.loading import Target
 from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
 from tevcore.proposers.block_config import MODEL_TYPE, BlockDrafterConfig, check_draft_ids, check_target
 from tevcore.target.session import TargetSession
-from tevcore.proposers.base import ProposerBase
+from tevcore.proposers.base import GreedyRolloutProposer, ProposerBase
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -331,8 +331,6 @@ def load_default_proposer(target: Target, dtype: torch.dtype | None = None):
 
     A damaged committed drafter raises (it must be fixed, not silently replaced).
     """
-    from tevcore.proposers.base import GreedyRolloutProposer
-
     path = default_drafter_path()
     if not (path / CONFIG_FILE).is_file():
         return GreedyRolloutProposer()

@@ -15,8 +15,8 @@ starts (`paired_coverage`), which gives their difference without the chance
 of each decode sampling its own text. Tables go to stdout and everything to
 compare.json.
 
-    python -m tevcore.train.compare runs/compare --data runs/data-default --init runs/main/drafter
-    python -m tevcore.train.compare runs/scratch --data runs/data-default --steps 3000 --lr 1e-3 --warmup 50
+    python -m tevcore compare runs/compare --data runs/data-default --init runs/main/drafter
+    python -m tevcore compare runs/scratch --data runs/data-default --steps 3000 --lr 1e-3 --warmup 50
     python -m tevcore compare runs/dflash --target Qwen/Qwen3-4B --data runs/data-qwen3 --init dflash:z-lab/Qwen3-4B-DFlash-b16 \
         --variants distill,exit-F-0.1
 """
@@ -31,9 +31,9 @@ from pathlib import Path
 import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE, DecodeConfig
-from tevcore.flags import (add_target_arguments, comma_list, count_at_least_one, seed_value, target_from_args,
-                           thread_count)
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
 from tevcore.outputs import write_json
+from tevcore.parsing import comma_list
 from tevcore.proposers.dflash_format import PREFIX as DFLASH_PREFIX
 from tevcore.train.config import TrainConfig
 
@@ -200,14 +200,3 @@ def _table(results: dict, budgets: list[int]) -> str:
         train_e = r["train_tree_E_last10"]
         lines.append(row + (f" {train_e:>8.3f}" if train_e is not None else f" {'-':>8}"))
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore compare` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("compare", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -17,7 +17,7 @@ import math
 import os
 import random
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -27,7 +27,8 @@ from tqdm import tqdm
 from tevcore.diskwrite import save_tensors, write_failure, write_text_atomic
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.datasets import DATASETS
-from tevcore.flags import comma_list
+from tevcore.parsing import comma_list
+from tevcore.proposers.block_config import feature_layers_for
 from tevcore.proposers.target_record import target_fingerprint
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.train import shard_ledger
@@ -43,7 +44,7 @@ class DataConfig:
     """What a distillation set holds; stored in the manifest so a resume cannot mix settings."""
 
     target: str = "default"
-    hidden_layers: tuple[int, ...] = (8, 16, 24, 30)
+    hidden_layers: tuple[int, ...] | None = None  # target layers to record; None: `feature_layers_for` the target
     context: int = 8  # feature positions kept before the first root
     top_k: int = 32
     seed: int = 0
@@ -60,7 +61,7 @@ class DataConfig:
     text_batch: int = 8
 
     def __post_init__(self) -> None:
-        if not self.hidden_layers or self.context < 1 or self.top_k < 1 or self.gen_batch < 1 or self.text_batch < 1:
+        if self.hidden_layers == () or self.context < 1 or self.top_k < 1 or self.gen_batch < 1 or self.text_batch < 1:
             raise ValueError("hidden_layers, context, top_k and batch sizes must be positive")
         if self.samples < 1 or not self.temperatures:
             raise ValueError("samples must be at least 1 and temperatures must name at least one value")
@@ -99,18 +100,22 @@ def generation_jobs(prompts: list[list[int]], config: DataConfig) -> list[Job]:
     return jobs
 
 
-def check_hidden_layers(target: Target, config: DataConfig) -> None:
-    """The feature layers must exist in the target (hidden-state index 0 is the embedding output)."""
+def for_target(target: Target, config: DataConfig) -> DataConfig:
+    """`config` with its feature layers for `target` (the default spread when it names none), checked to exist
+    in the target (hidden-state index 0 is the embedding output)."""
+    if config.hidden_layers is None:
+        return replace(config, hidden_layers=feature_layers_for(target))
     depth = int(target.model.config.num_hidden_layers)
     if max(config.hidden_layers) > depth or min(config.hidden_layers) < 0:
-        spread = ",".join(str(round(depth * (i + 1) / 4)) for i in range(min(4, depth)))
+        spread = ",".join(map(str, feature_layers_for(target)))
         raise ValueError(f"hidden layers {list(config.hidden_layers)} do not lie in 0..{depth} (the target "
                          f"{target.name} has {depth} layers); pass e.g. --hidden-layers {spread}")
+    return config
 
 
 def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     """The deterministic list of shards (each a list of jobs) for a target and config."""
-    check_hidden_layers(target, config)
+    config = for_target(target, config)
     rng = random.Random(config.seed)
     items = all_training_prompts(config.sets or None)
     shards: list[list[Job]] = []
@@ -231,7 +236,7 @@ def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: 
                   plan: list[list[Job]] | None = None) -> int:
     """Write the missing shards of the plan (default: `plan_jobs`) into `folder`; return how many exist."""
     folder = Path(folder)
-    check_hidden_layers(target, config)
+    config = for_target(target, config)
     plan = plan_jobs(target, config) if plan is None else plan
     if max_shards is not None:
         plan = plan[:max_shards]

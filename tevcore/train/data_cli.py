@@ -9,7 +9,8 @@ from pathlib import Path
 
 import torch
 
-from tevcore.flags import add_target_arguments, comma_list, seed_value, target_from_args, thread_count
+from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
+from tevcore.parsing import comma_list
 from tevcore.train.data import DataConfig, build_dataset, plan_jobs
 
 
@@ -62,14 +63,3 @@ def run(args: argparse.Namespace) -> int:
     done = build_dataset(target, config, args.out, max_shards=args.max_shards)
     print(f"{done}/{len(plan)} shards in {args.out} ({time.time() - start:.0f} s)")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore build-data` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("build-data", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -11,8 +11,8 @@ import torch
 
 from tevcore.outputs import write_json, written
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from tevcore.flags import (add_target_arguments, budget_or_chain, comma_list, count_at_least_one, seed_value,
-                           target_from_args, thread_count)
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
+from tevcore.parsing import budget_or_chain, comma_list
 from tevcore.train.eval import (
     BUDGETS,
     MIX,
@@ -104,14 +104,3 @@ def run(args: argparse.Namespace) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         print(written(write_json(args.json, record, overwrite=args.force), args.json))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore eval-drafter` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("eval-drafter", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from tevcore.diskwrite import write_text_atomic
 from tevcore.engine.builders import best_first
-from tevcore.proposers.block_config import DEFAULT_LAYERS, BlockDrafterConfig
+from tevcore.proposers.block_config import DEFAULT_LAYERS, BlockDrafterConfig, layer_shape_of
 from tevcore.proposers.block import (
     BlockDrafter,
     check_growth,
@@ -75,10 +75,11 @@ def new_drafter(config: TrainConfig, anchors: AnchorSet, target: Target) -> Bloc
     """A fresh drafter whose draft vocabulary is the tokens with the most teacher mass in the data."""
     vocab = min(config.draft_vocab, target.vocab_size)
     draft_ids = anchors.target_mass(target.vocab_size).topk(vocab).indices.sort().values
+    heads, ffn = layer_shape_of(target)
     shape = BlockDrafterConfig(
         target_vocab_size=target.vocab_size, target_hidden_size=int(target.model.config.hidden_size),
         draft_vocab_size=vocab, hidden_layers=tuple(anchors.layers), context=config.context, depth=config.depth,
-        layers=config.layers or DEFAULT_LAYERS, heads=config.heads, ffn=config.ffn, dropout=config.dropout,
+        layers=config.layers or DEFAULT_LAYERS, heads=config.heads or heads, ffn=config.ffn or ffn, dropout=config.dropout,
         target=target_record(target, tuple(anchors.layers)))
     with seeded_torch_rng(config.seed):  # the initial weights, from the seed alone
         drafter = BlockDrafter(shape, draft_ids)

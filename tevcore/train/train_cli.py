@@ -1,6 +1,6 @@
 """`python -m tevcore train`: train a block drafter (distillation or ExitTrain) into a run folder.
 
-Runs unchanged under `torchrun --nproc-per-node N` (DDP; gloo on CPU, nccl on GPU).
+Runs unchanged under `torchrun --nproc-per-node N -m tevcore -- train ...` (DDP; gloo on CPU, nccl on GPU).
 """
 
 from __future__ import annotations
@@ -80,14 +80,3 @@ def run(args: argparse.Namespace) -> int:
             save_drafter(load_drafter(final, target), args.export, dtype=torch.float16)
         print(f"exported fp16 drafter to {args.export}")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore train` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("train", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

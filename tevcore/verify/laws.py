@@ -80,6 +80,23 @@ def chain_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) ->
     return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned)
 
 
+def greedy_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """Greedy's law whatever the temperature: the T = 0 verdict (the argmax path, the argmax bonus)."""
+    return exit_law(tree, node_logits, 0.0)
+
+
+# exact rules whose law is not the tree's exit law X
+OWN_LAWS = {"chain": chain_law, "greedy": greedy_law}
+
+
+def law_group(name: str) -> str:
+    """How rule `name` is tested: 'X' (exact with the tree's exit law), 'own' (exact with its own law, see
+    `OWN_LAWS`) or 'foil' (not exact: tested against X, the law it would need)."""
+    if not RULES[name].exact:
+        return "foil"
+    return "own" if name in OWN_LAWS else "X"
+
+
 OPTIMAL = "optimal"  # exact for the target at this temperature, exit law X: reaches 1 + C
 OWN_LAW = "own law"  # exact for the target with a law of its own (chain-only: X of the top-1 chain)
 T0_ONLY = "exact for T = 0 only"  # decodes the T = 0 target whatever the temperature: not this one at T > 0
@@ -97,7 +114,7 @@ def standing(name: str, temperature: float) -> str:
         return FOIL
     if rule.greedy:
         return OPTIMAL if temperature == 0 else T0_ONLY
-    return OWN_LAW if name == "chain" else OPTIMAL
+    return OWN_LAW if name in OWN_LAWS else OPTIMAL
 
 
 def law_name(name: str, temperature: float) -> str:
@@ -112,12 +129,7 @@ def law_name(name: str, temperature: float) -> str:
 
 def rule_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """The law verifier `name` is tested against: its own if exact, X for the foil."""
-    kind = standing(name, temperature)
-    if kind == OWN_LAW:
-        return chain_law(tree, node_logits, temperature)
-    if RULES[name].greedy:
-        return exit_law(tree, node_logits, 0.0)
-    return exit_law(tree, node_logits, temperature)
+    return OWN_LAWS.get(name, exit_law)(tree, node_logits, temperature)
 
 
 def chi_square(observed: np.ndarray, probs: np.ndarray) -> tuple[float, int]:

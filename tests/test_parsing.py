@@ -3,8 +3,8 @@ import argparse
 import pytest
 
 from tevcore.engine.sampling import MAX_SEED
-from tevcore.flags import (budget_or_chain, comma_list, count_at_least_one, prompt_text, seed_value, thread_count,
-                           usable_cores)
+from tevcore.flags import count_at_least_one, prompt_text, seed_value, thread_count, usable_cores
+from tevcore.parsing import budget_or_chain, comma_list
 
 
 def test_items_are_stripped_parsed_and_blanks_dropped():
