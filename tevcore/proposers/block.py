@@ -303,6 +303,10 @@ def _check_weights_fit(config: BlockDrafterConfig, state: dict[str, torch.Tensor
     layers = {name.split(".")[2] for name in state if name.startswith("encoder.layers.")}
     if len(layers) != config.layers:
         raise ValueError(f"{where} says layers={config.layers}, but {path} holds {len(layers)} encoder layers")
+    norms = {name.split(".")[1] for name in state if name.startswith("feature_norms.")}
+    if len(norms) != len(config.hidden_layers):
+        raise ValueError(f"{where} names {len(config.hidden_layers)} hidden_layers, but {path} holds feature norms "
+                         f"for {len(norms)}")
     with torch.device("meta"):
         skeleton = BlockDrafter(config, torch.zeros(config.draft_vocab_size, dtype=torch.long))
     for name, expected in skeleton.state_dict().items():

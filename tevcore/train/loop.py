@@ -44,6 +44,7 @@ from tevcore.train.rundir import (
     held_run_folder,
     latest_checkpoint,
     load_checkpoint,
+    read_saved_config,
     reported_end,
     save_checkpoint,
     save_final,
@@ -191,7 +192,7 @@ def train(config: TrainConfig, out: Path, target: Target,
 def _prepare_folder(config: TrainConfig, out: Path) -> None:
     saved = out / "config.json"
     if saved.is_file():
-        old = TrainConfig.from_dict(json.loads(saved.read_text())).to_dict()  # keys added since: defaults
+        old = TrainConfig.from_dict(read_saved_config(out)).to_dict()  # keys added since: defaults
         if old != config.to_dict():
             changed = sorted(k for k in set(old) | set(config.to_dict()) if old.get(k) != config.to_dict().get(k))
             raise ValueError(f"{out} holds a run with another config (differs in {changed}); "
