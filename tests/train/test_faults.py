@@ -133,7 +133,7 @@ def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the
 
 
 @pytest.mark.parametrize("where", [
-    ("tevcore.train.rundir", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
+    ("tevcore.proposers.block_training", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
     ("tevcore.train.rundir", "write_json_atomic", 2, "before", "latest"),  # renamed into place, `latest` not moved
 ], ids=["inside-the-folder-write", "before-latest-moves"])
 def test_sigkill_while_a_checkpoint_is_written_leaves_the_previous_one_loadable(

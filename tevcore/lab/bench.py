@@ -4,6 +4,11 @@ For every prompt, every method runs back to back (AR first, then each
 speculative configuration, then HF generate and HF prompt-lookup), so the
 speedup is the median of per-prompt ratios measured side by side. Results go
 to stdout as a table and to a JSON file with the run's metadata.
+
+Under `torchrun --nproc-per-node N -m tevcore -- bench ...` the ranks share
+the prompts (prompt i on rank i mod N) and rank 0 writes one table and one
+JSON; every decode's seed comes from its prompt, so every figure that is not
+a time (E[L], 1 + C, rounds, tree sizes) equals the one-process run's.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import platform
 import subprocess
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import mean, median, stdev
 
@@ -25,11 +30,12 @@ from tqdm import tqdm
 from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import load_prompts
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
-from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
+from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
 from tevcore.flags import add_target_arguments, comma_list, target_from_args
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng
+from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
 from tevcore.timing import seconds_of
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
 
@@ -53,6 +59,23 @@ class MethodStats:
     tree_costs: tuple[float, ...] | None = None
     skipped_rounds: int = 0  # rounds that trimming turned into a plain root-only step
     scored_nodes: int = 0  # drafted nodes the target scored, over all rounds
+
+    def empty(self) -> MethodStats:
+        """The same method with no measurements: one prompt's are taken into it, then `absorb`ed in order."""
+        return replace(self, tokens_per_s=[], ratio_to_ar=[], block_lengths=[], expected_lengths=[],
+                       stage_seconds=dict.fromkeys(STAGES, 0.0), wall_seconds=0.0, skipped_rounds=0, scored_nodes=0)
+
+    def absorb(self, other: MethodStats) -> None:
+        """Append another prompt's measurements of this method (prompts in order give the one-process lists)."""
+        self.tokens_per_s += other.tokens_per_s
+        self.ratio_to_ar += other.ratio_to_ar
+        self.block_lengths += other.block_lengths
+        self.expected_lengths += other.expected_lengths
+        for stage, seconds in other.stage_seconds.items():
+            self.stage_seconds[stage] += seconds
+        self.wall_seconds += other.wall_seconds
+        self.skipped_rounds += other.skipped_rounds
+        self.scored_nodes += other.scored_nodes
 
     def length_gap(self) -> tuple[float, float] | tuple[None, None]:
         """Mean of L - (1 + C) per round and its standard error.
@@ -126,6 +149,8 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
 
     `trims` maps a `--trim` spec to each budget's `DecodeConfig.tree_costs`
     (default: 'off' alone, no trimming); every spec is its own configuration.
+    Under torchrun each rank measures its share of the prompts and every rank
+    returns the rows of all of them.
     """
     trims = trims or {"off": {}}
     rows = []
@@ -144,14 +169,18 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                 dflash = getattr(proposer, "hf_dflash_assistant", None)  # the same drafter, chain-decoded by HF
                 if dflash is not None:
                     stats[("hf-dflash",)] = MethodStats(f"HF DFlash chain (block {dflash.config.block_size})")
-            for index, ids in enumerate(tqdm(prompts, desc=f"{dataset} T={temperature}", leave=False)):
+            measured = []  # (prompt index, that prompt's measurements of every method)
+            for index, ids in tqdm(shard(prompts), desc=f"{dataset} T={temperature}", leave=False,
+                                   disable=not is_first()):
+                prompt_stats = {key: entry.empty() for key, entry in stats.items()}
+                measured.append((index, prompt_stats))
                 base = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
                                     seed=draw_seed(seed, dataset, temperature, index, "ar"))
                 ar = generate_ar(target, ids, base)
                 ar_speed = len(ar.tokens) / ar.seconds
-                stats[("ar",)].tokens_per_s.append(ar_speed)
-                stats[("ar",)].ratio_to_ar.append(1.0)
-                for key, entry in stats.items():
+                prompt_stats[("ar",)].tokens_per_s.append(ar_speed)
+                prompt_stats[("ar",)].ratio_to_ar.append(1.0)
+                for key, entry in prompt_stats.items():
                     kind, cell_seed = key[0], draw_seed(seed, dataset, temperature, index, *key)
                     if kind == "spec":
                         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
@@ -176,6 +205,9 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                         continue
                     entry.tokens_per_s.append(speed)
                     entry.ratio_to_ar.append(speed / ar_speed)
+            for _, prompt_stats in sorted(gather(measured), key=lambda item: item[0]):
+                for key, entry in stats.items():
+                    entry.absorb(prompt_stats[key])
             rows += [entry.row(dataset, temperature) for entry in stats.values()]
     return rows
 
@@ -242,9 +274,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--proposer", default="default",
-                        help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
-                             "a drafter folder, 'dflash:<DFlash folder or hub id>' (then transformers' DFlash chain "
-                             "decoding with the same drafter is a peer), '<any>+lookup'")
+                        help=proposer_specs() + " (a proposer that offers an HF assistant, as DFlash does, also "
+                             "runs transformers' own decoding with it as a peer)")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
@@ -255,7 +286,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tevcore.decoding.autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
-    from tevcore.proposers import resolve_proposer
 
     commit = git_commit()  # the code that runs, even if the checkout moves on during a long bench
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
@@ -269,19 +299,21 @@ def run(args: argparse.Namespace) -> int:
         parse_trim(spec)
     if args.budgets == "auto" and len(trim_specs) != 1:
         raise ValueError("--budget auto chooses for one --trim spec; give one")
-    target = target_from_args(args)
+    target = target_from_args(args, device=device_for_rank(args.device))
     proposer = resolve_proposer(args.proposer, target, drafter_dtype)
     datasets = comma_list(args.dataset, str, "prompt sets")
     verifiers = comma_list(args.verifiers, str, "verifiers")
-    if args.refresh_curve:
+    if args.refresh_curve and is_first():
         wanted = AUTO_BUDGETS if args.budgets == "auto" else comma_list(args.budgets, int, "budgets")
         forward_cost_curve(target, sizes=curve_sizes(wanted), refresh=True)
     auto: dict[float, BudgetChoice] = {}
     if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
         calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
-        for t in temperatures:
-            auto[t] = choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
-            print(f"T={t:g}: {auto[t].explain()}")
+        for t in temperatures:  # measured on a clock: rank 0 chooses for every rank
+            auto[t] = from_first(choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
+                                 if is_first() else None)
+            if is_first():
+                print(f"T={t:g}: {auto[t].explain()}")
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:
         plan = [(temperatures, comma_list(args.budgets, int, "budgets"))]
@@ -290,18 +322,21 @@ def run(args: argparse.Namespace) -> int:
             for v in verifiers:
                 DecodeConfig(budget=b, verifier=v)
     all_budgets = sorted({b for _, budgets in plan for b in budgets})
-    trims = {spec: trim_costs(target, all_budgets, spec) for spec in trim_specs}
+    trims = from_first({spec: trim_costs(target, all_budgets, spec) for spec in trim_specs} if is_first() else None)
     for costs in trims.values():
         for b, tree_costs in costs.items():
             DecodeConfig(budget=b, tree_costs=tree_costs)
     rows = [row for temps, budgets in plan
             for row in run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers,
                                  args.seed, peers=not args.no_peers, trims=trims)]
+    if not is_first():
+        return 0
     print(format_table(rows))
     uses_curve = "auto" in trim_specs or bool(auto)
     curve = forward_cost_curve(target, sizes=curve_sizes(all_budgets)) if uses_curve and all_budgets else None
     meta = {"commit": commit, "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
+            "processes": world()[1],
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
             "trim": trim_specs, "cost_curve_s": curve, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = Path(args.out)

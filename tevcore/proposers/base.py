@@ -19,6 +19,7 @@ from tevcore.engine.draft_rows import DraftRows
 from tevcore.engine.sampling import make_generator
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
+from tevcore.proposers.kind import DrafterKind, keyword
 
 if TYPE_CHECKING:
     from tevcore.engine.records import RoundRecord
@@ -125,3 +126,7 @@ class GreedyRolloutProposer(ProposerBase):
         walk(session, self.depth, 0.0, make_generator(0, session.device), set(), measure)  # T = 0 draws nothing
         session.rewind(committed)
         return torch.stack(rows)
+
+
+ROLLOUT_KIND = DrafterKind("rollout", "rollout", "stand-in: the target's own greedy rollout", keyword("rollout"),
+                           lambda source, target, options: GreedyRolloutProposer(), ready=("rollout",))
