@@ -88,6 +88,23 @@ def known_inputs(batch: Any, known: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return given, probs
 
 
+def _hold_key_biases(drafter: BlockDrafter) -> None:
+    """Keep the key part of every attention's input bias where it is.
+
+    A bias added to every key shifts all of one query's scores by the same
+    amount, which the softmax ignores: that part's true gradient is zero, and
+    what reaches it is rounding noise that Adam scales up to full-size steps.
+    Zeroing it changes no output and makes the weights independent of how a
+    batch was summed (one process or several ranks).
+    """
+    size = drafter.config.target_hidden_size
+    for layer in drafter.encoder.layers:
+        bias = layer.self_attn.in_proj_bias
+        keep = torch.ones_like(bias)
+        keep[size:2 * size] = 0
+        bias.register_hook(lambda grad, keep=keep: grad * keep)
+
+
 class BlockTraining:
     """A block drafter under training (see `kind.TrainingAdapter`)."""
 
@@ -95,6 +112,7 @@ class BlockTraining:
         self.drafter = drafter
         self.network: nn.Module = drafter
         self.vocab_map = vocab_map(drafter)
+        _hold_key_biases(drafter)
 
     def _device(self) -> torch.device:
         return self.drafter.bias.device

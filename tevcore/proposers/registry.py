@@ -55,12 +55,23 @@ def find_kind(spec: str) -> tuple[DrafterKind, str]:
     raise ValueError(f"unknown proposer {spec!r}: use {proposer_specs()}")
 
 
+def _unmixed(spec: str) -> tuple[str, bool]:
+    """The spec without its alias and '+lookup' suffix, and whether the lookup is mixed in."""
+    spec = ALIASES.get(spec, spec)
+    mixed = spec.endswith(lookup.SUFFIX) and spec != lookup.SUFFIX
+    return (spec.removesuffix(lookup.SUFFIX) if mixed else spec), mixed
+
+
+def kind_of(spec: str) -> DrafterKind:
+    """The kind a full spec names ('default' and a '+lookup' suffix included)."""
+    return find_kind(_unmixed(spec)[0])[0]
+
+
 def resolve_proposer(spec: str, target: Target, drafter_dtype: torch.dtype | None = None,
                      branches: int | None = None, name: str | None = None) -> Proposer:
     """The proposer a spec names, loaded against `target`; `drafter_dtype`, `branches` and `name` go to its kind."""
-    spec = ALIASES.get(spec, spec)
-    mixed = spec.endswith(lookup.SUFFIX) and spec != lookup.SUFFIX
-    kind, source = find_kind(spec.removesuffix(lookup.SUFFIX) if mixed else spec)
+    base_spec, mixed = _unmixed(spec)
+    kind, source = find_kind(base_spec)
     proposer = kind.load(source, target, LoadOptions(drafter_dtype, branches, name))
     return lookup.ContextLookupProposer(proposer) if mixed else proposer
 
