@@ -26,6 +26,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from tevcore.diskwrite import write_text_atomic
 from tevcore.engine.builders import best_first
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import seeded_torch_rng
@@ -38,11 +39,13 @@ from tevcore.train.config import TrainConfig
 from tevcore.train.data import check_data_target
 from tevcore.train.losses import distill_loss, tree_objective
 from tevcore.train.rundir import (
-    RunLock,
+    append_metrics,
+    held_run_folder,
     latest_checkpoint,
     load_trainer_state,
     reported_end,
     save_checkpoint,
+    save_final,
     write_json_atomic,
     write_status,
 )
@@ -130,23 +133,15 @@ def train(config: TrainConfig, out: Path, target: Target,
     rank, size = world()
     if config.batch_size % size or config.tree_anchors % size:
         raise ValueError(f"batch_size and tree_anchors must be divisible by the {size} processes")
-    out = Path(out)
-    lock = RunLock(out)
-    if rank == 0:
-        out.mkdir(parents=True, exist_ok=True)
-        lock.acquire()
-    try:
+    with held_run_folder(Path(out), owner=rank == 0) as folder:
         if rank == 0:
-            prepare_folder(config, out)
+            _prepare_folder(config, folder)
         barrier()  # the folder is checked before any rank reads its checkpoint
-        return _run(config, out, target, lambda anchors: trainer.start(checked, config, anchors, target),
-                    lambda folder: trainer.load(folder, config, target), on_step)
-    finally:
-        if rank == 0:
-            lock.release()
+        return _run(config, folder, target, lambda anchors: trainer.start(checked, config, anchors, target),
+                    lambda saved: trainer.load(saved, config, target), on_step)
 
 
-def prepare_folder(config: TrainConfig, out: Path) -> None:
+def _prepare_folder(config: TrainConfig, out: Path) -> None:
     """Record the config in a new run folder; refuse to resume one that holds another config."""
     saved = out / "config.json"
     if saved.is_file():
@@ -206,8 +201,7 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
                 metrics.update(tree=tree.item(), **stats)
             metrics["loss"] = optimizer_step(optimizer, params, loss, metrics["lr"], config.grad_clip)
             if writes:
-                with open(out / "metrics.jsonl", "a") as f:
-                    f.write(json.dumps(metrics) + "\n")
+                append_metrics(out, metrics)
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", **({"E": f"{metrics['tree_E']:.2f}"}
                                                                  if "tree_E" in metrics else {}))
                 if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
@@ -215,9 +209,7 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
                 write_status(out, "running", step + 1, config.steps, started)
             if on_step is not None:
                 on_step(metrics)
-        final = out / "drafter"
-        if writes:
-            adapter.save(final)
+        final = save_final(out, adapter.network, save) if writes else out / "drafter"
         barrier()  # every rank returns once the drafter is on disk
         return final
 
@@ -231,4 +223,4 @@ def _trim_metrics(path: Path, step: int) -> None:
     if not path.is_file():
         return
     keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
-    path.write_text("".join(line + "\n" for line in keep))
+    write_text_atomic(path, "".join(line + "\n" for line in keep))

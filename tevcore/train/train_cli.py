@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from tevcore.flags import add_target_arguments, target_from_args
+from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
 from tevcore.proposers.registry import trainable_specs, trainer_for
 from tevcore.ranks import device_for_rank, is_first
 from tevcore.train.config import TrainConfig
@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         flag = "--" + f.name.replace("_", "-")
         kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
+        kind = {"seed": seed_value, "threads": thread_count}.get(f.name, kind)
         helps = {"init": f"the drafter to start from: {trainable_specs()} (default: a fresh block drafter)"}
         parser.add_argument(flag, type=kind, default=None, help=helps.get(f.name, f"TrainConfig.{f.name}"))
 
