@@ -11,7 +11,6 @@ own, then a rename); folders through `folder_in_place`.
 
 from __future__ import annotations
 
-import errno
 import io
 import os
 import shutil
@@ -22,37 +21,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save as safetensors_bytes
 
-from tevcore.outputs import write_output
-
-FULL = (errno.ENOSPC, errno.EDQUOT)
-
-
-class WriteFailed(OSError):
-    """A write that could not happen; its message is the whole story (the file, the reason, the free space)."""
-
-    def __str__(self) -> str:
-        return str(self.strerror)
-
-
-def write_failure(path: Path, err: OSError) -> WriteFailed:
-    """The one-line error for `err` raised while writing `path`."""
-    if isinstance(err, WriteFailed):
-        return err
-    reason = err.strerror or str(err)
-    if err.errno in FULL:
-        reason += f" ({_free(path)} free there); free some space and run the same command again"
-    return WriteFailed(err.errno, f"cannot write {path}: {reason}")
-
-
-def _free(path: Path) -> str:
-    folder = Path(path)
-    while not folder.is_dir() and folder != folder.parent:
-        folder = folder.parent
-    try:
-        return f"{shutil.disk_usage(folder).free / 1e6:.1f} MB"
-    except OSError:
-        return "unknown space"
-
+from tevcore.outputs import WriteFailed, write_failure, write_output
 
 def _temporary_folder(final: Path) -> Path:
     """A temporary folder name beside `final`, unique to this process."""

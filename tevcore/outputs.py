@@ -3,13 +3,44 @@ cannot happen, and one way of writing a result (a temporary file per writer, the
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from tevcore.diskwrite import write_failure
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class WriteFailed(OSError):
+    """A write that could not happen; its message is the whole story (the file, the reason, the free space)."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def write_failure(path: Path, err: OSError) -> WriteFailed:
+    """The one-line error for `err` raised while writing `path`."""
+    if isinstance(err, WriteFailed):
+        return err
+    reason = err.strerror or str(err)
+    if err.errno in FULL:
+        reason += f" ({_free(path)} free there); free some space and run the same command again"
+    return WriteFailed(err.errno, f"cannot write {path}: {reason}")
+
+
+def _free(path: Path) -> str:
+    folder = Path(path)
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return f"{shutil.disk_usage(folder).free / 1e6:.1f} MB"
+    except OSError:
+        return "unknown space"
 
 
 def _nearest_existing(path: Path) -> Path:

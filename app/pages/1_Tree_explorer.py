@@ -19,6 +19,7 @@ import inputs  # noqa: E402
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig  # noqa: E402
 from tevcore.engine.builders import BUILDER_NAMES  # noqa: E402
 from tevcore.verify.verifiers import VERIFIERS, verifier_label  # noqa: E402
+from tevcore.proposers.registry import proposer_specs, ready_specs  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
                       "flows (colour = P(v), red ring = exit mass X(v)), the accepted path (orange), the exit node "
@@ -76,7 +77,7 @@ with st.sidebar:
                              "plain one-token step), as `--trim auto` does")
     seed = st.number_input("seed", value=DecodeConfig.default("seed"), step=1, key="ex_seed")
     max_new = st.number_input("max new tokens", value=48, step=8, key="ex_max_new")
-    proposer_options = ["default", "drafter", "lookup", "rollout"]
+    proposer_options = ready_specs()
     if ss.get("active_drafter"):
         proposer_options.insert(0, ss["active_drafter"])
     env_choice = shared_ui.default_proposer_spec()
@@ -84,10 +85,7 @@ with st.sidebar:
         proposer_options.append(env_choice)
     proposer_spec = st.selectbox("drafter", proposer_options, index=proposer_options.index(
         ss["active_drafter"] if ss.get("active_drafter") else env_choice), key="ex_proposer",
-        help="default = the committed drafter + context lookup; drafter = the drafter alone; "
-             "lookup = the context lookup without a drafter; "
-             "rollout = stand-in (the target's own greedy rollout); "
-             "a folder = a checkpoint made active on the ExitTrain page")
+        help=f"{proposer_specs()}; a folder made active on the ExitTrain page is offered first")
 
 RANGES = {"temperature": inputs.decode_range("temperature", 5.0), "budget": inputs.decode_range("budget", 512),
           "seed": inputs.decode_range("seed", 2**31 - 1), "max_new_tokens": inputs.decode_range("max_new_tokens", 1024)}

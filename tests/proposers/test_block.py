@@ -241,7 +241,7 @@ def test_a_cpu_without_bfloat16_packing_refuses_a_bfloat16_drafter_and_auto_take
 def test_a_full_disk_while_saving_a_drafter_leaves_no_partial_folder(tiny_target, tmp_path, monkeypatch, existing):
     from disk_faults import disk_full_on
 
-    from tevcore.diskwrite import WriteFailed
+    from tevcore.outputs import WriteFailed
 
     folder = tmp_path / "drafter"
     if existing:

@@ -243,7 +243,7 @@ def test_a_damaged_manifest_beside_no_shards_is_written_again(tiny_target, tiny_
 @pytest.mark.parametrize("match, times", [("shard_00001", 1), ("shards.jsonl", 2), ("manifest.json", 1)])
 def test_a_full_disk_while_building_is_one_line_leaves_no_temporary_and_the_same_command_finishes(
         built, match, times, tmp_path, tiny_target, tiny_data_setup, monkeypatch):
-    from tevcore.diskwrite import WriteFailed
+    from tevcore.outputs import WriteFailed
     from disk_faults import disk_full_on
 
     _, shards, _ = built

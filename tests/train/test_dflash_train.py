@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-import tevcore.train.dflash_train as dflash_train
+import tevcore.proposers.dflash_training as dflash_train
 from dflash_checkpoints import dflash_config, write_dflash
 from tevcore.cli import main
 from tevcore.proposers import resolve_proposer
@@ -171,31 +171,3 @@ def test_resuming_with_another_config_is_refused(setup, tmp_path, one_thread, ca
     assert main(_train_args(run, data, folder, checkpoint, steps="3")) == 2
     assert "another config" in capsys.readouterr().err
 
-
-def test_a_distributed_launch_is_refused_before_the_run_folder_is_made(setup, tmp_path, monkeypatch, capsys):
-    folder, _, data, checkpoint = setup
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    assert main(_train_args(tmp_path / "run", data, folder, checkpoint)) == 2
-    assert "runs in one process" in capsys.readouterr().err and not (tmp_path / "run").exists()
-
-
-@pytest.mark.parametrize("failure", [RuntimeError("features could not be computed"), KeyboardInterrupt()],
-                         ids=["crash", "ctrl-c"])
-def test_a_fine_tune_that_fails_before_its_first_step_leaves_no_folder_and_the_same_command_then_runs(
-        setup, tmp_path, monkeypatch, one_thread, capsys, failure):
-    folder, _, data, checkpoint = setup
-    run = tmp_path / "run"
-
-    def fail(*args):
-        raise failure
-
-    monkeypatch.setattr(dflash_train, "SequenceFeatures", fail)
-    if isinstance(failure, KeyboardInterrupt):
-        assert main(_train_args(run, data, folder, checkpoint, steps="2")) == 130  # the CLI's Ctrl-C exit
-    else:
-        with pytest.raises(RuntimeError):  # not a usage error: the CLI lets it through
-            main(_train_args(run, data, folder, checkpoint, steps="2"))
-    assert not run.exists()  # it had written only its config.json: taken back with the folder it made
-    monkeypatch.undo()
-    assert main(_train_args(run, data, folder, checkpoint, steps="2")) == 0
-    assert (run / "drafter" / "model.safetensors").is_file()

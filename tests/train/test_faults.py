@@ -136,7 +136,7 @@ def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the
 
 
 @pytest.mark.parametrize("where", [
-    ("tevcore.train.rundir", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
+    ("tevcore.proposers.block_training", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
     ("tevcore.train.rundir", "write_json_atomic", 2, "before", "latest"),  # renamed into place, `latest` not moved
 ], ids=["inside-the-folder-write", "before-latest-moves"])
 @pytest.mark.slow
@@ -307,7 +307,7 @@ def _no_temporaries(run: Path) -> bool:
 ])
 def test_a_full_disk_while_training_fails_in_one_line_leaves_no_partial_folder_and_the_same_command_resumes(
         match, times, kept, tiny_target, tiny_data, tmp_path, monkeypatch):
-    from tevcore.diskwrite import WriteFailed
+    from tevcore.outputs import WriteFailed
     from tevcore.train.loop import train
     from tevcore.train.rundir import latest_checkpoint
 
@@ -330,7 +330,7 @@ def test_a_full_disk_while_training_fails_in_one_line_leaves_no_partial_folder_a
 
 def test_a_full_disk_in_the_first_step_leaves_a_folder_the_same_command_starts_in(tiny_target, tiny_data, tmp_path,
                                                                                    monkeypatch):
-    from tevcore.diskwrite import WriteFailed
+    from tevcore.outputs import WriteFailed
     from tevcore.train.loop import train
 
     config = _config(tiny_data, steps=2, checkpoint_every=1)

@@ -10,6 +10,11 @@ rules) at the same node budget, so tree against chain and fixed against
 sampled are rows of one run. Each speculative row carries its sibling
 diagnostics (`siblings.py`). Results go to stdout as tables and to a JSON
 file with the run's metadata.
+
+Under `torchrun --nproc-per-node N -m tevcore -- bench ...` the ranks share
+the prompts (prompt i on rank i mod N) and rank 0 writes one table and one
+JSON; every decode's seed comes from its prompt, so every figure that is not
+a time (E[L], 1 + C, rounds, tree sizes) equals the one-process run's.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import platform
 import subprocess
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import mean, median, stdev
 
@@ -32,13 +37,14 @@ from tevcore.engine.builders import get_builder, parse_builder_list
 from tevcore.lab.datasets import load_prompts
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
-from tevcore.proposers import DRAFTER_DTYPE_HELP, PROPOSER_SPECS, parse_drafter_dtype
+from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
 from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.outputs import write_json, written
+from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
 from tevcore.timing import seconds_of
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
 from tevcore.verify.verifiers import check_pairing, get_rule
@@ -65,6 +71,23 @@ class MethodStats:
     skipped_rounds: int = 0  # rounds that trimming turned into a plain root-only step
     scored_nodes: int = 0  # drafted nodes the target scored, over all rounds
     rounds: list = field(default_factory=list)  # the lean round records, for the sibling diagnostics
+
+    def empty(self) -> MethodStats:
+        """The same method with no measurements: one prompt's are taken into it, then `absorb`ed in order."""
+        return replace(self, tokens_per_s=[], ratio_to_ar=[], block_lengths=[], expected_lengths=[],
+                       stage_seconds=dict.fromkeys(STAGES, 0.0), wall_seconds=0.0, skipped_rounds=0, scored_nodes=0)
+
+    def absorb(self, other: MethodStats) -> None:
+        """Append another prompt's measurements of this method (prompts in order give the one-process lists)."""
+        self.tokens_per_s += other.tokens_per_s
+        self.ratio_to_ar += other.ratio_to_ar
+        self.block_lengths += other.block_lengths
+        self.expected_lengths += other.expected_lengths
+        for stage, seconds in other.stage_seconds.items():
+            self.stage_seconds[stage] += seconds
+        self.wall_seconds += other.wall_seconds
+        self.skipped_rounds += other.skipped_rounds
+        self.scored_nodes += other.scored_nodes
 
     def length_gap(self) -> tuple[float, float] | tuple[None, None]:
         """Mean of L - (1 + C) per round and its standard error.
@@ -143,7 +166,8 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
     `builders` (default best-first) pair with every verifier that is exact on
     their trees (`valid_pairs`). The rows of each (set, temperature) are
     appended to `rows` as soon as its prompts are done, so a caller keeps them
-    when the run is cut short.
+    when the run is cut short. Under torchrun each rank measures its share of
+    the prompts and every rank returns the rows of all of them.
     """
     trims = trims or {"off": {}}
     pairs = valid_pairs(builders or ["best_first"], verifiers)
@@ -165,14 +189,18 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                 dflash = getattr(proposer, "hf_dflash_assistant", None)  # the same drafter, chain-decoded by HF
                 if dflash is not None:
                     stats[("hf-dflash",)] = MethodStats(f"HF DFlash chain (block {dflash.config.block_size})")
-            for index, ids in enumerate(tqdm(prompts, desc=f"{dataset} T={temperature}", leave=False)):
+            measured = []  # (prompt index, that prompt's measurements of every method)
+            for index, ids in tqdm(shard(prompts), desc=f"{dataset} T={temperature}", leave=False,
+                                   disable=not is_first()):
+                prompt_stats = {key: entry.empty() for key, entry in stats.items()}
+                measured.append((index, prompt_stats))
                 base = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
                                     seed=draw_seed(seed, dataset, temperature, index, "ar"))
                 ar = generate_ar(target, ids, base)
                 ar_speed = len(ar.tokens) / ar.seconds
-                stats[("ar",)].tokens_per_s.append(ar_speed)
-                stats[("ar",)].ratio_to_ar.append(1.0)
-                for key, entry in stats.items():
+                prompt_stats[("ar",)].tokens_per_s.append(ar_speed)
+                prompt_stats[("ar",)].ratio_to_ar.append(1.0)
+                for key, entry in prompt_stats.items():
                     kind, cell_seed = key[0], draw_seed(seed, dataset, temperature, index, *key)
                     if kind == "spec":
                         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
@@ -198,6 +226,9 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                         continue
                     entry.tokens_per_s.append(speed)
                     entry.ratio_to_ar.append(speed / ar_speed)
+            for _, prompt_stats in sorted(gather(measured), key=lambda item: item[0]):
+                for key, entry in stats.items():
+                    entry.absorb(prompt_stats[key])
             rows += [entry.row(dataset, temperature) for entry in stats.values()]
     return rows
 
@@ -288,8 +319,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--proposer", default="default",
-                        help=PROPOSER_SPECS + "; with a DFlash drafter, transformers' DFlash chain decoding of the "
-                             "same drafter runs as a peer")
+                        help=proposer_specs() + " (a proposer that offers an HF assistant, as DFlash does, also "
+                             "runs transformers' own decoding with it as a peer)")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--seed", type=seed_value, default=DecodeConfig.default("seed"), help=DecodeConfig.help()["seed"])
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
@@ -300,7 +331,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tevcore.decoding.autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
-    from tevcore.proposers import resolve_proposer
 
     commit = git_commit()  # the code that runs, even if the checkout moves on during a long bench
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
@@ -320,19 +350,21 @@ def run(args: argparse.Namespace) -> int:
     verifiers = comma_list(args.verifiers, str, "verifiers")
     builders = parse_builder_list(args.builders)
     pairs = valid_pairs(builders, verifiers)
-    target = target_from_args(args)
+    target = target_from_args(args, device=device_for_rank(args.device))
     proposer = resolve_proposer(args.proposer, target, drafter_dtype)
     for builder, _ in pairs:
         get_builder(builder).check_depth(proposer.depth)  # a shape deeper than the drafter, before any prompt
-    if args.refresh_curve:
+    if args.refresh_curve and is_first():
         wanted = AUTO_BUDGETS if args.budgets == "auto" else comma_list(args.budgets, int, "budgets")
         forward_cost_curve(target, sizes=curve_sizes(wanted), refresh=True)
     auto: dict[float, BudgetChoice] = {}
     if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
         calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
-        for t in temperatures:
-            auto[t] = choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
-            print(f"T={t:g}: {auto[t].explain()}")
+        for t in temperatures:  # measured on a clock: rank 0 chooses for every rank
+            auto[t] = from_first(choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
+                                 if is_first() else None)
+            if is_first():
+                print(f"T={t:g}: {auto[t].explain()}")
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:
         plan = [(temperatures, comma_list(args.budgets, int, "budgets"))]
@@ -341,7 +373,7 @@ def run(args: argparse.Namespace) -> int:
             for builder, v in pairs:
                 DecodeConfig(budget=b, builder=builder, verifier=v)
     all_budgets = sorted({b for _, budgets in plan for b in budgets})
-    trims = {spec: trim_costs(target, all_budgets, spec) for spec in trim_specs}
+    trims = from_first({spec: trim_costs(target, all_budgets, spec) for spec in trim_specs} if is_first() else None)
     for costs in trims.values():
         for b, tree_costs in costs.items():
             DecodeConfig(budget=b, tree_costs=tree_costs)
@@ -351,10 +383,12 @@ def run(args: argparse.Namespace) -> int:
             run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers, args.seed,
                       peers=not args.no_peers, trims=trims, builders=builders, rows=rows)
     except KeyboardInterrupt:  # keep the finished (set, temperature) cells, marked partial
-        if rows:
+        if rows and is_first():
             print(format_table(rows))
             _write(args, rows, _meta(args, commit, target, proposer, datasets, trim_specs, None, auto), partial=True)
         raise
+    if not is_first():
+        return 0
     print(format_table(rows))
     for row in rows:
         if row.get("siblings"):
@@ -371,6 +405,7 @@ def _meta(args: argparse.Namespace, commit: str, target: Target, proposer, datas
           curve: dict | None, auto: dict) -> dict:
     return {"commit": commit, "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
+            "processes": world()[1],
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
             "trim": trim_specs, "cost_curve_s": curve,
             "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None,

@@ -326,7 +326,7 @@ def default_drafter_path() -> Path:
     return Path(__file__).resolve().parents[2] / "assets" / "drafter"
 
 
-def load_default_proposer(target: Target, dtype: torch.dtype | None = None):
+def load_default_proposer(target: Target, dtype: torch.dtype | None = None, branches: int | None = None):
     """The committed default drafter when present and built for this target's shape, else the stand-in.
 
     A damaged committed drafter raises (it must be fixed, not silently replaced).
@@ -339,4 +339,5 @@ def load_default_proposer(target: Target, dtype: torch.dtype | None = None):
     except ValueError:
         return GreedyRolloutProposer()  # the default drafter belongs to the default target only
     drafter = load_drafter(path, target)
-    return BlockProposer(drafter, name=f"block drafter (assets/drafter, K={drafter.depth})", dtype=dtype)
+    return BlockProposer(drafter, name=f"block drafter (assets/drafter, K={drafter.depth})", branches=branches,
+                         dtype=dtype)

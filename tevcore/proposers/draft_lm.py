@@ -38,6 +38,7 @@ from tevcore.target.loading import Target, load_target
 from tevcore.target.session import TargetSession, one_logit_row
 from tevcore.target.tree_masks import frontier_mask
 from tevcore.proposers.base import ProposerBase
+from tevcore.proposers.kind import DrafterKind, LoadOptions, prefixed
 
 MODEL_PREFIX = "model:"
 DEFAULT_DEPTH = 6
@@ -288,3 +289,13 @@ def load_draft_lm(spec: str, target: Target, depth: int = DEFAULT_DEPTH) -> Draf
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ValueError(f"draft LM {spec!r} is not a causal LM transformers can load: {reason}") from None
     return DraftLMProposer(draft, target, depth=depth)
+
+
+def _load_kind(source: str, target: Target, options: LoadOptions) -> DraftLMProposer:
+    proposer = load_draft_lm(source, target)
+    proposer.name = options.name or proposer.name
+    return proposer
+
+
+KIND = DrafterKind("draft-lm", MODEL_PREFIX + "<hub id or folder>", "a draft LM with the target's tokenizer",
+                   prefixed(MODEL_PREFIX), _load_kind)

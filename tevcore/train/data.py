@@ -24,7 +24,8 @@ import torch
 from safetensors.torch import load_file
 from tqdm import tqdm
 
-from tevcore.diskwrite import save_tensors, write_failure, write_text_atomic
+from tevcore.diskwrite import save_tensors, write_text_atomic
+from tevcore.outputs import write_failure
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.datasets import DATASETS
 from tevcore.parsing import comma_list
