@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, fields
 
 from tevcore.engine.builders import get_builder
-from tevcore.engine.sampling import check_temperature
+from tevcore.engine.sampling import MAX_SEED, check_temperature
 
 DEFAULT_BUDGET = 8
 # The temperature of studies of the sampled law (verifier latency, drafter comparisons): decoding itself
@@ -42,6 +42,8 @@ class DecodeConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < self.lowest(name):
                 raise ValueError(f"{name} must be an integer >= {self.lowest(name)}, got {value!r}")
+        if self.seed > MAX_SEED:
+            raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed}")
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
         get_builder(self.builder, self.budget if self.budget > 0 else None)
         from tevcore.verify.verifiers import get_verifier  # late import: verifiers import sampling, not config

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 from typing import Callable, TypeVar
+
+from tevcore.engine.sampling import MAX_SEED
 
 T = TypeVar("T")
 
@@ -38,6 +42,58 @@ def budget_or_chain(text: str) -> str | int:
     if budget < 1:
         raise ValueError("a budget must be an integer >= 1 or 'chain'")
     return budget
+
+
+def count_at_least_one(text: str) -> int:
+    """A count of things to do (prompts, rounds, tokens): an integer >= 1, so a run never does no work."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """A seed: an integer in [0, MAX_SEED], refused here rather than by torch after the model has loaded."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"a seed must lie in [0, {MAX_SEED}] (2^32 - 1), got {value}")
+    return value
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity call on this platform
+        return os.cpu_count() or 1
+
+
+def thread_count(text: str) -> int:
+    """torch CPU threads: 1 up to the cores this process may use (more only slows every thread down)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of threads, got {text!r}") from None
+    cores = usable_cores()
+    if not 1 <= value <= cores:
+        raise argparse.ArgumentTypeError(f"must lie in [1, {cores}] (the CPU cores this process may use), got {value}")
+    return value
+
+
+def prompt_text(text: str) -> str:
+    """A prompt given on the command line: text the tokenizer can take (see `check_text`)."""
+    from tevcore.target.loading import check_text
+
+    try:
+        return check_text(text, "the prompt")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 TARGET_HELP = "'default' (the embedded SmolLM2-135M), a .gguf file, a Hugging Face model folder or a hub id"

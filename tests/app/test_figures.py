@@ -386,3 +386,13 @@ def test_an_unreadable_upload_names_the_users_file():
     with pytest.raises(ValueError) as err:
         appdata.trace_from_bytes(b'{"schema": "not a trace"}\n', "my-run.jsonl")
     assert "upload" not in str(err.value) and "/tmp" not in str(err.value)
+
+
+@pytest.mark.parametrize("order", [[1, 0, 2, 3], [0, 1, 1, 2], [3, 2, 1, 0]])
+def test_an_upload_with_rounds_out_of_order_is_never_replayed(records, order):
+    """The explorer replays a trace round by round: rounds out of order or repeated are refused, naming the upload."""
+    lines = appdata.trace_bytes(records).decode().splitlines()
+    shuffled = "\n".join([lines[0]] + [lines[1 + i] for i in order]) + "\n"
+    with pytest.raises(ValueError, match="^my-run.jsonl, line .*rounds must be in increasing order"):
+        appdata.load_trace(shuffled.encode(), "my-run.jsonl")
+    assert [r.index for r in appdata.load_trace(appdata.trace_bytes(records)).rounds] == [0, 1, 2, 3]

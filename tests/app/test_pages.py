@@ -92,6 +92,7 @@ def test_explorer_reports_an_empty_prompt():
     assert any("prompt is empty" in e.value for e in at.error)
 
 
+@pytest.mark.slow
 def test_explorer_runs_one_live_round_on_the_real_target(monkeypatch):
     monkeypatch.setenv("TEV_APP_PROPOSER", "rollout")
     at = page("1_Tree_explorer.py", timeout=240).run()

@@ -16,6 +16,7 @@ from statistics import median
 
 import torch
 
+from tevcore.outputs import write_json
 from tevcore.engine.builders import best_first
 from tevcore.timing import seconds_of
 from tevcore.proposers.base import Proposer
@@ -58,7 +59,7 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
             session.rollback()
     curve = curve_from_timings({size: found[1:] for size, found in times.items()})  # the first pass warms up
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({str(k): v for k, v in curve.items()}))
+    write_json(path, {str(k): v for k, v in curve.items()}, overwrite=True)  # a cache: the newest measure wins
     return {s: curve[s] for s in sizes}
 
 

@@ -12,6 +12,10 @@ from contextlib import contextmanager
 
 import torch
 
+# Seeds are 32-bit (as numpy's): the seeds derived from one (seed x 1_000_003 + step, seed + a hash) then stay
+# inside the 64-bit range torch's generators take.
+MAX_SEED = 2 ** 32 - 1
+
 
 def check_temperature(temperature: float) -> float:
     """Return the temperature as a float, or raise a clear ValueError."""

@@ -88,6 +88,11 @@ def check_draft_ids(config: BlockDrafterConfig, ids: torch.Tensor, where: Path) 
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= config.target_vocab_size):
         raise ValueError(f"{where}: draft_ids run from {int(ids.min())} to {int(ids.max())}, outside the target "
                          f"vocabulary of {config.target_vocab_size} tokens")
+    values, counts = torch.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        repeated = values[counts > 1]
+        raise ValueError(f"{where}: draft_ids repeats token {int(repeated[0])} ({len(repeated)} ids appear more "
+                         f"than once); each draft row must be a distinct target token")
 
 
 def check_target(config: BlockDrafterConfig, target: Target) -> None:

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from tevcore.engine.sampling import MAX_SEED
 from tevcore.train.losses import TREE_WEIGHTS
 
 
@@ -74,6 +75,8 @@ class TrainConfig:
             raise ValueError(f"tree_alpha must be < 1, got {self.tree_alpha}")
         if self.tree_lambda > 0 and self.tree_anchors == 0:
             raise ValueError("tree_lambda > 0 needs tree_anchors >= 1")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed!r}")
         if self.max_shards is not None and self.max_shards < 1:
             raise ValueError(f"max_shards must be >= 1 or None, got {self.max_shards}")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from tevcore.flags import add_target_arguments, target_from_args
+from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
 from tevcore.train.config import TrainConfig
 
 
@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         flag = "--" + f.name.replace("_", "-")
         kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
+        kind = {"seed": seed_value, "threads": thread_count}.get(f.name, kind)
         parser.add_argument(flag, type=kind, default=None, help=f"TrainConfig.{f.name}")
 
 
