@@ -145,13 +145,10 @@ def start_generation() -> bool:
 def advance(limit: int | None, live_slot=None) -> None:
     """Pull up to `limit` rounds (None = to the end) from the generator, streaming them into `live_slot`.
 
-    `live_slot` holds the whole view below the controls: its first draw replaces what the previous
-    generation left there, then each round's tree and the text so far are drawn as the round arrives.
+    Each round's tree and the text so far are drawn as the round arrives; the slot is emptied at the end.
     """
     gen = ss.ex_gen
     pulled = 0
-    if live_slot is not None:
-        live_slot.empty()  # drops the old view's block whole: a block put in its place would keep its tail
     live_area = live_slot.container() if live_slot is not None else None
     progress = live_area.progress(0.0, text="decoding…") if live_area is not None else None
     tree_box = live_area.empty() if live_area is not None else None
@@ -174,6 +171,8 @@ def advance(limit: int | None, live_slot=None) -> None:
                               text=f"round {record.index}: {made} tokens, block length {record.block_length}")
             tree_box.plotly_chart(figures.record_tree_figure(record, fan=FAN_SHOWN), key=f"ex_live_tree_{record.index}")
             text_box.markdown(figures.text_by_round_html(ss.ex_records), unsafe_allow_html=True)
+    if live_slot is not None:
+        live_slot.empty()
 
 
 # ------------------------------------------------------------------ replay: open a trace
@@ -209,14 +208,18 @@ with st.expander("Open a trace (replay without a model)", expanded=False):
         if st.button("Open", key="ex_open_btn"):
             open_trace(folder / chosen, chosen)
 
-body = st.empty()  # everything below the controls: a live run replaces it at once, the old tree included
+live_slot = st.empty()  # a live run's progress, tree and text
+# everything below: every run first puts an empty element here, so during a live run the previous view (its tree
+# included) is gone; the view is drawn into it once the rounds are in. The live run draws into another slot: an
+# empty element and a block sent to one place back to back are merged into the block, which keeps the old tail.
+body = st.empty()
 if new_clicked:
     ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={},
               ex_opened={})
 if run_clicked or step_clicked:
     fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
     if not fresh or start_generation():
-        advance(None if run_clicked else 1, body if run_clicked else None)
+        advance(None if run_clicked else 1, live_slot if run_clicked else None)
 elif ss.ex_gen is not None and not ss.ex_done and ss.get("ex_settings") != settings:
     c4.info("Settings changed: the next Run or Step starts a new generation.")
 
