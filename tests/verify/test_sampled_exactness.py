@@ -25,7 +25,7 @@ import torch
 from scipy import stats
 
 from test_exactness import _distance, _draft_rows, _seeded_logits, compose_rounds, target_tokens_law
-from tevcore.engine.builders import fixed_width
+from tevcore.engine.builders import fixed_width, get_builder
 from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.draws import DrawRecord
 from tevcore.engine.sampled import grow_sampled, parse_sampled
@@ -251,6 +251,22 @@ def test_ratio_rules_on_a_fixed_tree_are_not_exact(verifier, widths):
     assert tv > 1e-2
 
 
+@pytest.mark.parametrize("verifier,builder", [("rrs", "sampled:3,2"), ("rrs", "sampled-wor:3,2,1"),
+                                              ("rrs", "sampled:1,1,1"), ("block", "sampled:1,1,1")])
+def test_shipped_tables_give_the_enumerated_law(verifier, builder):
+    """The shipped rule's tables (ratio_law: exits and residual bonus rows) equal the branches above, tree by tree."""
+    from tevcore.verify.laws import ratio_law
+
+    for seed in range(6):
+        context = START + (seed % VOCAB,)
+        tree = get_builder(builder)(context[-1], _rows(context), None, 0.9, make_generator(seed))
+        logits = _node_logits(tree, context)
+        shipped = ratio_law(verifier, tree, logits, 0.9)
+        for (node, y), prob in RATIO_LAWS[verifier](tree, logits, 0.9).items():
+            assert float(shipped.exit_probs[node] * shipped.bonus_probs(node)[y]) == pytest.approx(prob, abs=1e-12)
+        assert float(shipped.exit_probs.sum()) == pytest.approx(1.0, abs=1e-12)
+
+
 # ---------------------------------------------------------------- 2. Monte Carlo with a fresh tree per round
 
 MC_STRINGS = 2000
@@ -260,8 +276,6 @@ MC_SEEDS = 6
 def mc_first_tokens(verifier: str, builder: str, temperature: float, horizon: int, n: int, seed: int,
                     fixed: bool = False) -> np.ndarray:
     """Counts of first-`horizon`-token strings: each round a fresh tree by the shipped builder, one verdict."""
-    from tevcore.engine.builders import get_builder
-
     build, verify = get_builder(builder), get_verifier(verifier)
     generator = make_generator(seed)
     counts = np.zeros(VOCAB ** horizon)

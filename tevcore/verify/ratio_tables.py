@@ -49,41 +49,47 @@ def require_draws(tree: DraftTree, rule: str) -> None:
                          "(builder sampled:K1,... or sampled-wor:K1,...), this one is fixed")
 
 
-def _normalised(row: torch.Tensor) -> torch.Tensor:
-    total = row.sum()
-    return row / total if total > 0 else row
-
-
 def rrs_tables(tree: DraftTree, logits: torch.Tensor, temperature: float) -> RatioTables:
-    """Recursive rejection's acceptance table and residuals, with or without replacement as drawn."""
+    """Recursive rejection's acceptance table and residuals, with or without replacement as drawn.
+
+    Every node that drew takes its i-th try at once: one (nodes x V) pass per
+    try index, so a tree costs as many passes as its most-drawing node has
+    draws, not one per draw.
+    """
     require_draws(tree, "rrs")
     draws = tree.draws
     n = tree.num_nodes
     if draws is None:
         return RatioTables(torch.full((1, 1), -1, dtype=torch.long), torch.zeros(1, 1, dtype=torch.float64), {})
-    replace = draws.mode == "iid"
-    per_node = [draws.at(node) for node in range(n)]
-    width = max(1, max(len(children) for children, _ in per_node))
-    table = torch.full((n, width), -1, dtype=torch.long)
+    per_node = [draws.at(node)[0] for node in range(n)]
+    width = max(1, max(len(children) for children in per_node))
+    table = torch.tensor([children + [-1] * (width - len(children)) for children in per_node], dtype=torch.long)
     accept = torch.zeros(n, width, dtype=torch.float64)
-    residual: dict[int, torch.Tensor] = {}
-    tokens = tree.tokens.tolist()
-    for node, (children, _) in enumerate(per_node):
-        if not children:
-            continue
-        q = draws.proposal(node)
-        r = probs(logits[node].detach().double().cpu(), temperature)
-        removed = torch.zeros_like(q, dtype=torch.bool)
-        for i, child in enumerate(children):
-            token = tokens[child]
-            q_i = q if replace else _normalised(q.masked_fill(removed, 0.0))
-            table[node, i] = child
-            leftover = (r - q_i).clamp_min(0.0)
-            accept[node, i] = 1.0 if leftover.sum() <= 0 else min(1.0, float(r[token] / q_i[token]))
-            r = _normalised(leftover) if leftover.sum() > 0 else r
-            removed[token] = True
-        residual[node] = r
-    return RatioTables(table, accept, residual)
+    drew = [node for node in range(n) if per_node[node]]
+    if not drew:
+        return RatioTables(table, accept, {})
+    rows = torch.tensor(drew)
+    r = probs(logits.detach().index_select(0, rows.to(logits.device)).double().cpu(), temperature)
+    q = draws.rows[draws.row_of[rows]].double()
+    tries = table[rows]
+    tokens = tree.tokens[tries.clamp_min(0)]
+    removed = torch.zeros_like(q, dtype=torch.bool)
+    picked = torch.arange(len(drew))
+    for i in range(width):
+        valid, token = tries[:, i] >= 0, tokens[:, i]
+        q_i = q if draws.mode == "iid" else _normalised_rows(q.masked_fill(removed, 0.0))
+        leftover = (r - q_i).clamp_min(0.0)
+        mass = leftover.sum(-1)
+        ratio = (r[picked, token] / q_i[picked, token]).clamp_max(1.0)
+        accept[rows, i] = torch.where(valid, torch.where(mass > 0, ratio, 1.0), 0.0)
+        moved = valid & (mass > 0)
+        r = torch.where(moved[:, None], leftover / mass.clamp_min(1e-300)[:, None], r)
+        removed[picked[valid], token[valid]] = True
+    return RatioTables(table, accept, dict(zip(drew, r.unbind(0))))
+
+
+def _normalised_rows(rows: torch.Tensor) -> torch.Tensor:
+    return rows / rows.sum(-1, keepdim=True).clamp_min(1e-300)
 
 
 def require_chain(tree: DraftTree) -> None:
@@ -105,24 +111,20 @@ def block_tables(tree: DraftTree, logits: torch.Tensor, temperature: float) -> R
     g = tree.num_nodes - 1
     stop = torch.zeros(1, max(g, 1), dtype=torch.float64)
     table = torch.full((1, max(g, 1)), -1, dtype=torch.long)
-    residual: dict[int, torch.Tensor] = {}
     if g == 0:
-        return RatioTables(table, stop, residual)
-    rows = probs(logits.detach().double().cpu(), temperature)  # p_{i+1} is the row of chain node i
-    q = [draws.proposal(i) for i in range(g)]  # q_{i+1}: what chain node i drew its child from
-    tokens = tree.tokens.tolist()
-    w = 1.0
-    for i in range(g + 1):  # chain node i: weight w_i, then its residual toward x_{i+1}
-        if i:
-            w = min(1.0, w * float(rows[i - 1, tokens[i]] / q[i - 1][tokens[i]]))
-        if i == g:
-            stop[0, g - 1] = w
-            break
-        leftover = (w * rows[i] - q[i]).clamp_min(0.0)
-        mass = float(leftover.sum())
-        if i:
-            denominator = mass + 1.0 - w
-            stop[0, i - 1] = mass / denominator if denominator > 0 else 0.0
-        residual[i] = _normalised(leftover)
+        return RatioTables(table, stop, {})
+    p = probs(logits.detach()[:g].double().cpu(), temperature)  # p_{i+1} is the row of chain node i
+    q = draws.rows[draws.row_of[:g]].double()  # q_{i+1}: what chain node i drew its child from
+    tokens = tree.tokens[1:]
+    ratios = (p[torch.arange(g), tokens] / q[torch.arange(g), tokens]).tolist()
+    weights = [1.0]
+    for ratio in ratios:
+        weights.append(min(1.0, weights[-1] * ratio))
+    w = torch.tensor(weights[:g], dtype=torch.float64)
+    leftover = (w[:, None] * p[:g] - q).clamp_min(0.0)  # chain node i's residual toward x_{i+1}, i < g
+    mass = leftover.sum(-1)
+    denominator = mass[1:] + 1.0 - w[1:]
+    stop[0, :g - 1] = torch.where(denominator > 0, mass[1:] / denominator.clamp_min(1e-300), 0.0)
+    stop[0, g - 1] = weights[g]
     table[0, :g] = torch.arange(1, g + 1)
-    return RatioTables(table, stop, residual)
+    return RatioTables(table, stop, dict(enumerate(_normalised_rows(leftover).unbind(0))))
