@@ -63,9 +63,9 @@ def build_dflash(plan: Plan, target: Target, seed: int = 1) -> DFlashProposer:
     """A random-weight DFlash proposer at the plan's drafter geometry, on the target's device and dtype."""
     from transformers import MuseGlimmerAssistantModel
 
-    folder = Path(tempfile.mkdtemp(prefix="gpu-proof-dflash-"))
-    (folder / CONFIG_FILE).write_text(json.dumps(dflash_config(plan, target), indent=1))
-    spec = read_spec(folder)
+    with tempfile.TemporaryDirectory(prefix="gpu-proof-dflash-") as folder:
+        (Path(folder) / CONFIG_FILE).write_text(json.dumps(dflash_config(plan, target), indent=1))
+        spec = read_spec(Path(folder))
     check_target(spec, target)
     config = muse_config(spec)
     config._attn_implementation = "sdpa"

@@ -17,6 +17,7 @@ measures their share) and assumes the loop adds nothing else.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from pathlib import Path
 from statistics import median
@@ -28,6 +29,7 @@ from tevcore.engine.builders import best_first
 from tevcore.lab.gpu_proof.models import build_target
 from tevcore.lab.gpu_proof.plans import SMOLLM2, Plan
 from tevcore.lab.gpu_proof.schema import git_commit, read_step
+from tevcore.target.loading import Target
 from tevcore.target.session import TargetSession
 from tevcore.timing import event_seconds_of
 
@@ -63,14 +65,22 @@ def measure_expected_lengths(out: Path, prompts: int = 4, rounds_per_prompt: int
     return record
 
 
-def _default_proposer(target):
-    """The embedded pair's proposer on a target of its geometry; an error if the committed drafter does not fit."""
-    from tevcore.proposers import resolve_proposer
+def committed_pair_proposer(target: Target):
+    """The embedded pair's proposer (the committed drafter, its real weights, + the context lookup) on a
+    random-weight target of SmolLM2's geometry. The drafter's record names the real target's weights, which a
+    random target does not have; a copy of its config without that fingerprint lets the project's own loader
+    attach it by shape alone, so the draft cost timed is the real drafter's."""
+    from tevcore.proposers.block import CONFIG_FILE, WEIGHTS_FILE, BlockProposer, default_drafter_path, load_drafter
+    from tevcore.proposers.lookup import ContextLookupProposer
 
-    proposer = resolve_proposer("default", target)
-    if proposer.stand_in:
-        raise ValueError("the committed drafter does not fit the SmolLM2 geometry: no prediction without it")
-    return proposer
+    committed = default_drafter_path()
+    config = json.loads((committed / CONFIG_FILE).read_text())
+    config.get("target", {}).pop("fingerprint", None)
+    with tempfile.TemporaryDirectory(prefix="gpu-proof-drafter-") as folder:
+        (Path(folder) / CONFIG_FILE).write_text(json.dumps(config))
+        (Path(folder) / WEIGHTS_FILE).symlink_to(committed / WEIGHTS_FILE)
+        drafter = load_drafter(Path(folder), target)
+    return ContextLookupProposer(BlockProposer(drafter, name=f"block drafter (assets/drafter, K={drafter.depth})"))
 
 
 def prediction(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, list[dict], str]:
@@ -80,7 +90,7 @@ def prediction(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, l
     table = json.loads(EXPECTED_LENGTHS.read_text())
     budgets = sorted({row["budget"] for row in table["rows"]} & set(curve) - {0})
     target = build_target(plan, SMOLLM2, device)
-    proposer = _default_proposer(target)
+    proposer = committed_pair_proposer(target)
     session = TargetSession(target, hidden_layers=proposer.hidden_layers)
     session.prefill(random_context(target, plan.prediction_context), reserve=max(budgets) + 2)
     draft_ms = {}

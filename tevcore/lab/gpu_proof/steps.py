@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -40,20 +41,20 @@ def release(device: torch.device) -> None:
 def cuda_tests(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, list[dict], str]:
     """`pytest -m cuda` over the target tests (tree forward vs recompute per family in bf16, T = 0 identity,
     chi-square of tev and residual) in a child process; its JUnit report gives one row per test."""
-    report = out_dir / "cuda_tests.xml"
-    command = [sys.executable, "-m", "pytest", "-q", "-m", "cuda", *CUDA_TESTS, "-rs", "-p", "no:cacheprovider",
-               f"--junitxml={report}"]
-    done = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="gpu-proof-tests-") as scratch:
+        report = Path(scratch) / "cuda_tests.xml"
+        command = [sys.executable, "-m", "pytest", "-q", "-m", "cuda", *CUDA_TESTS, "-rs", "-p", "no:cacheprovider"]
+        done = subprocess.run(command + [f"--junitxml={report}"], cwd=REPOSITORY, capture_output=True, text=True)
+        cases = list(ElementTree.parse(report).getroot().iter("testcase")) if report.is_file() else []
     (out_dir / "cuda_tests.log").write_text(done.stdout + done.stderr)
     rows = []
-    if report.is_file():
-        for case in ElementTree.parse(report).getroot().iter("testcase"):
-            found = {child.tag: child for child in case}
-            outcome = next((tag for tag in ("failure", "error", "skipped") if tag in found), "passed")
-            reason = found[outcome].get("message", "") if outcome != "passed" else ""
-            rows.append({"test": f"{case.get('classname')}::{case.get('name')}",
-                         "outcome": {"failure": "failed"}.get(outcome, outcome), "seconds": float(case.get("time", 0)),
-                         "reason": reason[:300]})
+    for case in cases:
+        found = {child.tag: child for child in case}
+        outcome = next((tag for tag in ("failure", "error", "skipped") if tag in found), "passed")
+        reason = found[outcome].get("message", "") if outcome != "passed" else ""
+        rows.append({"test": f"{case.get('classname')}::{case.get('name')}",
+                     "outcome": {"failure": "failed"}.get(outcome, outcome), "seconds": float(case.get("time", 0)),
+                     "reason": reason[:300]})
     count = {kind: sum(r["outcome"] == kind for r in rows) for kind in ("passed", "failed", "skipped", "error")}
     summary = {"command": " ".join(["python", *command[1:]]), "exit_code": done.returncode, "collected": len(rows),
                "passed": count["passed"], "failed": count["failed"], "skipped": count["skipped"],
