@@ -13,7 +13,7 @@ import shared_ui  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 from tevcore.config import SAMPLING_TEMPERATURE  # noqa: E402
-from tevcore.flags import budget_or_chain, comma_list  # noqa: E402
+from tevcore.parsing import budget_or_chain, comma_list  # noqa: E402
 from tevcore.train.config import TrainConfig  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 
