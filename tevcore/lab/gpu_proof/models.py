@@ -14,10 +14,12 @@ import tempfile
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 
 from tevcore.lab.gpu_proof.plans import Plan
 from tevcore.proposers.dflash import DFlashProposer
-from tevcore.proposers.dflash_format import ARCHITECTURE, CONFIG_FILE, check_target, muse_config, read_spec
+from tevcore.proposers.dflash_format import (ARCHITECTURE, CONFIG_FILE, WEIGHTS_FILE, check_target, muse_config,
+                                             read_spec)
 from tevcore.target.devices import pick_dtype
 from tevcore.target.loading import Target, random_target
 
@@ -63,8 +65,13 @@ def build_dflash(plan: Plan, target: Target, seed: int = 1) -> DFlashProposer:
     """A random-weight DFlash proposer at the plan's drafter geometry, on the target's device and dtype."""
     from transformers import MuseGlimmerAssistantModel
 
+    raw = dflash_config(plan, target)
     with tempfile.TemporaryDirectory(prefix="gpu-proof-dflash-") as folder:
-        (Path(folder) / CONFIG_FILE).write_text(json.dumps(dflash_config(plan, target), indent=1))
+        (Path(folder) / CONFIG_FILE).write_text(json.dumps(raw, indent=1))
+        # the reader counts the layers the weights file names; one element per layer names them (the weights
+        # themselves are made on the device below)
+        save_file({f"layers.{i}.input_layernorm.weight": torch.ones(1) for i in range(raw["num_hidden_layers"])},
+                  str(Path(folder) / WEIGHTS_FILE))
         spec = read_spec(Path(folder))
     check_target(spec, target)
     config = muse_config(spec)
