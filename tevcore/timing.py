@@ -6,6 +6,8 @@ before it starts and before it stops; on the CPU nothing waits.
 `seconds_of` times one call; `StageTimer` accumulates the stages of a round
 (names from `records.STAGES`); `median_seconds` is the benchmark method
 (warm-up, then the median over repeats) that bench-verifiers and the app use.
+`event_seconds_of` times one call on the GPU's own clock (CUDA events around
+it on the current stream) and falls back to `seconds_of` off CUDA.
 """
 
 from __future__ import annotations
@@ -35,6 +37,20 @@ def seconds_of(action: Callable[[], T_], device: torch.device | str | None = Non
     result = action()
     synchronize(device)
     return result, time.perf_counter() - start
+
+
+def event_seconds_of(action: Callable[[], T_], device: torch.device | str | None = None) -> tuple[T_, float]:
+    """Result and seconds of one call between two CUDA events on `device` (host stalls inside it count, work
+    queued before it does not); `seconds_of` where `device` is not a CUDA device."""
+    if device is None or torch.device(device).type != "cuda":
+        return seconds_of(action, device)
+    synchronize(device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    result = action()
+    end.record()
+    end.synchronize()
+    return result, start.elapsed_time(end) / 1e3
 
 
 def median_seconds(action: Callable[[], object], repeats: int, device: torch.device | str | None = None,

@@ -14,6 +14,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import median
+from typing import Callable
 
 import torch
 
@@ -49,18 +50,9 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
     if not refresh and all(str(s) in stored for s in sizes):
         return {s: stored[str(s)] for s in sizes}
     session = TargetSession(target)
-    session.prefill(torch.randint(0, target.vocab_size, (context_length,), generator=torch.Generator().manual_seed(0)).tolist())
+    session.prefill(random_context(target, context_length))
     measured = sorted(set(sizes) | {int(k) for k in stored})  # one consistent curve over every size kept
-    trees = {size: DraftTree(tokens=torch.full((size + 1,), session.root_token).index_put_(
-                                 (torch.arange(1, size + 1),), torch.arange(1, size + 1)),
-                             parents=torch.tensor([-1] + [0] * size), draft_logp=torch.zeros(size + 1))
-             for size in measured}
-    times: dict[int, list[float]] = {size: [] for size in measured}
-    for _ in range(repeats + 1):  # sizes interleaved, so a machine whose speed drifts shifts them all alike
-        for size, tree in trees.items():
-            times[size].append(seconds_of(lambda: session.score_tree(tree), session.device)[1])
-            session.rollback()
-    curve = curve_from_timings({size: found[1:] for size, found in times.items()})  # the first pass warms up
+    curve = curve_from_timings(tree_forward_times(session, measured, repeats))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, {str(k): v for k, v in curve.items()}, overwrite=True)  # a cache: the newest measure wins
@@ -79,6 +71,31 @@ def _stored_curve(path: Path) -> dict:
                                                for k, v in stored.items()):
         return {}
     return stored
+
+
+def random_context(target: Target, length: int, seed: int = 0) -> list[int]:
+    """`length` seeded random token ids of the target's vocabulary: a context whose content no cost depends on."""
+    return torch.randint(0, target.vocab_size, (length,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def star_tree(root_token: int, size: int) -> DraftTree:
+    """The root and `size` children: a tree forward over size + 1 positions (the cost depends on the count)."""
+    return DraftTree(tokens=torch.full((size + 1,), root_token).index_put_((torch.arange(1, size + 1),),
+                                                                            torch.arange(1, size + 1)),
+                     parents=torch.tensor([-1] + [0] * size), draft_logp=torch.zeros(size + 1))
+
+
+def tree_forward_times(session: TargetSession, sizes: list[int], repeats: int,
+                       timer: Callable = seconds_of) -> dict[int, list[float]]:
+    """`repeats` timed forwards of a star tree per size, after one untimed pass; the sizes take turns, so a
+    machine whose speed drifts shifts them all alike. `timer` is `seconds_of` or another of its signature."""
+    trees = {size: star_tree(session.root_token, size) for size in sizes}
+    times: dict[int, list[float]] = {size: [] for size in sizes}
+    for _ in range(repeats + 1):
+        for size, tree in trees.items():
+            times[size].append(timer(lambda: session.score_tree(tree), session.device)[1])
+            session.rollback()
+    return {size: found[1:] for size, found in times.items()}  # the first pass warms up
 
 
 def curve_from_timings(times: dict[int, list[float]]) -> dict[int, float]:

@@ -25,6 +25,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -120,11 +121,12 @@ def collect_trees(target: Target, prompts: list[str], budgets: list[int], positi
 
 
 def time_decisions(trees: list[ScoredTree], names: list[str], rounds: int, temperature: float,
-                   seed: int) -> dict[str, dict[str, list[float]]]:
+                   seed: int, timer: Callable = seconds_of) -> dict[str, dict[str, list[float]]]:
     """Per verifier and mode: decision seconds (and fractions of the tree's forward), round-robin interleaved.
 
     Every verifier sees the same trees in the same rounds; the order of
-    (verifier, mode) pairs rotates each round.
+    (verifier, mode) pairs rotates each round. `timer` is `seconds_of` or
+    another of its signature (CUDA events on a GPU).
     """
     device = trees[0].logits.device
     generator = make_generator(seed, device)
@@ -138,8 +140,7 @@ def time_decisions(trees: list[ScoredTree], names: list[str], rounds: int, tempe
         shift = round_index % len(pairs)
         for name, mode in pairs[shift:] + pairs[:shift]:
             verify, handed = get_verifier(name), flow if mode == "given_flow" else None
-            _, seconds = seconds_of(lambda: verify(scored.tree, scored.logits, temperature, generator, flow=handed),
-                                    device)
+            _, seconds = timer(lambda: verify(scored.tree, scored.logits, temperature, generator, flow=handed), device)
             out[name][mode].append(seconds)
             out[name][mode + "_fraction"].append(seconds / scored.forward_s)
     return out

@@ -252,11 +252,34 @@ def load_target(spec: str | None = None, device: str | torch.device | None = Non
     except (OSError, SafetensorError) as err:
         raise ValueError(f"cannot load the weights of {name} from {source.path} (damaged or truncated?): "
                          f"{str(err).splitlines()[0]}") from None
-    model.to(dev).eval()
+    model.to(dev)
+    return _ready(model, tokenizer, name)
+
+
+def _ready(model: torch.nn.Module, tokenizer, name: str) -> Target:
+    """A loaded model as a target: eval mode, frozen, tree masks checked, CPU linears packed."""
+    model.eval()
     model.requires_grad_(False)
     check_tree_masks(model)
     pack_linears(model)
     return Target(model=model, tokenizer=tokenizer, name=name)
+
+
+def random_target(config, name: str, device: str | torch.device | None = None,
+                  dtype: str | torch.dtype | None = None, seed: int = 0) -> Target:
+    """A random-weight target of `config`'s geometry (no tokenizer), its weights made on `device` directly:
+    every cost of a real model of that shape, none of its predictions (a random model drafts nothing well)."""
+    from transformers import AutoModelForCausalLM
+
+    dev = pick_device(device)
+    torch_dtype = pick_dtype(dev, dtype)
+    model_class = causal_lm_class(name, config)
+    layer_windows(config)
+    torch.manual_seed(seed)
+    with torch.device(dev):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype,
+                                                 attn_implementation=attention_for(model_class, config))
+    return _ready(model, None, name)
 
 
 def check_text(text: str, what: str) -> str:

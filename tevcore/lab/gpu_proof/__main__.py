@@ -1,0 +1,3 @@
+from tevcore.lab.gpu_proof.cli import main
+
+raise SystemExit(main())
