@@ -8,7 +8,7 @@
 #   bash scripts/exit_train_paired.sh [out folder]
 # Settings (environment): TARGET (default: the embedded target), INIT (starting drafter; default assets/drafter,
 # empty: a fresh one), DATA (a distillation set; default: $OUT/data, built or resumed here), SHARDS (8), STEPS (300), PER_SET (10),
-# MAX_NEW (64), THREADS (4), DEVICE (auto), PYTHON (python).
+# MAX_NEW (64), THREADS (the cores), DEVICE (auto), PYTHON (python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/exit-paired}
@@ -16,7 +16,7 @@ TARGET=${TARGET:-default}
 INIT=${INIT-assets/drafter}
 DATA=${DATA:-}
 PY=${PYTHON:-python}
-common=(--target "$TARGET" --device "${DEVICE:-auto}" --threads "${THREADS:-4}")
+common=(--target "$TARGET" --device "${DEVICE:-auto}" --threads "${THREADS:-$(nproc)}")
 start=()
 [ -n "$INIT" ] && start=(--init "$INIT")
 
