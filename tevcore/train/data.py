@@ -271,3 +271,13 @@ def read_manifest(folder: Path) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: not a distillation set")
     return json.loads(path.read_text())
+
+
+def build_progress(folder: Path) -> tuple[int, int] | None:
+    """(shards written, shards planned) of a build: the plan is the manifest's, written before the first shard,
+    so a reader needs no guess at it. None while there is no readable manifest yet."""
+    try:
+        planned = int(read_manifest(folder)["shards"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return sum(shard_path(Path(folder), i).is_file() for i in range(planned)), planned

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import torch
@@ -33,6 +32,7 @@ from tevcore.train.anchors import AnchorSet
 from tevcore.train.config import TrainConfig
 from tevcore.train.losses import distill_loss, tree_objective
 from tevcore.train.rundir import (
+    RunClock,
     RunLock,
     latest_checkpoint,
     load_trainer_state,
@@ -93,7 +93,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, initial: tuple
                                     learning_rate, optimizer_step)
 
     torch.set_num_threads(config.threads)
-    started = time.time()
+    clock = RunClock.begin(out)
     _prepare_folder(config, out)
     checkpoint = latest_checkpoint(out)
     drafter, spec = load_dflash(checkpoint, target) if checkpoint else initial
@@ -125,7 +125,8 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, initial: tuple
     def save(model, folder: Path) -> Path:
         return save_dflash(model, spec, folder)
 
-    with reported_end(out, config.steps, started):
+    clock.steps_begin()
+    with reported_end(out, config.steps, clock):
         for step in range(start_step, config.steps):
             rows, tree_rows, _ = _step_rows(config, step, anchors, pool_rows, 0, 1)
             batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
@@ -150,7 +151,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, initial: tuple
                 metrics_file.write(json.dumps(metrics) + "\n")
             if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
                 save_checkpoint(out, drafter, optimizer, step + 1, save=save)
-            write_status(out, "running", step + 1, config.steps, started)
+            write_status(out, "running", step + 1, config.steps, clock)
         final = save(drafter.eval(), out / "drafter")
     print(f"saved the fine-tuned DFlash drafter to {final}")
     return final

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from tevcore.train.data import check_data_target
 from tevcore.train.dflash_train import is_dflash_init, train_dflash
 from tevcore.train.losses import distill_loss, tree_objective
 from tevcore.train.rundir import (
+    RunClock,
     RunLock,
     latest_checkpoint,
     load_checkpoint,
@@ -208,10 +208,10 @@ def _prepare_folder(config: TrainConfig, out: Path) -> None:
 def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, world: int,
                   on_step: Callable[[dict], None] | None) -> Path:
     torch.set_num_threads(config.threads)
-    started = time.time()
+    clock = RunClock.begin(out)
     if rank == 0:
         _prepare_folder(config, out)
-        write_status(out, "starting", 0, config.steps, started)
+        write_status(out, "starting", clock.start_step, config.steps, clock)
     if world > 1:
         dist.barrier()
     anchors = AnchorSet(config.data, config.context, config.depth, config.max_shards)
@@ -248,7 +248,8 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
     bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="train",
                disable=rank != 0)
     device = target.device
-    with reported_end(out, config.steps, started, writes=rank == 0):
+    clock.steps_begin()
+    with reported_end(out, config.steps, clock, writes=rank == 0):
         for step in bar:
             rows, tree_rows, known = _step_rows(config, step, anchors, pool_rows, rank, world)
             batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
@@ -275,7 +276,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
                                                                  if "tree_E" in metrics else {}))
                 if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
                     save_checkpoint(out, drafter, optimizer, step + 1)
-                write_status(out, "running", step + 1, config.steps, started)
+                write_status(out, "running", step + 1, config.steps, clock)
             if on_step is not None:
                 on_step(metrics)
         final = out / "drafter"

@@ -1,10 +1,17 @@
 """The run folder: config, status.json, a lock against a second run, atomic checkpoints.
 
 Layout: config.json, metrics.jsonl, status.json, .lock, checkpoint-<step>/
-(drafter files + trainer.pt) with `latest` naming the newest complete one,
+(drafter files + trainer.pt) with `latest.json` naming the newest complete one,
 and drafter/ at the end. A checkpoint folder is written under a temporary
-name and renamed, and `latest` is replaced atomically, so an interruption at
+name and renamed, and `latest.json` is replaced atomically, so an interruption at
 any moment leaves the previous checkpoint usable.
+
+status.json is written by the training process only and read by anyone
+(the app): {state, pid, step, total_steps, started, updated, error?} plus
+the clock of `RunClock` (active_seconds, start_step, steps_began), so a
+reader can show elapsed time and an ETA that stay true across resumes
+without guessing. The readers below (`read_status`, `usable_drafters`,
+`lock_holder`) are the one way to look into a run folder from outside.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -24,6 +32,9 @@ from tevcore.proposers.block import BlockDrafter, load_drafter, save_drafter
 from tevcore.target.loading import Target
 
 TRAINER_STATE = "trainer.pt"
+STATUS = "status.json"
+LATEST = "latest.json"
+FINAL_DRAFTER = "drafter"
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -32,12 +43,15 @@ def write_json_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether process `pid` exists (one owned by another user counts as alive)."""
+    if not pid:
+        return False
     try:
-        os.kill(pid, 0)
+        os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError, ValueError, TypeError):
         return True
     return True
 
@@ -75,7 +89,7 @@ class RunLock:
                 os.close(fd)  # the owner released (unlinked) it between our open and our flock: try again
                 continue
             owner = self._owner()
-            if owner and owner != os.getpid() and _pid_alive(owner):
+            if owner and owner != os.getpid() and pid_alive(owner):
                 os.close(fd)
                 self._refuse(owner)
             os.ftruncate(fd, 0)
@@ -98,34 +112,80 @@ class RunLock:
         self._fd = None
 
 
-def write_status(folder: Path, state: str, step: int, total: int, started: float, **extra) -> None:
-    write_json_atomic(Path(folder) / "status.json", {
-        "state": state, "pid": os.getpid(), "step": step, "total_steps": total,
-        "started": started, "updated": time.time(), **extra})
+@dataclass
+class RunClock:
+    """The time a run has spent on the clock, across the processes that trained it.
+
+    A resumed run keeps the active seconds its earlier processes spent (read
+    from the status they left), and this process's own pace counts only from
+    its first step (`steps_began`, after loading), so elapsed time and ETA stay
+    true after a resume: a reader needs no guess about earlier processes.
+    """
+
+    started: float  # this process began (wall clock)
+    earlier_seconds: float = 0.0  # active seconds of the processes before this one
+    start_step: int = 0  # the step this process resumes from (its checkpoint's)
+    steps_began: float | None = None  # when this process began its first step
+
+    @classmethod
+    def begin(cls, folder: Path) -> RunClock:
+        """The clock of a process starting on `folder` (reads the status and checkpoint pointer it finds)."""
+        try:
+            earlier = float((read_status(folder) or {}).get("active_seconds") or 0.0)
+        except (ValueError, TypeError):
+            earlier = 0.0
+        return cls(time.time(), earlier, checkpoint_step(folder))
+
+    def steps_begin(self) -> None:
+        self.steps_began = time.time()
+
+    def fields(self, now: float) -> dict:
+        return {"started": self.started, "active_seconds": self.earlier_seconds + now - self.started,
+                "start_step": self.start_step, "steps_began": self.steps_began}
+
+
+def write_status(folder: Path, state: str, step: int, total: int, clock: RunClock, **extra) -> None:
+    now = time.time()
+    write_json_atomic(Path(folder) / STATUS, {
+        "state": state, "pid": os.getpid(), "step": step, "total_steps": total, "updated": now,
+        **clock.fields(now), **extra})
+
+
+def read_status(folder: Path) -> dict | None:
+    """status.json as a dict; None when there is none; ValueError when it is not a JSON object."""
+    path = Path(folder) / STATUS
+    try:
+        status = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is unreadable ({err})") from None
+    if not isinstance(status, dict):
+        raise ValueError(f"{path} is not a JSON object")
+    return status
 
 
 def done_steps(folder: Path) -> int:
     """The last step status.json reports (0 before the first)."""
-    status = Path(folder) / "status.json"
-    return json.loads(status.read_text()).get("step", 0) if status.is_file() else 0
+    return int((read_status(folder) or {}).get("step", 0))
 
 
 @contextmanager
-def reported_end(folder: Path, total: int, started: float, writes: bool = True) -> Iterator[None]:
-    """The run's last status, however its steps end: finished, interrupted (Ctrl-C) or crashed (with the
-    error). `writes` is False on the DDP ranks that do not own the folder."""
+def reported_end(folder: Path, total: int, clock: RunClock, writes: bool = True) -> Iterator[None]:
+    """The run's last status, however its steps end: finished, interrupted (Ctrl-C, or a stop signal the CLI
+    turns into one) or crashed (with the error). `writes` is False on the DDP ranks that do not own the folder."""
     try:
         yield
     except KeyboardInterrupt:
         if writes:
-            write_status(folder, "interrupted", done_steps(folder), total, started)
+            write_status(folder, "interrupted", done_steps(folder), total, clock)
         raise
     except BaseException as err:
         if writes:
-            write_status(folder, "crashed", done_steps(folder), total, started, error=f"{type(err).__name__}: {err}")
+            write_status(folder, "crashed", done_steps(folder), total, clock, error=f"{type(err).__name__}: {err}")
         raise
     if writes:
-        write_status(folder, "finished", done_steps(folder), total, started)
+        write_status(folder, "finished", done_steps(folder), total, clock)
 
 
 def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, step: int,
@@ -140,7 +200,7 @@ def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, ste
     torch.save({"step": step, "optimizer": optimizer.state_dict()}, tmp / TRAINER_STATE)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
-    write_json_atomic(folder / "latest.json", {"checkpoint": final.name, "step": step})
+    write_json_atomic(folder / LATEST, {"checkpoint": final.name, "step": step})
     for old in folder.glob("checkpoint-*"):
         if old != final:
             shutil.rmtree(old, ignore_errors=True)
@@ -148,7 +208,7 @@ def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, ste
 
 
 def latest_checkpoint(folder: Path) -> Path | None:
-    pointer = Path(folder) / "latest.json"
+    pointer = Path(folder) / LATEST
     if not pointer.is_file():
         return None
     path = Path(folder) / json.loads(pointer.read_text())["checkpoint"]
@@ -168,3 +228,32 @@ def load_trainer_state(path: Path) -> dict:
     except Exception as err:  # torch raises several types for a damaged pickle
         raise ValueError(f"{path / TRAINER_STATE} is damaged ({err}); delete the checkpoint to start over") from None
     return state
+
+
+def checkpoint_step(folder: Path) -> int:
+    """The step of the checkpoint `latest.json` names (0 when none): where the next process resumes."""
+    try:
+        return int(json.loads((Path(folder) / LATEST).read_text()).get("step", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
+
+
+def usable_drafters(folder: Path) -> list[Path]:
+    """The drafters a run folder offers: the newest complete checkpoint (by `latest.json`), then the final one."""
+    found = []
+    try:
+        newest = latest_checkpoint(folder)
+    except (OSError, ValueError, KeyError, TypeError):
+        newest = None  # a damaged pointer or an incomplete checkpoint offers nothing
+    if newest is not None and (newest / "config.json").is_file():
+        found.append(newest)
+    final = Path(folder) / FINAL_DRAFTER
+    if (final / "config.json").is_file():
+        found.append(final)
+    return found
+
+
+def lock_holder(folder: Path) -> int | None:
+    """The live process holding the folder's lock, if any (a stale lock file names a dead pid: None)."""
+    owner = RunLock(folder)._owner()
+    return owner if pid_alive(owner) else None
