@@ -66,10 +66,10 @@ def paired_section(options: list[str]) -> None:
     base = q1.selectbox("A (baseline)", options, index=a_index, key="et_pair_a")
     other = q2.selectbox("B", options, index=1 if a_index == 0 else 0, key="et_pair_b")
     q3, q4, q5, q6, q7, q8 = st.columns(6)
-    budgets_text = q3.text_input("budgets ", value="8,16", key="et_pair_budgets")
-    per_set = q4.number_input("prompts per set ", value=2, key="et_pair_n")
-    temp = q5.number_input("temperature ", value=SAMPLING_TEMPERATURE, step=0.1, key="et_pair_temp")
-    tokens = q6.number_input("max new tokens ", value=32, step=8, key="et_pair_tokens")
+    budgets_text = q3.text_input("budgets (paired)", value="8,16", key="et_pair_budgets")
+    per_set = q4.number_input("prompts per set (paired)", value=2, key="et_pair_n")
+    temp = q5.number_input("temperature (paired)", value=SAMPLING_TEMPERATURE, step=0.1, key="et_pair_temp")
+    tokens = q6.number_input("max new tokens (paired)", value=32, step=8, key="et_pair_tokens")
     resolution = q7.number_input("δ: smallest gain to resolve (% of E(A))", value=1.0, step=0.5, key="et_pair_delta")
     lookup = q8.checkbox("with the context lookup", value=True, key="et_pair_lookup")
     problems = [p for p in (
@@ -165,7 +165,7 @@ def compare_tab(runs_root: Path) -> None:
             st.error(message)
     if ss.get("et_eval_rows") is not None and len(ss.et_eval_rows):
         evaluated = list(dict.fromkeys(ss.et_eval_rows["checkpoint"]))
-        st.caption("evaluated: " + " · ".join(evaluated))
+        st.caption("evaluated: " + " · ".join(f"`{path}`" for path in evaluated))
         st.plotly_chart(figures.eval_figure(ss.et_eval_rows), key="et_eval_fig")
         st.dataframe(ss.et_eval_rows, hide_index=True, key="et_eval_table")
     st.divider()

@@ -386,6 +386,6 @@ def test_exittrain_compare_keeps_the_picked_pair_when_a_new_checkpoint_appears(t
     at.button(key="et_cmp_run").click().run()
     assert not at.exception
     assert evaluated == [str(first), str(first) + "+lookup", committed, committed + "+lookup"]
-    assert any(c.value == f"evaluated: {first} · {committed}" for c in at.caption)
+    assert any(c.value == f"evaluated: `{first}` · `{committed}`" for c in at.caption)
     at.button(key="et_cmp_newest").click().run()  # asked for: the newest checkpoint against the committed drafter
     assert at.multiselect(key="et_cmp").value == [str(tmp_path / "run-b" / "checkpoint-10"), committed]
