@@ -389,3 +389,38 @@ def test_exittrain_compare_keeps_the_picked_pair_when_a_new_checkpoint_appears(t
     assert any(c.value == f"evaluated: `{first}` · `{committed}`" for c in at.caption)
     at.button(key="et_cmp_newest").click().run()  # asked for: the newest checkpoint against the committed drafter
     assert at.multiselect(key="et_cmp").value == [str(tmp_path / "run-b" / "checkpoint-10"), committed]
+
+
+def test_exittrain_paired_comparison_shows_the_cli_command_and_the_prompts_it_needs(tmp_path, monkeypatch):
+    import shared_ui
+    from tevcore.train import eval as engine_eval
+
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "config.json").write_text("{}")
+    (other / "model.safetensors").write_bytes(b"other weights")
+    committed = str(APP.parent / "assets" / "drafter")
+    calls = []
+    monkeypatch.setattr(shared_ui, "get_target", lambda spec: "target")
+    monkeypatch.setattr(shared_ui, "get_proposer", lambda spec, target: spec)
+    monkeypatch.setattr(engine_eval, "eval_prompts", lambda sets, n: [f"{s}-{i}" for s in sets for i in range(n)])
+
+    def paired(target, a, b, prompts, temperature, budgets, *args, **kwargs):
+        calls.append((a, b, len(prompts), budgets))
+        return [engine_eval.PairedCell(temperature, budget, "all", len(prompts), 40, a, b, 2.0, 2.04, 0.04, 0.03)
+                for budget in budgets]
+
+    monkeypatch.setattr(engine_eval, "paired_coverage", paired)
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    at.text_input(key="et_cmp_extra").set_value(str(other)).run()
+    assert at.selectbox(key="et_pair_a").value == committed and at.selectbox(key="et_pair_b").value == str(other)
+    assert any(c.value.startswith(f"python -m tevcore eval-drafter {committed} --compare {other} --budgets 8,16")
+               and c.value.endswith("--lookup") for c in at.code)
+    at.button(key="et_pair_run").click().run()
+    assert not at.exception
+    assert calls == [(committed + "+lookup", str(other) + "+lookup", 6, [8, 16])]  # 2 prompts x 3 sets, + lookup
+    [table] = [d.value for d in at.dataframe if "B - A" in d.value.columns]
+    assert table["prompts per set for s.e. ≤ δ/2"].tolist() == [18, 18]  # 6 x (0.03 / 0.01)^2 = 54 over 3 sets
+    at.selectbox(key="et_pair_b").set_value(committed).run()
+    assert any("A and B are the same drafter" in e.value for e in at.error)
