@@ -47,17 +47,17 @@ def paired_table(cells: list[PairedCell], resolution: float, sets: int) -> pd.Da
     measured difference itself (s.e. <= |B - A| / 2). Both scale the measured per-prompt spread
     (`prompts_for_se`) and are split over the `sets` held-out sets.
     """
+    def per_set(cell: PairedCell, wanted: float) -> int | None:
+        total = prompts_for_se(cell, wanted)
+        return None if total is None else -(-total // sets)
+
     rows = []
     for c in cells:
-        def per_set(wanted: float) -> int | None:
-            total = prompts_for_se(c, wanted)
-            return None if total is None else -(-total // sets)
-
         rows.append({"budget": c.budget, "prompts": c.prompts, "positions": c.positions,
                      "E(A)": c.baseline_length, "E(B)": c.other_length, "B - A": c.difference,
                      "B - A %": 100 * c.difference / c.baseline_length, "s.e. %": 100 * c.difference_se / c.baseline_length,
-                     "prompts per set for s.e. ≤ δ/2": per_set(resolution * c.baseline_length / 2),
-                     "prompts per set to resolve B - A": per_set(abs(c.difference) / 2)})
+                     "prompts per set for s.e. ≤ δ/2": per_set(c, resolution * c.baseline_length / 2),
+                     "prompts per set to resolve B - A": per_set(c, abs(c.difference) / 2)})
     return pd.DataFrame(rows)
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-import streamlit as st
-
 import drafter_compare
 import figures
 import inputs
+import pandas as pd
 import shared_ui
+import streamlit as st
 import trainruns
+
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.flags import budget_or_chain, comma_list
 
