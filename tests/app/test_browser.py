@@ -431,6 +431,11 @@ def test_a_stopped_and_resumed_run_and_compare_keeps_the_picked_pair(app_url, br
     # checkpoint appears in another run; Evaluate must still evaluate exactly the two picked drafters
     page.get_by_role("tab", name="Compare checkpoints").click()
     page.get_by_role("button", name="↺ newest checkpoint vs the committed drafter").click()
+    picks = page.locator('[data-testid="stMultiSelect"]').first
+    deadline = time.time() + 60  # the click's rerun is over (before the newer checkpoint exists)
+    while str(run / "drafter") not in picks.inner_text():
+        assert time.time() < deadline, picks.inner_text()
+        page.wait_for_timeout(300)
     kit.wait_idle(page)
     later = small_set / "later"
     (later / "checkpoint-2").mkdir(parents=True)
