@@ -17,7 +17,7 @@ import streamlit as st
 import trainruns
 
 from tevcore.config import SAMPLING_TEMPERATURE
-from tevcore.flags import budget_or_chain, comma_list
+from tevcore.parsing import budget_or_chain, comma_list
 
 ss = st.session_state
 

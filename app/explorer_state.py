@@ -11,23 +11,45 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from figures.folding import FOLD_PREFIX
 
-def clicked_node(chart_state) -> int | None:
-    """The node id a click on the tree figure selected (its customdata), or None."""
+
+
+
+def _clicked_data(chart_state) -> list:
+    """The customdata of every point a click on the tree figure selected."""
     try:
         points = list(chart_state["selection"]["points"]) if chart_state else []
     except (KeyError, TypeError):
-        return None
+        return []
+    out = []
     for point in points:
         data = point.get("customdata") if isinstance(point, Mapping) else None
         if isinstance(data, (list, tuple)):
             data = data[0] if data else None
-        if isinstance(data, bool):
-            continue
+        if data is not None and not isinstance(data, bool):
+            out.append(data)
+    return out
+
+
+def clicked_node(chart_state) -> int | None:
+    """The node id a click on the tree figure selected (its customdata), or None."""
+    for data in _clicked_data(chart_state):
         try:
             return int(data)
         except (TypeError, ValueError):
             continue
+    return None
+
+
+def clicked_fold(chart_state) -> int | None:
+    """The parent whose folded fan ("+N more") a click selected, or None."""
+    for data in _clicked_data(chart_state):
+        if isinstance(data, str) and data.startswith(FOLD_PREFIX):
+            try:
+                return int(data[len(FOLD_PREFIX):])
+            except ValueError:
+                continue
     return None
 
 

@@ -1,8 +1,8 @@
 """Streamlit plumbing shared by the pages: path setup, cached model loading, prompt sets.
 
 Target and drafter load once per process (`st.cache_resource`). Environment:
-TEV_APP_TARGET (default 'default'), TEV_APP_PROPOSER (default 'default' = drafter + context
-lookup; 'drafter', 'rollout' = the stand-in, a folder, any + '+lookup'), TEV_APP_DEVICE (default: the engine's choice), TEV_APP_THREADS (torch CPU
+TEV_APP_TARGET (default 'default'), TEV_APP_PROPOSER (default 'default'; any `--proposer` spec, listed
+in tevcore.proposers.PROPOSER_SPECS), TEV_APP_DEVICE (default: the engine's choice), TEV_APP_THREADS (torch CPU
 threads; default half the cores, at most 4: on a shared machine oversubscribed torch threads made a
 round ~10x slower than one thread).
 """

@@ -90,14 +90,13 @@ def run_info(folder: Path) -> RunInfo:
     folder = Path(folder)
     config = _read_json(folder / "config.json")
     drafters = rundir.usable_drafters(folder)
-    try:
-        status = rundir.read_status(folder)
-    except ValueError:
-        return RunInfo(folder, "unreadable", error=f"{rundir.STATUS} is corrupt", config=config, checkpoints=drafters)
-    if status is None:
+    if not (folder / rundir.STATUS).exists():
         state = "not started" if config is not None else "unreadable"
         return RunInfo(folder, state, config=config, checkpoints=drafters,
                        error=None if config is not None else f"no {rundir.STATUS} or config.json")
+    status = rundir.read_status(folder)  # {} when unreadable
+    if not status:
+        return RunInfo(folder, "unreadable", error=f"{rundir.STATUS} is corrupt", config=config, checkpoints=drafters)
     pid = status.get("pid")
     info = RunInfo(folder, str(status.get("state", "unknown")), step=int(_number(status.get("step")) or 0),
                    total=int(_number(status.get("total_steps")) or 0), updated=_number(status.get("updated")),

@@ -16,7 +16,8 @@ SLOW_FIXTURES = {"default_target", "default_proposer"}
 def pytest_collection_modifyitems(items):
     """A test that loads the embedded 135M target is slow: the quick lane (-m 'not slow') leaves it out."""
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if SLOW_FIXTURES & (set(getattr(item, "fixturenames", ())) | {v for v in params.values() if isinstance(v, str)}):
             item.add_marker(pytest.mark.slow)
 
 

@@ -311,6 +311,16 @@ def _draft_ids(ids: torch.Tensor):
     return edit
 
 
+def _retype(name: str, dtype: torch.dtype):
+    def edit(folder: Path):
+        from safetensors.torch import load_file, save_file
+
+        state = load_file(str(folder / "model.safetensors"))
+        state[name] = state[name].round().to(dtype)
+        save_file(state, str(folder / "model.safetensors"))
+    return edit
+
+
 DRAFTER_CASES = [
     (_write("config.json", "[1, 2, 3]"), ValueError, "is a JSON object, got a list"),
     (_write("config.json", "{broken"), ValueError, "not a valid block drafter config"),
@@ -327,7 +337,18 @@ DRAFTER_CASES = [
     (_truncate_weights, ValueError, "damaged or truncated"),
     (_draft_ids(torch.arange(90, 110)), ValueError, "outside the target vocabulary of 97 tokens"),
     (_draft_ids(torch.arange(20).float()), ValueError, "draft_ids must be a 1-D integer tensor"),
-    (_draft_ids(torch.arange(5)), ValueError, "does not match|must have 20 entries"),
+    (_draft_ids(torch.arange(5)), ValueError, r"draft_ids has shape \[5\], but .*config.json implies \[20\]"),
+    (_draft_ids(torch.tensor([3] * 2 + list(range(4, 22)))), ValueError, "draft_ids repeats token 3 \\(1 ids"),
+    (_draft_ids(torch.zeros(20, dtype=torch.long)), ValueError, "draft_ids repeats token 0"),
+    (_draft_ids(torch.arange(20).flip(0).roll(1) % 19), ValueError, "draft_ids repeats token"),
+    (_retype("bias", torch.int64), ValueError, "model.safetensors: bias holds int64 values, not floating-point"),
+    (_retype("encoder.layers.0.linear1.weight", torch.int32), ValueError, "linear1.weight holds int32 values"),
+    (_retype("slots", torch.bool), ValueError, "slots holds bool values"),
+    (_edit_config(ffn=10**9), ValueError, r"linear1.weight has shape \[32, 64\], but .* implies \[1000000000, 64\]"),
+    (_edit_config(depth=10**9), ValueError, r"slots has shape \[2, 64\], but .* implies \[1000000000, 64\]"),
+    (_edit_config(context=10**9), ValueError, r"context_pos has shape \[4, 64\]"),
+    (_edit_config(layers=10**9), ValueError, "says layers=1000000000, but .* holds 1 encoder layers"),
+    (_write("config.json", '{"depth": ' + "[" * 100000 + "]" * 100000 + "}"), ValueError, "not a valid block drafter"),
     (lambda folder: (folder / "model.safetensors").unlink(), FileNotFoundError, "model.safetensors is missing"),
     (lambda folder: (folder / "config.json").unlink(), FileNotFoundError, "not a block drafter folder"),
 ]
@@ -402,9 +423,21 @@ TRACE_CASES = [
     (_set("tree", "tokens", value=lambda d: [float(t) + 0.5 for t in d["tree"]["tokens"]]), "integer ids"),
     (_set("tree", "parents", value=lambda d: [-1] + [5] * (len(d["tree"]["parents"]) - 1)), "parents must precede"),
     (_set("temperature", value=-1), "temperature must be a finite number >= 0"),
-    (_set("index", value="first"), "index must be an integer >= 0"),
-    (_set("timings", value={"draft": "slow"}), "timings must map"),
-    (_set("timings", value={"lunch": 1.0}), "unexpected keyword argument 'lunch'"),
+    (_set("index", value="first"), "index must be an integer in \\[0, "),
+    (_set("index", value=10 ** 30), "index must be an integer in \\[0, 16777216\\]"),
+    (_set("context_length", value=10 ** 12), "context_length must be an integer in \\[0, 16777216\\]"),
+    (_set("context_length", value=-4), "context_length must be an integer in"),
+    (_set("budget", value=True), "budget must be an integer in"),
+    (_set("timings", value={"draft": "slow"}), "draft must be a finite number of seconds >= 0, got 'slow'"),
+    (_set("timings", value={"lunch": 1.0}), "unknown stage 'lunch'"),
+    (_set("timings", value=[1.0]), "timings must map stage names to seconds"),
+    (_set("timings", value={"draft": math.nan}), "draft must be a finite number of seconds >= 0, got nan"),
+    (_set("timings", value={"flow": math.inf}), "flow must be a finite number of seconds >= 0, got inf"),
+    (_set("timings", value={"tree_forward": -0.5}), "tree_forward must be a finite number of seconds >= 0"),
+    (_set("timings", value={"commit": True}), "commit must be a finite number of seconds"),
+    (lambda data: data.clear() or data.update({"schema": "tevcore.trace", "version": 1, "meta": {}}),
+     "a second trace header"),
+    (lambda data: data.clear() or data.update({"schema": "other", "meta": {}}), "a second trace header"),
     (_set("emitted_tokens", value=[1, "x"]), "emitted_tokens must be a list of token ids"),
     (lambda data: data.pop("flow"), "'flow'"),
 ]
@@ -458,3 +491,14 @@ def test_a_deeply_nested_round_is_refused_not_a_recursion_error(tmp_path):
 def test_a_missing_trace_file_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="trace file not found"):
         read_trace(tmp_path / "none.jsonl")
+
+
+@pytest.mark.parametrize("config", ['{"depth": ' + "[" * 100000 + "]" * 100000 + "}", "[" * 100000, b"\xff\xfe{}"],
+                         ids=["nested-value", "nested-unclosed", "not-utf8"])
+def test_a_drafter_folder_whose_config_cannot_be_read_is_one_line_in_the_cli(config, tiny, tmp_path, capsys):
+    folder = tmp_path / "drafter"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(config if isinstance(config, bytes) else config.encode())
+    code, err = run_cli(["round", "--prompt", "hi", "--target", tiny, "--proposer", str(folder), "--device", "cpu"],
+                        capsys)
+    assert code == 2 and "Traceback" not in err and f"{folder / 'config.json'} is not a valid block drafter" in err

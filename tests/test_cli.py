@@ -38,3 +38,93 @@ def test_bad_input_is_a_message_not_a_traceback(capsys):
 def test_a_bad_trim_is_refused_before_loading(capsys, value, message):
     assert main(["generate", "--prompt", "hi", "--trim", value]) == 2
     assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- Ctrl-C: one line, and the rounds made are kept
+def _interrupted_after(real, count: int, made: list):
+    """`real` (a round generator function) that raises KeyboardInterrupt after `count` rounds (or at its end)."""
+    def rounds(*args, **kwargs):
+        for record in real(*args, **kwargs):
+            if len(made) == count:
+                break
+            made.append(record)
+            yield record
+        raise KeyboardInterrupt
+
+    return rounds
+
+
+def _decode_argv(command: str, folder, *extra: str) -> list[str]:
+    return [command, "--prompt", "Count: one two three", "--target", str(folder), "--proposer", "rollout",
+            "--device", "cpu", "--budget", "3", "--max-new-tokens", "40", *extra]
+
+
+@pytest.mark.parametrize("rounds_before", [0, 1, 3])
+def test_ctrl_c_during_generate_keeps_the_rounds_made_as_a_partial_trace(rounds_before, tiny_model_folder, tmp_path,
+                                                                        capsys, monkeypatch):
+    import tevcore.decoding.loop as loop
+
+    made: list = []
+    monkeypatch.setattr(loop, "rounds", _interrupted_after(loop.rounds, rounds_before, made))
+    out = tmp_path / "run.jsonl.gz"
+    code = main(_decode_argv("generate", tiny_model_folder("llama"), "--out", str(out)))
+    captured = capsys.readouterr()
+    assert code == 130
+    assert captured.err.strip().splitlines()[-1] == "interrupted: generate stopped by Ctrl-C"
+    assert "Traceback" not in captured.err and "KeyboardInterrupt" not in captured.err
+    if not made:  # nothing made: nothing written, not an empty trace
+        assert not out.exists() and "wrote" not in captured.out
+        return
+    assert f"wrote {out} (partial: the run was interrupted)" in captured.out
+    trace = read_trace(out)
+    assert [r.index for r in trace.rounds] == [r.index for r in made]
+    assert trace.rounds[-1].emitted_tokens == made[-1].emitted_tokens
+    assert trace.meta["partial"] == f"interrupted after {len(made)} rounds"
+
+
+def test_ctrl_c_during_generate_without_out_or_during_round_is_one_line(tiny_model_folder, capsys, monkeypatch):
+    import tevcore.decoding.loop as loop
+
+    real = loop.rounds
+    for command, count in (("generate", 2), ("round", 0)):
+        monkeypatch.setattr(loop, "rounds", _interrupted_after(real, count, []))
+        code = main(_decode_argv(command, tiny_model_folder("llama")))
+        err = capsys.readouterr().err
+        assert code == 130 and err.strip().splitlines()[-1] == f"interrupted: {command} stopped by Ctrl-C"
+        assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_real_sigint_during_generate_ends_in_one_line_and_a_partial_trace(tiny_model_folder, tmp_path):
+    """The signal itself, not a raised exception: a child process waits in its third round until SIGINT."""
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "run.jsonl"
+    script = (
+        "import sys, time\n"
+        "import tevcore.decoding.loop as loop\n"
+        "real = loop.rounds\n"
+        "def rounds(*a, **k):\n"
+        "    for i, r in enumerate(real(*a, **k)):\n"
+        "        yield r\n"
+        "        if i == 1:\n"
+        "            print('READY', file=sys.stderr, flush=True)\n"
+        "            time.sleep(120)\n"
+        "loop.rounds = rounds\n"
+        "from tevcore.cli import main\n"
+        f"sys.exit(main({_decode_argv('generate', tiny_model_folder('llama'), '--out', str(out))!r}))\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in child.stderr:
+            if line.strip() == "READY":
+                break
+        child.send_signal(signal.SIGINT)
+        stdout, rest = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130
+    assert rest.strip().splitlines() == ["interrupted: generate stopped by Ctrl-C"]
+    assert f"wrote {out} (partial" in stdout
+    assert [r.index for r in read_trace(out).rounds] == [0, 1]

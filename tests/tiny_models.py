@@ -73,3 +73,52 @@ def save_tiny_model(family: str, folder: Path, seed: int = 0, window: int = WIND
     model.save_pretrained(folder)
     char_tokenizer(chat_template).save_pretrained(folder)
     return folder
+
+
+def save_tiny_gguf(path: Path, seed: int = 0, hidden: int = 32, layers: int = 2, heads: int = 4, kv_heads: int = 2,
+                   ffn: int = 64) -> Path:
+    """A tiny random Llama as a float32 GGUF file with a byte-level BPE tokenizer (printable ASCII and one merge),
+    which transformers reads and de-quantises as it does a real GGUF checkpoint."""
+    import gguf
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    tokens = ["<s>", "</s>"] + [chr(c) for c in range(33, 127)] + ["ab"]
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("tiny")
+    writer.add_context_length(256)
+    writer.add_embedding_length(hidden)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_rope_dimension_count(hidden // heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_vocab_size(len(tokens))
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([3, 3] + [1] * (len(tokens) - 2))  # 3: control, 1: normal
+    writer.add_token_merges(["a b"])
+    writer.add_bos_token_id(0)
+    writer.add_eos_token_id(1)
+
+    def random(*shape):
+        return (rng.standard_normal(shape) * 0.05).astype(np.float32)
+
+    kv = hidden // heads * kv_heads
+    writer.add_tensor("token_embd.weight", random(len(tokens), hidden))
+    for i in range(layers):
+        for name, shape in [("attn_q", (hidden, hidden)), ("attn_k", (kv, hidden)), ("attn_v", (kv, hidden)),
+                            ("attn_output", (hidden, hidden)), ("ffn_gate", (ffn, hidden)), ("ffn_up", (ffn, hidden)),
+                            ("ffn_down", (hidden, ffn))]:
+            writer.add_tensor(f"blk.{i}.{name}.weight", random(*shape))
+        for norm in ("attn_norm", "ffn_norm"):
+            writer.add_tensor(f"blk.{i}.{norm}.weight", np.ones(hidden, np.float32))
+    writer.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
+    writer.add_tensor("output.weight", random(len(tokens), hidden))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return Path(path)

@@ -8,7 +8,8 @@ The subpackages follow one round's data flow:
 - decoding: the one decoding loop and its policies (trim, budget, skip)
 - lab: benchmarks, the verifier bench and the simulator over the shipped rules
 - train: distillation data, plain distillation and ExitTrain
-cli.py, config.py, flags.py and timing.py are the shared plumbing.
+parsing.py, outputs.py, timing.py, config.py, flags.py, proposer_protocol.py and cli.py are the shared
+plumbing. Imports point down these floors (tests/test_layers.py holds the floors and checks them).
 """
 
 __version__ = "0.1.0"

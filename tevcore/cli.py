@@ -24,29 +24,44 @@ COMMANDS = {
 
 READS_PROMPT_SETS = ("bench", "bench-verifiers", "build-data", "eval-drafter")
 
-# where each command writes: (argument, flag, kind); checked before the command does any work
+# where each command writes: (argument, flag, kind); checked before the command does any work. A "trace" or
+# "file" is a result: an existing one is replaced only with --force (a folder is resumed by its command).
 OUTPUTS = {
     "round": [("out", "--out", "trace")], "generate": [("out", "--out", "trace")],
     "bench": [("out", "--out", "file")], "bench-verifiers": [("out", "--out", "file")],
     "eval-drafter": [("json", "--json", "file")], "build-data": [("out", "out", "folder")],
     "train": [("out", "out", "folder"), ("export", "--export", "folder")],
+    "compare": [("out", "out", "folder")],
 }
+# results a command writes inside its output folder: (argument of the folder, file name), also kept without --force
+RESULTS_IN_FOLDER = {"compare": ("out", "compare.json")}
+FORCE_HELP = "replace an existing result file (without it, a run refuses to start over one)"
+
+
+def writes_results(command: str) -> bool:
+    return command in RESULTS_IN_FOLDER or any(kind != "folder" for _, _, kind in OUTPUTS.get(command, []))
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """Every output path of the chosen command is writable (a trace's folder must already exist)."""
-    from tevcore.outputs import check_output_file, check_output_folder
+    """Every output path of the chosen command is writable (a trace's folder must already exist), and no
+    existing result would be replaced without --force."""
+    from tevcore.outputs import check_not_replacing, check_output_file, check_output_folder
 
+    force = getattr(args, "force", False)
     for name, flag, kind in OUTPUTS.get(args.command, []):
         value = getattr(args, name, None)
         if value is None:
             continue
         if kind == "folder":
             check_output_folder(value, flag)
-        else:
-            check_output_file(value, flag, make_parents=kind == "file")
+            continue
+        check_output_file(value, flag, make_parents=kind == "file")
         if kind == "trace" and not str(value).endswith((".jsonl", ".jsonl.gz")):
             raise ValueError(f"{flag} {value}: a trace file name ends in .jsonl or .jsonl.gz")
+        check_not_replacing(value, flag, force)
+    if args.command in RESULTS_IN_FOLDER:
+        name, file_name = RESULTS_IN_FOLDER[args.command]
+        check_not_replacing(Path(getattr(args, name)) / file_name, "the result", force)
 
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,10 +69,11 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.proposers import DRAFTER_DTYPE_HELP, PROPOSER_SPECS
     from tevcore.decoding.trim import TRIM_HELP
 
-    from tevcore.flags import add_target_arguments
+    from tevcore.flags import add_target_arguments, prompt_text, seed_value
 
     helps = DecodeConfig.help()
-    parser.add_argument("--prompt", required=True, help="user prompt (chat template applied unless --no-chat)")
+    parser.add_argument("--prompt", required=True, type=prompt_text,
+                        help="user prompt (chat template applied unless --no-chat)")
     parser.add_argument("--proposer", default="default",
                         help=PROPOSER_SPECS)
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
@@ -65,7 +81,7 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=DecodeConfig.temperature, help=helps["temperature"])
     parser.add_argument("--builder", default=DecodeConfig.builder, help=helps["builder"])
     parser.add_argument("--verifier", default=DecodeConfig.verifier, help=helps["verifier"])
-    parser.add_argument("--seed", type=int, default=DecodeConfig.seed, help=helps["seed"])
+    parser.add_argument("--seed", type=seed_value, default=DecodeConfig.seed, help=helps["seed"])
     parser.add_argument("--max-new-tokens", type=int, default=DecodeConfig.max_new_tokens, help=helps["max_new_tokens"])
     parser.add_argument("--no-chat", action="store_true", help="feed the prompt as raw text")
     parser.add_argument("--out", help="write the rounds as a trace file (.jsonl or .jsonl.gz)")
@@ -93,14 +109,18 @@ def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
     return DecodeConfig(**settings), target, resolve_proposer(args.proposer, target, drafter_dtype)
 
 
-def _write(args: argparse.Namespace, records: list, target, config) -> None:
+def _write(args: argparse.Namespace, records: list, target, config, partial: bool = False) -> None:
+    """The rounds as a trace at --out; `partial` marks a run cut short (its rounds are still valid)."""
     from dataclasses import asdict
 
     from tevcore.engine.records import write_trace
+    from tevcore.outputs import written
 
-    if args.out:
+    if args.out and records:
         meta = {"target": target.name, "prompt": args.prompt, "config": asdict(config)}
-        print(f"wrote {write_trace(args.out, records, meta)}")
+        if partial:
+            meta["partial"] = f"interrupted after {len(records)} rounds"
+        print(written(write_trace(args.out, records, meta, overwrite=args.force), args.out, partial))
 
 
 def print_round(record) -> None:
@@ -134,7 +154,7 @@ def _run_round(args: argparse.Namespace) -> int:
     from tevcore.decoding.loop import rounds
 
     config, target, proposer = _decode_setup(args, max_new_tokens=args.max_new_tokens)
-    records = list(islice(rounds(target, proposer, args.prompt, config), 1))
+    records = list(islice(rounds(target, proposer, args.prompt, config), 1))  # Ctrl-C here: nothing made yet
     print_round(records[0])
     _write(args, records, target, config)
     return 0
@@ -162,7 +182,11 @@ def _run_generate(args: argparse.Namespace) -> int:
             sys.stdout.write(_shown_text(record, stops, target))
             sys.stdout.flush()
 
-    seconds = seconds_of(stream, target.device)[1]
+    try:
+        seconds = seconds_of(stream, target.device)[1]
+    except KeyboardInterrupt:  # keep the rounds already made, marked partial; main says "interrupted"
+        _write(args, records, target, config, partial=True)
+        raise
     tokens = sum(len(r.emitted_tokens) for r in records)
     print(f"\n\n{tokens} tokens in {len(records)} rounds, {tokens / max(seconds, 1e-9):.1f} tokens/s, "
           f"mean block length {sum(r.block_length for r in records) / len(records):.2f} vs mean 1 + C "
@@ -188,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         command = sub.add_parser(name, help=help_text)
         if name == wanted:  # import only the module of the chosen subcommand
             importlib.import_module(module_name).add_arguments(command)
+            if writes_results(name):
+                command.add_argument("--force", action="store_true", help=FORCE_HELP)
             if name in READS_PROMPT_SETS:
                 command.add_argument("--datasets", default=None, help="folder of the shared prompt sets "
                                      "(default: $TEVCORE_DATASETS, else ../shared/datasets beside the checkout)")
@@ -204,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as err:  # bad input and unusable files: one line, never a traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the command kept what it had made (and said where); no traceback
+        print(f"interrupted: {args.command} stopped by Ctrl-C", file=sys.stderr)
+        return 130
     finally:
         if before is None:
             os.environ.pop("TEVCORE_DATASETS", None)

@@ -6,8 +6,11 @@ import math
 
 from dataclasses import dataclass, field, fields
 
-from tevcore.engine.builders import get_builder
-from tevcore.engine.sampling import check_temperature
+from tevcore.engine.builders import BUILDER_NAMES, get_builder
+from tevcore.engine.flow import DEFAULT_MISSING_K
+from tevcore.engine.records import RECORD_LEVELS
+from tevcore.engine.sampling import MAX_SEED, check_temperature
+from tevcore.verify.verifiers import VERIFIERS, get_verifier
 
 DEFAULT_BUDGET = 8
 # The temperature of studies of the sampled law (verifier latency, drafter comparisons): decoding itself
@@ -22,12 +25,12 @@ class DecodeConfig:
     max_new_tokens: int = field(default=128, metadata={"help": "tokens to generate at most", "min": 1})
     temperature: float = field(default=0.0, metadata={"help": "0 = greedy; > 0 samples from p^(1/T)", "min": 0.0})
     budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "draft-tree node budget (0 = no draft)", "min": 0})
-    builder: str = field(default="best_first", metadata={"help": "best_first, chain or width:W1,W2,..."})
-    verifier: str = field(default="tev", metadata={"help": "tev, residual, predraw, greedy, chain, naive_ratio"})
+    builder: str = field(default="best_first", metadata={"help": ", ".join(BUILDER_NAMES)})
+    verifier: str = field(default="tev", metadata={"help": ", ".join(VERIFIERS)})
     seed: int = field(default=0, metadata={"help": "seed of the verifier's random draws", "min": 0})
     stop_tokens: tuple[int, ...] | None = field(default=None, metadata={"help": "None = the model's EOS and chat end tokens"})
     chat: bool = field(default=True, metadata={"help": "wrap a text prompt in the model's chat template"})
-    missing_k: int = field(default=5, metadata={"help": "top missing tokens recorded per node (record level full)", "min": 0})
+    missing_k: int = field(default=DEFAULT_MISSING_K, metadata={"help": "top missing tokens recorded per node (record level full)", "min": 0})
     record: str = field(default="full", metadata={
         "help": "what each round records: full (missing tokens and texts, for the app and `round`) or lean "
                 "(what the loop needs: tree, flow, verdict; for benchmarks)"})
@@ -42,13 +45,11 @@ class DecodeConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < self.lowest(name):
                 raise ValueError(f"{name} must be an integer >= {self.lowest(name)}, got {value!r}")
+        if self.seed > MAX_SEED:
+            raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed}")
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
         get_builder(self.builder, self.budget if self.budget > 0 else None)
-        from tevcore.verify.verifiers import get_verifier  # late import: verifiers import sampling, not config
-
         get_verifier(self.verifier)
-        from tevcore.engine.records import RECORD_LEVELS
-
         if self.record not in RECORD_LEVELS:
             raise ValueError(f"record must be one of {', '.join(RECORD_LEVELS)}, got {self.record!r}")
         if self.tree_costs is not None:

@@ -1,43 +1,62 @@
-"""Comma-separated command-line lists (`--budgets 4,8,16`), parsed one way for every command."""
+"""The target flags (`--target`, `--device`, `--dtype`), the same on every command that loads a target."""
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+import argparse
+import os
 
-T = TypeVar("T")
-
-
-def comma_list(text: str, parse: Callable[[str], T] = str, what: str = "values") -> list[T]:
-    """The items of a comma-separated flag, blanks dropped, each through `parse`.
-
-    An empty list, or an item `parse` rejects with a ValueError, raises a
-    ValueError that names the item and what was expected.
-    """
-    items = [part.strip() for part in str(text).split(",") if part.strip()]
-    if not items:
-        raise ValueError(f"expected comma-separated {what}, got {text!r}")
-    parsed = []
-    for item in items:
-        try:
-            parsed.append(parse(item))
-        except ValueError as err:
-            detail = f" ({err})" if parse not in (int, float) else ""
-            raise ValueError(f"{item!r} in {text!r} is not valid: expected comma-separated {what}{detail}") from None
-    return parsed
+from tevcore.engine.sampling import MAX_SEED
+from tevcore.target.loading import check_text, load_target
 
 
-def budget_or_chain(text: str) -> str | int:
-    """One budget of a drafter evaluation: 'chain' (the drafter's top-1 path) or a node budget >= 1."""
-    text = text.strip()
-    if text == "chain":
-        return text
+def count_at_least_one(text: str) -> int:
+    """A count of things to do (prompts, rounds, tokens): an integer >= 1, so a run never does no work."""
     try:
-        budget = int(text)
+        value = int(text)
     except ValueError:
-        budget = 0
-    if budget < 1:
-        raise ValueError("a budget must be an integer >= 1 or 'chain'")
-    return budget
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """A seed: an integer in [0, MAX_SEED], refused here rather than by torch after the model has loaded."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"a seed must lie in [0, {MAX_SEED}] (2^32 - 1), got {value}")
+    return value
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity call on this platform
+        return os.cpu_count() or 1
+
+
+def thread_count(text: str) -> int:
+    """torch CPU threads: 1 up to the cores this process may use (more only slows every thread down)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of threads, got {text!r}") from None
+    cores = usable_cores()
+    if not 1 <= value <= cores:
+        raise argparse.ArgumentTypeError(f"must lie in [1, {cores}] (the CPU cores this process may use), got {value}")
+    return value
+
+
+def prompt_text(text: str) -> str:
+    """A prompt given on the command line: text the tokenizer can take (see `check_text`)."""
+    try:
+        return check_text(text, "the prompt")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 TARGET_HELP = "'default' (the embedded SmolLM2-135M), a .gguf file, a Hugging Face model folder or a hub id"
@@ -54,6 +73,4 @@ def add_target_arguments(parser, target_default: str | None = "default") -> None
 
 def target_from_args(args, spec: str | None = None, device: str | None = None):
     """The target the flags of `add_target_arguments` name (`spec`/`device` override theirs)."""
-    from tevcore.target.loading import load_target
-
     return load_target(spec if spec is not None else args.target, device=device or args.device, dtype=args.dtype)

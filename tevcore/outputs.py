@@ -1,9 +1,13 @@
-"""Output paths checked before any work, so a long run never ends in a write that cannot happen."""
+"""Where results are written: output paths checked before any work, so a long run never ends in a write that
+cannot happen, and one way of writing a result (a temporary file per writer, then an atomic publish)."""
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 from pathlib import Path
+from typing import Any, Callable
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -39,3 +43,81 @@ def check_output_folder(path: str | Path, flag: str) -> None:
     if path.exists() and not path.is_dir():
         raise ValueError(f"{flag} {path} is a file, not a folder")
     _check_creatable(path, flag)
+
+
+def check_not_replacing(path: str | Path, flag: str, force: bool) -> None:
+    """Refuse an output that already exists unless `force`: a second run never silently replaces the first."""
+    path = Path(path).expanduser()
+    if path.exists() and not force:
+        raise ValueError(f"{flag} {path} already exists: pass --force to replace it, or give another {flag}")
+
+
+def beside(path: Path) -> Path:
+    """The first free name next to `path` (`bench.json` -> `bench-2.json`, `t.jsonl.gz` -> `t-2.jsonl.gz`)."""
+    suffix = ".jsonl.gz" if path.name.endswith(".jsonl.gz") else path.suffix
+    stem = path.name[: len(path.name) - len(suffix)] if suffix else path.name
+    number = 2
+    while (candidate := path.with_name(f"{stem}-{number}{suffix}")).exists():
+        number += 1
+    return candidate
+
+
+def _publish(tmp: Path, path: Path, overwrite: bool) -> Path:
+    """Move a finished temporary file to `path`; without `overwrite`, a file that appeared there meanwhile
+    (another writer) is kept and this result goes beside it. Returns where the result now is."""
+    if overwrite:
+        os.replace(tmp, path)
+        return path
+    while True:
+        try:
+            os.link(tmp, path)  # atomic, and fails where a file exists: no check-then-replace race
+        except FileExistsError:
+            path = beside(path)
+            continue
+        except OSError:  # a file system without hard links: the race window is this check
+            if path.exists():
+                path = beside(path)
+                continue
+            os.replace(tmp, path)
+        return path
+
+
+def _new_temporary(path: Path) -> Path:
+    """An empty file of this writer's own beside `path`, created with the process's usual file mode."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
+        try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # mode 0o666 less the umask
+        except FileExistsError:
+            continue
+        return tmp
+
+
+def write_output(path: str | Path, write: Callable[[Path], None], overwrite: bool = False) -> Path:
+    """Call `write(tmp)` on a temporary file unique to this writer in `path`'s folder, then publish it.
+
+    Two writers of one output never share a temporary file, a reader never sees
+    a half-written one, and a failed or interrupted write leaves nothing behind.
+    Without `overwrite` an existing output is never replaced: the result goes
+    beside it. Returns where the result now is.
+    """
+    path = Path(path).expanduser()
+    tmp = _new_temporary(path)
+    try:
+        write(tmp)
+        return _publish(tmp, path, overwrite)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json(path: str | Path, data: Any, overwrite: bool = False) -> Path:
+    """A JSON result written through `write_output`."""
+    return write_output(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1)), overwrite)
+
+
+def written(path: Path, wanted: str | Path, partial: bool = False) -> str:
+    """The line that reports a written result, saying so when it went beside an output that appeared meanwhile."""
+    line = f"wrote {path}" + (" (partial: the run was interrupted)" if partial else "")
+    if Path(path) != Path(wanted).expanduser():
+        line += f" ({wanted} appeared during the run, from another writer, and was kept)"
+    return line

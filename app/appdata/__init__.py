@@ -1,17 +1,19 @@
-"""Plain-data helpers of the app (no streamlit): example records, traces, replay rows, workshop trees, results.
+"""The app's services (no streamlit): example records, traces, replay rows, workshop trees, results.
+
+Pages call these and never build target sessions or laws themselves.
 
 Every flow quantity is computed by `tevcore.engine.flow.target_flow`; these
 modules only shape inputs for it (trees, node logits) and read its outputs.
 """
 
-from appdata.replay import OTHER, CompactRound, approximate_round, exact_round
+from appdata.replay import OTHER, CompactRound, approximate_round, exact_round, rescored_logits
 from appdata.results import bench_rows, read_jsonl_frame
 from appdata.synthetic import synthetic_record, synthetic_records
 from appdata.traces import load_trace, trace_bytes, trace_from_bytes
 from appdata.workshop import ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_presets, workshop_texts, workshop_tree
 
 __all__ = [
-    "OTHER", "CompactRound", "approximate_round", "exact_round", "bench_rows", "read_jsonl_frame",
+    "OTHER", "CompactRound", "approximate_round", "exact_round", "rescored_logits", "bench_rows", "read_jsonl_frame",
     "synthetic_record", "synthetic_records", "load_trace", "trace_bytes", "trace_from_bytes", "ROOT",
     "WORKSHOP_COLUMNS", "WorkshopTree", "workshop_presets", "workshop_texts", "workshop_tree",
 ]

@@ -6,8 +6,11 @@ from dataclasses import dataclass
 
 import torch
 
+from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.tree import DraftTree
+from tevcore.target.loading import Target
+from tevcore.target.session import TargetSession
 
 OTHER = "(other)"  # the pooled token of everything a round did not record
 
@@ -60,6 +63,26 @@ def approximate_round(record: RoundRecord) -> CompactRound:
     compact_tree = DraftTree(tokens=torch.tensor(new_tokens), parents=tree.parents.clone(),
                              draft_logp=tree.draft_logp.clone())
     return CompactRound(compact_tree, probs.log(), texts, approximate=True)
+
+
+def rescored_logits(target: Target, prompt_ids: list[int], records: list[RoundRecord],
+                    index: int) -> tuple[torch.Tensor, float]:
+    """Node logits of live round `index`, re-scored after the same committed context (one tree forward), and
+    the largest gap between the exit mass X they give and the recorded one (a check that they are its rows).
+
+    Records keep no node logits (they would cost V floats per node); the
+    context is the prompt plus every earlier round's emitted tokens.
+    """
+    record = records[index]
+    context = list(prompt_ids) + [t for r in records[:index] for t in r.emitted_tokens]
+    if len(context) != record.context_length:
+        raise ValueError(f"the rebuilt context has {len(context)} tokens, the round recorded "
+                         f"{record.context_length}: cannot re-score it")
+    session = TargetSession(target)
+    session.prefill(context, reserve=record.tree.max_depth + 1)
+    logits = session.score_tree(record.tree).logits.cpu()
+    check = target_flow(record.tree, logits, record.temperature)
+    return logits, float((check.exit_mass - record.flow.exit_mass).abs().max())
 
 
 def exact_round(record: RoundRecord, node_logits: torch.Tensor, decode) -> CompactRound:

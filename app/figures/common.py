@@ -1,15 +1,49 @@
-"""Colours and token text shared by the app's figures."""
+"""Colours, token text and the category axis shared by the app's figures."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
 PATH_COLOUR = "#ff7f0e"
 EXIT_COLOUR = "#d62728"
 BONUS_COLOUR = "#2ca02c"
 X_RING_COLOUR = "rgba(214, 39, 40, 0.85)"
 ROUND_COLOURS = ("#dbeafe", "#fde68a", "#dcfce7", "#fce7f3", "#e0e7ff", "#ffedd5", "#ccfbf1", "#f3e8ff")
 NAIVE_NAME = "naive_ratio"
+VISIBLE_SPACE = "␣"
 
 
 def short(text: str, width: int = 10) -> str:
-    """A token's text made visible: whitespace shown, long tokens cut."""
-    shown = repr(text)[1:-1] if text is not None else "?"
+    """A token's text made visible: escapes shown, leading and trailing spaces as ␣, long tokens cut.
+
+    A browser collapses edge spaces, so '7' and '7 ' would read alike on a chart; the ␣ keeps them apart.
+    """
+    if text is None:
+        return "?"
+    shown = repr(text)[1:-1]
+    core = shown.strip(" ")
+    if core:
+        start = shown.index(core)
+        shown = VISIBLE_SPACE * start + core + VISIBLE_SPACE * (len(shown) - start - len(core))
+    else:
+        shown = VISIBLE_SPACE * len(shown)
     return shown if len(shown) <= width else shown[: width - 1] + "…"
+
+
+def distinct(labels: Sequence[str]) -> list[str]:
+    """The labels with every repeat told apart (' (2)', ' (3)', ...): a category axis merges equal labels."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in map(str, labels):
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out
+
+
+def category_axis(labels: Sequence[str], **extra) -> dict:
+    """An axis that holds `labels` as categories, in this order.
+
+    Without it plotly guesses the axis type from the labels after stripping quotes, '#', '$', '%' and spaces,
+    so token labels such as "' #23" or "  #216" read as numbers and every other bar falls off the axis.
+    """
+    return {"type": "category", "categoryorder": "array", "categoryarray": list(labels), **extra}

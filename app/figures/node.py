@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from figures.common import EXIT_COLOUR, short
+from figures.common import EXIT_COLOUR, category_axis, distinct, short
 
 
 def node_distribution(record, node: int) -> pd.DataFrame:
@@ -28,19 +28,22 @@ def node_distribution(record, node: int) -> pd.DataFrame:
 
 
 def next_token_figure(rows: pd.DataFrame, title: str = "p(.|v)") -> go.Figure:
-    """Bars of p(.|v): tree children, missing tokens and the rest, each in its own colour."""
+    """Bars of p(.|v): tree children, missing tokens and the rest, each in its own colour, largest first.
+
+    The x axis is categorical: every bar keeps its place whatever its token looks like.
+    """
     colours = {"tree child": "#1f77b4", "missing": EXIT_COLOUR, "other": "#9e9e9e"}
+    labels = distinct([short(t, 14) + ("" if kind == "other" else f" #{i}")
+                       for t, i, kind in zip(rows["token"], rows["token_id"], rows["kind"])])
     fig = go.Figure()
     for kind, colour in colours.items():
-        part = rows[rows["kind"] == kind]
-        if len(part):
-            fig.add_trace(go.Bar(x=[short(t, 14) + ("" if kind == "other" else f" #{i}")
-                                    for t, i in zip(part["token"], part["token_id"])],
-                                 y=part["prob"], name=kind, marker_color=colour,
+        part = [i for i, k in enumerate(rows["kind"]) if k == kind]
+        if part:
+            fig.add_trace(go.Bar(x=[labels[i] for i in part], y=[float(rows["prob"].iloc[i]) for i in part],
+                                 name=kind, marker_color=colour,
                                  hovertemplate="%{x}: %{y:.4f}<extra>" + kind + "</extra>"))
-    fig.update_layout(title=title, yaxis={"title": "probability", "range": [0, 1]}, barmode="group",
-                      height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      xaxis={"categoryorder": "total descending"})
+    fig.update_layout(title=title, yaxis={"title": "probability", "range": [0, 1]}, barmode="overlay",
+                      height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis=category_axis(labels))
     return fig
 
 

@@ -33,6 +33,7 @@ ss.setdefault("ex_seen", 0)
 
 WIDTH_PATTERN = next(name for name in BUILDER_NAMES if name.startswith("width:"))  # "width:W1,W2,..."
 EXAMPLE_WIDTHS = "4,2,2,1"  # what the widths box opens with when the fixed-width builder is chosen
+FAN_SHOWN = 6  # children the node-link tree draws per node before folding the rest of a fan into "+N more"
 
 # ------------------------------------------------------------------ settings (sidebar)
 with st.sidebar:
@@ -135,7 +136,7 @@ def start_generation() -> bool:
     if note:
         st.warning(note)
     ss.update(ex_gen=rounds(target, proposer, ids, config), ex_records=[], ex_done=False, ex_seen=0,
-              ex_nodes={}, ex_clicks={},
+              ex_nodes={}, ex_clicks={}, ex_opened={},
               ex_settings=dict(settings), ex_prompt_ids=ids, ex_target_spec=spec, ex_source="live",
               ex_meta={"target": target.name, "prompt": prompt, "proposer": getattr(proposer, "name", None),
                        "config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}},
@@ -144,11 +145,18 @@ def start_generation() -> bool:
 
 
 def advance(limit: int | None, live_slot=None) -> None:
-    """Pull up to `limit` rounds (None = to the end) from the generator, streaming them into `live_slot`."""
+    """Pull up to `limit` rounds (None = to the end) from the generator, streaming them into `live_slot`.
+
+    `live_slot` holds the whole view below the controls: its first draw replaces what the previous
+    generation left there, then each round's tree and the text so far are drawn as the round arrives.
+    """
     gen = ss.ex_gen
     pulled = 0
+    if live_slot is not None:
+        live_slot.empty()  # drops the old view's block whole: a block put in its place would keep its tail
     live_area = live_slot.container() if live_slot is not None else None
     progress = live_area.progress(0.0, text="decoding…") if live_area is not None else None
+    tree_box = live_area.empty() if live_area is not None else None
     text_box = live_area.empty() if live_area is not None else None
     while limit is None or pulled < limit:
         try:
@@ -166,29 +174,9 @@ def advance(limit: int | None, live_slot=None) -> None:
             made = sum(len(r.emitted_tokens) for r in ss.ex_records)
             progress.progress(min(1.0, made / settings["max_new_tokens"]),
                               text=f"round {record.index}: {made} tokens, block length {record.block_length}")
+            tree_box.plotly_chart(figures.record_tree_figure(record, fan=FAN_SHOWN), key=f"ex_live_tree_{record.index}")
             text_box.markdown(figures.text_by_round_html(ss.ex_records), unsafe_allow_html=True)
-    if live_slot is not None:
-        live_slot.empty()
 
-
-# ------------------------------------------------------------------ controls
-c1, c2, c3, c4 = st.columns([1, 1, 1, 3])
-blocked = bool(input_problems)  # a run never starts with a number other than the one shown
-run_clicked = c1.button("▶ Run live", type="primary", key="ex_run", help="stream rounds to the end", disabled=blocked)
-step_clicked = c2.button("⏭ Step one round", key="ex_step", disabled=blocked)
-new_clicked = c3.button("⟲ New generation", key="ex_new", help="forget the rounds and start over")
-live_slot = st.empty()
-if blocked:
-    st.error("Run and Step wait for valid settings: " + "; ".join(input_problems) + ".")
-
-if new_clicked:
-    ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={})
-if run_clicked or step_clicked:
-    fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
-    if not fresh or start_generation():
-        advance(None if run_clicked else 1, live_slot if run_clicked else None)
-elif ss.ex_gen is not None and not ss.ex_done and ss.get("ex_settings") != settings:
-    c4.info("Settings changed: the next Run or Step starts a new generation.")
 
 # ------------------------------------------------------------------ replay: open a trace
 def open_trace(source: bytes | Path, name: str) -> None:
@@ -199,8 +187,17 @@ def open_trace(source: bytes | Path, name: str) -> None:
         st.error(f"Could not open {name}: {err}")
         return
     ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {name}",
-              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None, ex_nodes={}, ex_clicks={})
+              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None, ex_nodes={}, ex_clicks={}, ex_opened={})
 
+
+# ------------------------------------------------------------------ controls
+c1, c2, c3, c4 = st.columns([1, 1, 1, 3])
+blocked = bool(input_problems)  # a run never starts with a number other than the one shown
+run_clicked = c1.button("▶ Run live", type="primary", key="ex_run", help="stream rounds to the end", disabled=blocked)
+step_clicked = c2.button("⏭ Step one round", key="ex_step", disabled=blocked)
+new_clicked = c3.button("⟲ New generation", key="ex_new", help="forget the rounds and start over")
+if blocked:
+    st.error("Run and Step wait for valid settings: " + "; ".join(input_problems) + ".")
 
 with st.expander("Open a trace (replay without a model)", expanded=False):
     upload = st.file_uploader("trace file (.jsonl or .jsonl.gz)", type=["jsonl", "gz"], key="ex_upload")
@@ -214,20 +211,19 @@ with st.expander("Open a trace (replay without a model)", expanded=False):
         if st.button("Open", key="ex_open_btn"):
             open_trace(folder / chosen, chosen)
 
-records = ss.ex_records
-if not records:
-    st.info("Press **Run live** to stream a generation, **Step one round** to go one round at a time, "
-            "or open a trace. The first run loads the target model (a few seconds).")
-    st.stop()
-
-if ss.get("ex_proposer_note"):
-    st.caption(ss.ex_proposer_note)
-st.caption(f"source: {ss.ex_source} · drafter: {records[-1].proposer} · {len(records)} rounds · "
-           f"{'finished' if ss.ex_done else 'in progress (Step or Run for more)'}")
+body = st.empty()  # everything below the controls: a live run replaces it at once, the old tree included
+if new_clicked:
+    ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={},
+              ex_opened={})
+if run_clicked or step_clicked:
+    fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
+    if not fresh or start_generation():
+        advance(None if run_clicked else 1, body if run_clicked else None)
+elif ss.ex_gen is not None and not ss.ex_done and ss.get("ex_settings") != settings:
+    c4.info("Settings changed: the next Run or Step starts a new generation.")
 
 # ------------------------------------------------------------------ the selected round
-TOP_NODES_SHOWN = 64  # the node-link view's default cut (the icicle always shows every node)
-VIEW_KEYS = ("ex_nodes", "ex_clicks")  # what a view error resets (with the round); the rounds stay
+VIEW_KEYS = ("ex_nodes", "ex_clicks", "ex_opened")  # what a view error resets (with the round); the rounds stay
 
 
 def pick_node(index: int, key: str) -> None:
@@ -238,16 +234,19 @@ def pick_node(index: int, key: str) -> None:
 
 
 def show_round(record, index: int) -> None:
-    """One round: the tree (a click selects a node), the metrics, the chosen node's next-token law."""
+    """One round: the tree (a click selects a node or opens a folded fan), the metrics, the node's next-token law."""
     chosen = ss.setdefault("ex_nodes", {})
     clicks = ss.setdefault("ex_clicks", {})
+    opened = ss.setdefault("ex_opened", {}).setdefault(index, set())
     num_nodes = record.tree.num_nodes
     chart_key = f"ex_tree_chart_{index}"  # a selection belongs to the round it was made on
-    clicked = explorer_state.clicked_node(ss.get(chart_key))
-    if clicked != clicks.get(index):  # a new click (not the old selection seen again)
-        clicks[index] = clicked
-        if explorer_state.valid_node(clicked, num_nodes):
-            chosen[index] = clicked
+    click = (explorer_state.clicked_node(ss.get(chart_key)), explorer_state.clicked_fold(ss.get(chart_key)))
+    if click != clicks.get(index):  # a new click (not the old selection seen again)
+        clicks[index] = click
+        if explorer_state.valid_node(click[0], num_nodes):
+            chosen[index] = click[0]
+        if explorer_state.valid_node(click[1], num_nodes):
+            opened.add(click[1])
     default = record.exit_node if record.exit_node is not None else 0
     node = explorer_state.node_for_round(chosen, index, num_nodes, default)
     node_key = f"ex_node_{index}"
@@ -257,13 +256,17 @@ def show_round(record, index: int) -> None:
     with left:
         link_tab, icicle_tab = st.tabs(["node-link tree", "icicle: where the mass leaves"])
         with link_tab:
-            shown = num_nodes
-            if num_nodes > 2:
-                shown = st.slider("show the top-N nodes by P(v)", 2, num_nodes, min(num_nodes, TOP_NODES_SHOWN),
-                                  key="ex_top_n", help="big trees: draw only the nodes that carry the most target "
-                                  "mass (the accepted path, exit and chosen node always stay); labels sit on the "
-                                  f"top {figures.tree.LABELLED_NODES} by P, every node has its hover")
-            fig = figures.record_tree_figure(record, selected=node, show_top=shown)
+            widest = max((len(kids) for kids in record.tree.children()), default=0)
+            fan = None
+            if widest > FAN_SHOWN + 1:
+                f1, f2 = st.columns([3, 1])
+                fan = f1.slider("children drawn per node (the rest of a fan folds into one '+N more' node)", 1,
+                                widest, FAN_SHOWN, key="ex_fan",
+                                help="the likeliest children by P(v) stay; the accepted path, the exit and the "
+                                     "chosen node always do. Click a '+N more' node to open its fan.")
+                if opened and f2.button("fold the opened fans", key=f"ex_fold_{index}"):
+                    opened.clear()
+            fig = figures.record_tree_figure(record, selected=node, fan=fan, opened=sorted(opened))
             st.plotly_chart(fig, key=chart_key, on_select="rerun", selection_mode="points",
                             config={"scrollZoom": True})
         with icicle_tab:
@@ -272,11 +275,11 @@ def show_round(record, index: int) -> None:
                        "box is the mass X(v) that leaves the tree there. Orange outline: the accepted path; red "
                        "outline and ★: the exit node. Click a box to zoom into its subtree.")
     with right:
-        m1, m2, m3 = st.columns(3)  # short values only: a metric card truncates long ones
+        m1, m2, m3, m4 = st.columns(4)  # short values only: a metric card truncates long ones; no deltas (no change)
         m1.metric("1 + C", f"{record.expected_length:.2f}", help="expected block length of this tree")
-        m2.metric("block length", record.block_length,
-                  delta=f"{record.block_length - record.expected_length:+.2f}", delta_color="off")
-        m3.metric("tree nodes", record.tree.size, delta=f"depth {record.tree.max_depth}", delta_color="off")
+        m2.metric("block length", record.block_length, help="tokens this round emitted: depth(exit) + 1")
+        m3.metric("tree nodes", record.tree.size, help="draft nodes, the root not counted (what the budget counts)")
+        m4.metric("depth", record.tree.max_depth)
         st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
                     f"`{record.bonus_text!r}` · **emitted** `{record.emitted_text!r}`")
         texts = record.token_texts
@@ -301,43 +304,60 @@ def show_across_rounds(records) -> None:
     a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
 
 
-if ss.ex_seen != len(records):  # new rounds arrived: follow the latest
-    ss.ex_round = len(records) - 1
-    ss.ex_seen = len(records)
-if len(records) > 1:
-    st.slider("round", 0, len(records) - 1, key="ex_round")
-index = ss.get("ex_round", len(records) - 1)
-index = min(max(index, 0), len(records) - 1) if isinstance(index, int) else len(records) - 1
-ss.ex_selected_round = index  # read by the verifier comparison page
-try:
-    show_round(records[index], index)
-    show_across_rounds(records)
-except Exception as err:  # a broken view never loses the rounds: say what failed, reset the view only
-    st.error(f"This view failed ({type(err).__name__}: {err}). The {len(records)} rounds are kept; the view "
-             "(round, chosen node) was reset, so the next action draws it afresh.")
-    for key in VIEW_KEYS:
-        ss.pop(key, None)
-    ss.ex_seen = -1  # the next run shows the latest round again
+def save_rounds(records) -> None:
+    st.subheader("Save these rounds")
+    meta = dict(ss.get("ex_meta") or {})
+    s1, s2 = st.columns(2)
+    with s1:
+        # serialised only when clicked (a callable), so a render after each round stays cheap
+        st.download_button("⬇ Download trace (.jsonl)", data=lambda: appdata.trace_bytes(records, meta),
+                           file_name=f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", mime="application/json",
+                           key="ex_download")
+    with s2:
+        out_folder = st.text_input("save to folder", value="traces", key="ex_save_folder")
+        if st.button("💾 Save trace", key="ex_save"):
+            from tevcore.engine.records import write_trace
 
-# ------------------------------------------------------------------ save
-st.subheader("Save these rounds")
-meta = dict(ss.get("ex_meta") or {})
-s1, s2 = st.columns(2)
-with s1:
-    # serialised only when clicked (a callable), so a render after each round stays cheap
-    st.download_button("⬇ Download trace (.jsonl)", data=lambda: appdata.trace_bytes(records, meta),
-                       file_name=f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", mime="application/json",
-                       key="ex_download")
-with s2:
-    out_folder = st.text_input("save to folder", value="traces", key="ex_save_folder")
-    if st.button("💾 Save trace", key="ex_save"):
-        from tevcore.engine.records import write_trace
+            try:
+                folder = Path(out_folder)
+                folder.mkdir(parents=True, exist_ok=True)
+                path = write_trace(folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl.gz", records, meta)
+            except OSError as err:
+                st.error(f"Could not save: {err}")
+            else:
+                st.success(f"saved {path}")
 
-        try:
-            folder = Path(out_folder)
-            folder.mkdir(parents=True, exist_ok=True)
-            path = write_trace(folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl.gz", records, meta)
-        except OSError as err:
-            st.error(f"Could not save: {err}")
-        else:
-            st.success(f"saved {path}")
+
+def show_view() -> None:
+    """The rounds so far: the chosen round up close, the rounds together, saving."""
+    records = ss.ex_records
+    if not records:
+        st.info("Press **Run live** to stream a generation, **Step one round** to go one round at a time, "
+                "or open a trace. The first run loads the target model (a few seconds).")
+        return
+    if ss.get("ex_proposer_note"):
+        st.caption(ss.ex_proposer_note)
+    st.caption(f"source: {ss.ex_source} · drafter: {records[-1].proposer} · {len(records)} rounds · "
+               f"{'finished' if ss.ex_done else 'in progress (Step or Run for more)'}")
+    if ss.ex_seen != len(records):  # new rounds arrived: follow the latest
+        ss.ex_round = len(records) - 1
+        ss.ex_seen = len(records)
+    if len(records) > 1:
+        st.slider("round", 0, len(records) - 1, key="ex_round")
+    index = ss.get("ex_round", len(records) - 1)
+    index = min(max(index, 0), len(records) - 1) if isinstance(index, int) else len(records) - 1
+    ss.ex_selected_round = index  # read by the verifier comparison page
+    try:
+        show_round(records[index], index)
+        show_across_rounds(records)
+    except Exception as err:  # a broken view never loses the rounds: say what failed, reset the view only
+        st.error(f"This view failed ({type(err).__name__}: {err}). The {len(records)} rounds are kept; the view "
+                 "(round, chosen node) was reset, so the next action draws it afresh.")
+        for key in VIEW_KEYS:
+            ss.pop(key, None)
+        ss.ex_seen = -1  # the next run shows the latest round again
+    save_rounds(records)
+
+
+with body.container():
+    show_view()

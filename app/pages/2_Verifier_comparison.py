@@ -11,16 +11,15 @@ import shared_ui  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
-import torch  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
-from tevcore.engine.flow import target_flow  # noqa: E402
 from tevcore.engine.sampling import make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
-from tevcore.verify.laws import bonus_pvalue, exit_law, exit_pvalue, rule_law  # noqa: E402
-from tevcore.verify.verifiers import EXACT_VERIFIERS, VERIFIERS, get_verifier, verifier_label  # noqa: E402
+from tevcore.verify.laws import (FOIL, OPTIMAL, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law, exit_pvalue,  # noqa: E402
+                                 law_name, rule_law, standing)
+from tevcore.verify.verifiers import VERIFIERS, get_verifier, verifier_label  # noqa: E402
 
 LATENCY_REPEATS = 30
 
@@ -31,22 +30,6 @@ ss = st.session_state
 
 
 # ------------------------------------------------------------------ which tree
-def rescore_live_round(index: int) -> torch.Tensor:
-    """Node logits of a live explorer round: re-score its tree after the same committed context."""
-    from tevcore.target.session import TargetSession
-
-    records = ss.ex_records
-    record = records[index]
-    context = list(ss.ex_prompt_ids) + [t for r in records[:index] for t in r.emitted_tokens]
-    if len(context) != record.context_length:
-        raise ValueError(f"the rebuilt context has {len(context)} tokens, the round recorded "
-                         f"{record.context_length}: cannot re-score it")
-    target = shared_ui.get_target(ss.ex_target_spec)
-    session = TargetSession(target)
-    session.prefill(context, reserve=record.tree.max_depth + 1)
-    return session.score_tree(record.tree).logits.cpu()
-
-
 sources = ["example tree (toy target, exact rows)"]
 if ss.get("ex_records"):
     sources.insert(0, "a round from the tree explorer")
@@ -65,17 +48,16 @@ if source == "a round from the tree explorer":
         if cached is None or cached[0] != key:
             try:
                 with st.spinner("re-scoring the round's tree on the target (one forward)…"):
-                    logits = rescore_live_round(int(index))
+                    rescored = appdata.rescored_logits(shared_ui.get_target(ss.ex_target_spec), ss.ex_prompt_ids,
+                                                       records, int(index))
             except Exception as err:  # no model, a context mismatch: fall back to the stored rows
                 st.error(f"Could not re-score the round ({type(err).__name__}: {err}). Using approximate rows instead.")
-                logits = None
-            ss.vc_logits = (key, logits)
-        logits = ss.vc_logits[1]
-        if logits is not None:
+                rescored = None
+            ss.vc_logits = (key, rescored)
+        if ss.vc_logits[1] is not None:
+            logits, drift = ss.vc_logits[1]
             target = shared_ui.get_target(ss.ex_target_spec)
             compact = appdata.exact_round(record, logits, lambda t: shared_ui.decode_text(target, t))
-            check = target_flow(record.tree, logits, record.temperature)
-            drift = float((check.exit_mass - record.flow.exit_mass).abs().max())
             st.caption(f"exact target rows (re-scored); they reproduce the recorded X to {drift:.1e}")
     if compact is None:
         compact = appdata.approximate_round(record)
@@ -124,6 +106,19 @@ except ValueError as err:
 st.markdown(f"Tree of **{tree.size} nodes**, depth {tree.max_depth}; at T = {temperature:g}: "
             f"**1 + C = {law.flow.expected_length:.4f}** (optimal exact verifiers reach it; chain-only reaches "
             f"1 + the chain's P).")
+STANDING_TEXT = {OPTIMAL: "exact, optimal: exit law X, E[L] = 1 + C", OWN_LAW: "exact, with its own law",
+                 T0_ONLY: f"exact only for the T = 0 target: not this one (T = {temperature:g})",
+                 FOIL: "NOT exact (teaching foil)"}
+groups = {name: standing(name, temperature) for name in chosen}
+if temperature == 0:
+    st.info("At T = 0 the target's every row is one token with probability 1, so the naive ratio rule accepts a "
+            "child exactly when it is that token (ratio ≥ 1) and never otherwise (ratio 0): it then follows the "
+            "greedy path and its bonus is the argmax, the law of every exact verifier. It cannot be caught at "
+            "T = 0; raise the temperature to see it fail. Greedy is optimal here, and so shares X.")
+elif "greedy" in chosen:
+    st.caption(f"greedy decodes the T = 0 target whatever the temperature: at T = {temperature:g} it is tested "
+               f"against its own law (the T = 0 exit), not against X, and its blocks are not samples of this "
+               f"target, so its mean block length is no rival to 1 + C.")
 
 NAIVE = figures.NAIVE_NAME
 signature = (source, id(record), float(temperature), n_draws, seed, tuple(chosen))
@@ -166,7 +161,7 @@ else:
     rows = []
     for name, r in results.items():
         rule = own_law(name)
-        rows.append({"verifier": verifier_label(name), "exact": name in EXACT_VERIFIERS,
+        rows.append({"verifier": verifier_label(name), f"at T = {temperature:g}": STANDING_TEXT[groups[name]],
                      "mean L": r.mean_block_length, "± s.e.": r.block_length_stderr,
                      "E[L] of its law": rule.expected_length,
                      "exit χ² p (vs its law)": exit_pvalue(r.exit_counts, rule),
@@ -186,29 +181,30 @@ else:
                f"warm-up call, wall clock (`tevcore.timing`). On a toy vocabulary the fixed per-call overhead "
                f"dominates; on a real vocabulary the bonus draw over V does. `python -m tevcore bench-verifiers` "
                f"measures it on real trees, with and without the flow handed in.")
-    same_law = [n for n in results if n in ("tev", "predraw", "residual")]
-    own_law_names = [n for n in results if n in ("chain", "greedy")]
+    same_law = [n for n in results if groups[n] == OPTIMAL]
+    own_law_names = [n for n in results if groups[n] in (OWN_LAW, T0_ONLY)]
     left, middle, right = st.columns(3)
     with left:
-        st.markdown("**Exact verifiers whose exit law is X**")
-        st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {n: freq[n] for n in same_law}),
-                        key="vc_exit_exact")
+        st.markdown(f"**Exact and optimal at T = {temperature:g}: exit law X**")
+        st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {n: freq[n] for n in same_law},
+                                                law_name=law_name("tev", temperature)), key="vc_exit_exact")
     with middle:
-        st.markdown("**Exact rules with their own exit law on this tree** (chain: X of the top-1 chain; "
-                    "greedy: the T = 0 exit)")
+        st.markdown("**Tested against their own law on this tree** (chain: X of the top-1 chain; greedy at T > 0: "
+                    "the T = 0 exit, a different target)")
         for n in own_law_names:
-            st.plotly_chart(figures.exit_law_figure(labels, own_law(n).exit_probs.numpy(), {n: freq[n]}, top=12),
-                            key=f"vc_exit_{n}")
+            st.plotly_chart(figures.exit_law_figure(labels, own_law(n).exit_probs.numpy(), {n: freq[n]}, top=12,
+                                                    law_name=law_name(n, temperature)), key=f"vc_exit_{n}")
     with right:
         st.markdown("**:red[Naive ratio rule — NOT exact (teaching foil)]**")
         if NAIVE in results:
-            st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {NAIVE: freq[NAIVE]}),
-                            key="vc_exit_naive")
+            st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {NAIVE: freq[NAIVE]},
+                                                    law_name=law_name(NAIVE, temperature)), key="vc_exit_naive")
         else:
             st.caption("not selected")
     lengths = {n: (r.length_counts.double() / r.n).numpy() for n, r in results.items()}
     st.plotly_chart(figures.length_histogram_figure(lengths, law.flow.expected_length,
-                                                    {n: r.mean_block_length for n, r in results.items()}),
+                                                    {n: r.mean_block_length for n, r in results.items()},
+                                                    {n: STANDING_TEXT[groups[n]] for n in results}),
                     key="vc_lengths")
     # bonus law at one exit node
     order = np.argsort(-law.exit_mass.numpy(), kind="stable")
@@ -223,14 +219,18 @@ else:
     for name, r in results.items():
         if exit_pick not in r.bonus_counts:
             continue
+        bonus_rows.append({"verifier": verifier_label(name), "exits here": int(r.bonus_counts[exit_pick][1].sum()),
+                           "bonus χ² p (vs its law)": bonus_pvalue(r.bonus_counts, own_law(name), nodes=[exit_pick])})
+        if groups[name] not in (OPTIMAL, FOIL):
+            continue  # its bonus law is its own: its p-value is in the table, not drawn on X's law
         tokens, counts = r.bonus_counts[exit_pick]
         full = np.zeros(bonus.shape[0])
         full[tokens.numpy()] = counts.numpy()
         total = full.sum()
         empirical[name] = list(full[top] / total) + [max(0.0, 1.0 - float(full[top].sum() / total))]
-        bonus_rows.append({"verifier": verifier_label(name), "exits here": int(total),
-                           "bonus χ² p (vs its law)": bonus_pvalue(r.bonus_counts, own_law(name), nodes=[exit_pick])})
-    st.plotly_chart(figures.bonus_figure(token_labels, law_row, empirical, labels[exit_pick]), key="vc_bonus")
+    st.plotly_chart(figures.bonus_figure(token_labels, law_row, empirical, labels[exit_pick],
+                                         law_name=f"bonus law: p(.|exit) at T = {temperature:g}, children masked"),
+                    key="vc_bonus")
     if bonus_rows:
         st.dataframe(pd.DataFrame(bonus_rows), hide_index=True, key="vc_bonus_table")
     st.plotly_chart(figures.latency_figure(latencies), key="vc_latency")

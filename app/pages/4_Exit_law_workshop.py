@@ -40,8 +40,14 @@ preset = st.selectbox("preset", list(presets), key="ws_preset")
 st.caption("One row per token the target wants after a parent node: **in tree** rows are tree nodes (their "
            "**node** id can be another row's **parent**; 0 is the root), the other rows are tokens the tree is "
            "missing. **p** = p(token | parent). What a parent's rows leave of 1 goes to '(other)'.")
+# Each preset keeps its edits while another is shown: the editor of a preset not on screen loses its state, so
+# its last edited table is kept here and is what its editor opens with when the preset comes back.
+edits, bases, resets = (ss.setdefault(k, {}) for k in ("ws_edits", "ws_bases", "ws_resets"))
+if ss.get("ws_shown") != preset or preset not in bases:
+    bases[preset] = edits.get(preset, presets[preset])
+    ss.ws_shown = preset
 table = st.data_editor(
-    presets[preset], num_rows="dynamic", hide_index=True, key=f"ws_table_{preset}",
+    bases[preset], num_rows="dynamic", hide_index=True, key=f"ws_table_{preset}_{resets.get(preset, 0)}",
     column_config={
         "node": st.column_config.NumberColumn("node", min_value=1, step=1, help="id of a tree node"),
         "parent": st.column_config.NumberColumn("parent", min_value=0, step=1, required=True),
@@ -50,6 +56,13 @@ table = st.data_editor(
         "p": st.column_config.NumberColumn("p", step=0.01, format="%.3f"),
         "in tree": st.column_config.CheckboxColumn("in tree", default=True),
     })
+edits[preset] = pd.DataFrame(table)
+if preset in edits and not edits[preset].equals(presets[preset]):
+    if st.button("↺ reset this preset", key="ws_reset"):
+        edits.pop(preset, None)
+        bases.pop(preset, None)
+        resets[preset] = resets.get(preset, 0) + 1
+        st.rerun()
 
 try:
     ws = appdata.workshop_tree(pd.DataFrame(table))
@@ -61,8 +74,9 @@ except ValueError as err:
 texts = appdata.workshop_texts(ws)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("tree nodes", ws.tree.size)
-m2.metric("coverage C", f"{flow.coverage:.4f}")
-m3.metric("1 + C", f"{flow.expected_length:.4f}")
+coverage = round(flow.coverage, 4)  # one rounded number for both cards: they always differ by exactly 1
+m2.metric("coverage C", f"{coverage:.4f}")
+m3.metric("1 + C", f"{1 + coverage:.4f}")
 m4.metric("sum of X", f"{float(flow.exit_mass.sum()):.6f}")
 
 left, right = st.columns([3, 2])
@@ -84,7 +98,8 @@ with bonus_col:
                         format_func=lambda v: ws.node_labels[v], key="ws_bonus_node")
     bonus = exit_law(ws.tree, ws.node_logits, 1.0).bonus_probs(node).numpy()
     keep = np.nonzero(bonus > 0)[0]
-    st.plotly_chart(figures.bonus_figure([ws.vocab[i] for i in keep], bonus[keep], {}, ws.node_labels[node]),
+    st.plotly_chart(figures.bonus_figure([figures.short(ws.vocab[i], 12) for i in keep], bonus[keep], {},
+                                         ws.node_labels[node]),
                     key="ws_bonus_law")
 
 # ------------------------------------------------------------------ two verifiers, step by step
@@ -141,5 +156,9 @@ with right:
                                   bonus_text=ws.vocab[tev.bonus_token], title="TEV: draw 2, the bonus (done)")
     st.plotly_chart(fig, key="ws_walk_tev")
     st.caption(caption)
-st.caption("Both rules exit at v with probability X(v); they differ in how many sequential decisions they take. "
-           "Change the seed to see other draws.")
+st.markdown("**Why they can end differently under one seed.** Both rules exit at v with probability X(v) and "
+            "draw the bonus from the same masked row: they follow the same law. They use their random numbers "
+            "differently: predraw spends one random number per level it walks down, TEV a single one to pick the "
+            "exit node; both then draw the bonus. So the same seed, the same stream of random numbers, can send "
+            "them to different nodes; only over many seeds do they exit at each node equally often (the Verifier "
+            "comparison page counts 100,000 draws of each). Change the seed to see other draws.")

@@ -148,3 +148,32 @@ def wait_for_text(page, text: str, timeout_s: float, failure: str, log: Path) ->
             page.screenshot(path=str(log.with_suffix(".timeout.png")))
             pytest.fail(f"{text!r} did not show within {timeout_s:.0f} s (no reload); {log}:\n{tail}")
         page.wait_for_timeout(500)
+
+
+def plot_boxes(page, title_start: str) -> dict:
+    """Screen boxes in the plotly figure whose title starts with `title_start`: each annotation's text, and the
+    drawn points of each trace by trace name (the figure's own elements, found through plotly's data)."""
+    return page.evaluate("""(start) => {
+        const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+            e => e.layout && ((e.layout.title || {}).text || '').replace(/<[^>]*>/g, '').startsWith(start));
+        if (!gd) return null;
+        const box = el => { const r = el.getBoundingClientRect();
+                            return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+        const notes = Array.from(gd.querySelectorAll('.annotation')).map(
+            g => ({text: g.textContent, box: box(g.querySelector('.annotation-text-g text') || g)}));
+        const points = {};
+        gd.querySelectorAll('.scatterlayer .trace').forEach(g => {
+            const name = g.__data__ && g.__data__[0].trace ? g.__data__[0].trace.name || '' : '';
+            points[name] = Array.from(g.querySelectorAll('.points path')).map(box);
+        });
+        return {notes, points};
+    }""", title_start)
+
+
+def overlaps(a: dict, b: dict, pad: float = 0.0) -> bool:
+    return not (a["right"] <= b["left"] + pad or b["right"] <= a["left"] + pad
+                or a["bottom"] <= b["top"] + pad or b["bottom"] <= a["top"] + pad)
+
+
+def click_box(page, box: dict) -> None:
+    page.mouse.click((box["left"] + box["right"]) / 2, (box["top"] + box["bottom"]) / 2)

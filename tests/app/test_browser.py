@@ -235,6 +235,31 @@ def test_explorer_live_then_click_a_node_move_the_rounds_and_change_the_budget(a
     assert not page.get_by_role("button", name="⏭ Step one round").is_disabled()
     lap("explorer refuses out-of-range numbers")
 
+    # a second live run (new settings: a new generation): each round's tree is drawn as it arrives, and the
+    # previous generation's view (its tree, the across-rounds charts) is gone from under the progress bar
+    kit.set_number(page, "max new tokens", 24)
+    page.get_by_role("button", name="▶ Run live").click()
+    progress = page.locator('[data-testid="stProgress"]')
+    progress.first.wait_for(timeout=60_000)
+    seen_live_tree, samples = False, 0
+    deadline = time.time() + 240
+    while progress.count():
+        assert time.time() < deadline, "the second live run did not finish"
+        if progress.count():
+            samples += 1
+            assert page.get_by_text("Across rounds").count() == 0, "the old generation's view stayed under the bar"
+            assert page.get_by_text("Save these rounds").count() == 0
+            live = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')).map("
+                                 "e => ((e.layout || {}).title || {}).text || '').filter(t => t.includes('round '))")
+            seen_live_tree = seen_live_tree or len(live) == 1
+        page.wait_for_timeout(150)
+    assert samples, "the progress bar was never seen"
+    assert seen_live_tree, "no round's tree was drawn during the live run"
+    kit.wait_idle(page)
+    page.get_by_text("Across rounds").wait_for(timeout=60_000)  # the full view is back once the run ends
+    kit.no_exception(page)
+    lap("second live run draws its trees as they come")
+
 
 def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shots, tmp_path):
     page = browser_page
@@ -458,3 +483,74 @@ def test_a_stopped_and_resumed_run_and_compare_keeps_the_picked_pair(app_url, br
     assert evaluated.inner_text().strip() == f"evaluated: {run / 'drafter'} · {committed}"
     kit.no_exception(page)
     page.screenshot(path=str(shots / "exittrain-compare.png"))
+
+
+JUNK_LOOKING = ["'", '"', "$", "%", "#"]  # plotly strips these: "' #23" would read as the number 23
+
+
+def test_explorer_charts_show_every_bar_and_keep_tree_labels_clear_of_the_markers(app_url, browser_page, shots,
+                                                                                   tmp_path):
+    """A budget-64 round whose tokens look like numbers to plotly, replayed from a trace (no model)."""
+    import appdata
+    import figures
+
+    record = appdata.synthetic_record(budget=64, seed=7, index=0)[0]
+    record.token_texts = [JUNK_LOOKING[v % len(JUNK_LOOKING)] for v in range(record.tree.num_nodes)]
+    record.missing_texts = [[JUNK_LOOKING[(v + j) % len(JUNK_LOOKING)] for j in range(len(row))]
+                            for v, row in enumerate(record.missing_texts)]
+    (tmp_path / "junk.jsonl").write_bytes(appdata.trace_bytes([record], {"prompt": "numeric-looking tokens"}))
+    page = browser_page
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=60_000)
+    kit.open_page(page, "Tree explorer")
+    page.get_by_text("Open a trace (replay without a model)").click()
+    folder = page.get_by_label("or open a saved trace from a folder", exact=True)
+    folder.fill(str(tmp_path))
+    folder.press("Enter")
+    kit.wait_idle(page)
+    page.locator("[data-testid=stButton] button").filter(has_text="Open").click()
+    kit.wait_for_plots(page, 6)
+    page.wait_for_timeout(1000)
+    kit.no_exception(page)
+
+    # p(.|v) of the exit node: a category axis, one tick and one drawn bar per row of the node's law
+    rows = figures.node_distribution(record, record.exit_node)
+    chart = page.evaluate("""() => {
+        const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+            e => e.layout && ((e.layout.title || {}).text || '').replace(/<[^>]*>/g, '').startsWith('p(.|node'));
+        return {type: gd._fullLayout.xaxis.type, ticks: gd.querySelectorAll('.xtick').length,
+                bars: Array.from(gd.querySelectorAll('.barlayer .point path')).filter(
+                    p => p.getBoundingClientRect().width > 0).length,
+                x: gd.data.flatMap(t => Array.from(t.x))};
+    }""")
+    assert chart["type"] == "category"
+    assert len(chart["x"]) == len(rows) and sum(1 for x in chart["x"] if x.startswith(("'", '"', "$", "%", "#"))) > 2
+    assert chart["ticks"] == len(rows) and chart["bars"] == len(rows)  # every bar drawn, none fell off the axis
+
+    # the tree: no label over the exit star, the selection square or the bonus diamond; no two labels touch
+    boxes = kit.plot_boxes(page, "round 0")
+    marks = [b for name, points in boxes["points"].items()
+             if name.startswith(("exit node", "selected node", "bonus token")) for b in points]
+    assert len(marks) == 3
+    notes = boxes["notes"]
+    assert len(notes) >= 8 and any(n["text"].startswith("+") for n in notes)
+    for note in notes:
+        assert not any(kit.overlaps(note["box"], mark) for mark in marks), note["text"]
+    for i, a in enumerate(notes):
+        for b in notes[i + 1:]:
+            assert not kit.overlaps(a["box"], b["box"], pad=1.0), (a["text"], b["text"])
+    page.mouse.move(5, 5)
+    page.screenshot(path=str(shots / "explorer-numeric-tokens.png"))
+
+    # a click on a '+N more' node opens its fan: more nodes drawn, one fold fewer
+    before = len(boxes["points"]["node (colour = P(v))"])
+    kit.click_box(page, boxes["points"]["folded siblings (click to open)"][0])
+    deadline = time.time() + 30
+    while True:
+        kit.wait_idle(page)
+        now = kit.plot_boxes(page, "round 0")
+        if now and len(now["points"].get("node (colour = P(v))", [])) > before:
+            break
+        assert time.time() < deadline, "a click on a '+N more' node did not open its fan"
+        page.wait_for_timeout(500)
+    kit.no_exception(page)

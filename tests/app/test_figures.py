@@ -247,25 +247,152 @@ def test_icicle_never_lets_children_outgrow_their_parent():
     assert rows.loc[0, "value"] >= rows.loc[1:, "value"].sum()
 
 
-def test_big_trees_label_only_the_top_nodes_and_can_show_the_top_n():
-    record = appdata.synthetic_records(rounds=1, budget=128, seed=5)[0]
-    n = record.tree.num_nodes
-    fig = figures.record_tree_figure(record)
+def _labels_by_node(fig) -> dict[tuple[float, float], list]:
+    out: dict[tuple[float, float], list] = {}
+    for note in fig.layout.annotations:
+        out.setdefault((note.x, note.y), []).append(note)
+    return out
+
+
+def _marker_sizes_at(fig, x: float, y: float) -> list[float]:
+    """Diameters (px) of every marker drawn at (x, y), over all marker traces."""
+    sizes = []
+    for t in fig.data:
+        if t.mode is None or "markers" not in t.mode or t.x is None:
+            continue
+        size = t.marker.size if t.marker.size is not None else 6
+        for i, (tx, ty) in enumerate(zip(t.x, t.y)):
+            if tx == x and ty == y:
+                s = size[i] if isinstance(size, (list, tuple)) else size
+                line = t.marker.line.width or 0 if t.marker.line is not None else 0
+                sizes.append(float(s) + float(line))
+    return sizes
+
+
+@pytest.mark.parametrize("budget", [16, 64, 128])
+def test_big_trees_label_every_drawn_node_beside_its_markers_and_fold_low_P_fans(budget):
+    record = appdata.synthetic_records(rounds=1, budget=budget, seed=5)[0]
+    tree, P = record.tree, record.flow.path_prob.numpy()
+    selected = int(np.argmin(P))  # the least likely node: drawn although its fan folds
+    fig = figures.record_tree_figure(record, selected=selected, fan=2)
     nodes = _trace(fig, "node")[0]
-    labelled = [v for v, text in zip(nodes.customdata, nodes.text) if text]
-    P = record.flow.path_prob.numpy()
-    assert len(nodes.customdata) == n and figures.tree.LABELLED_NODES <= len(labelled) < n
-    unlabelled = [v for v in range(n) if v not in labelled]
-    assert P[labelled].min() >= P[unlabelled].max() - 1e-12 or set(record.path) & set(labelled)
-    cut = figures.record_tree_figure(record, selected=n - 1, show_top=20)
-    kept = list(_trace(cut, "node")[0].customdata)
-    assert 20 <= len(kept) < n and n - 1 in kept and set(record.path) <= set(kept)
-    parents = record.tree.parents.tolist()
-    assert all(parents[v] in kept for v in kept if v)  # still one tree
-    assert "top" in cut.layout.title.text
+    drawn = [int(v) for v in nodes.customdata]
+    assert set(record.path) | {selected} <= set(drawn)
+    parents = tree.parents.tolist()
+    assert all(parents[v] in drawn for v in drawn if v)  # still one tree
+    folds = _trace(fig, "folded siblings")
+    assert folds, "a budget of 16 or more folds some fan at fan = 2"
+    folded = figures.folding.fold_fans(tree, record.flow, 2, record.path + [record.exit_node, selected])[1]
+    forced = set(record.path) | set(tree.path(selected))  # drawn whatever their P: the path, the chosen node
+    assert [f"more:{f.parent}" for f in folded] == list(folds[0].customdata)
+    for f in folded:  # every node is drawn or folded, once
+        kids = [k for k in tree.children()[f.parent]]
+        assert set(f.children) | {k for k in kids if k in drawn} == set(kids)
+        assert f.mass == pytest.approx(P[list(f.children)].sum())
+        chosen = [k for k in kids if k in drawn and k not in forced]
+        assert not chosen or all(P[c] <= min(P[chosen]) + 1e-12 for c in f.children)  # folded: the least likely
+    assert len(drawn) + sum(f.hidden for f in folded) == tree.num_nodes
+    # one label per drawn node and per fold, starting right of every marker drawn at that point
+    labels = _labels_by_node(fig)
+    points = list(zip(nodes.x, nodes.y)) + list(zip(folds[0].x, folds[0].y))
+    assert all(len(labels[p]) == 1 for p in points)
+    for x, y in points:
+        note = labels[(x, y)][0]
+        assert note.xanchor == "left" and not note.showarrow
+        assert note.xshift >= max(_marker_sizes_at(fig, x, y)) / 2 + 2, (x, y)  # clear of the star and square
+    assert any(note.text.startswith("+") and "more (sum P = " in note.text for note in fig.layout.annotations)
+    # a leaf row is tall enough for a label: labels in one column never touch
+    rows = 1 + max(-y for y in nodes.y)
+    px_per_row = (fig.layout.height - 200) / rows
+    assert px_per_row >= figures.tree.LABEL_FONT * 1.5
+    # the bonus sits in a column of its own, after every drawn node
+    bonus = _trace(fig, "bonus token")[0]
+    assert bonus.x[0] >= max(nodes.x) + 1
+    # one node count: the title counts draft nodes as the budget does
+    assert f"{tree.size} nodes" in fig.layout.title.text and f"of {tree.size} nodes" in fig.layout.title.text
+    # opening a fan draws its children
+    first = folded[0]
+    opened = figures.record_tree_figure(record, selected=selected, fan=2, opened=[first.parent])
+    assert set(first.children) <= set(int(v) for v in _trace(opened, "node")[0].customdata)
+
+
+def test_small_trees_fold_nothing(records):
+    fig = figures.record_tree_figure(records[0], fan=4)
+    shown, folds = figures.folding.fold_fans(records[0].tree, records[0].flow, None)
+    assert len(shown) == records[0].tree.num_nodes and not folds
+    assert len(_trace(fig, "node")[0].customdata) >= 1
+
+
+NUMERIC_LOOKING = ["'", "  ", "7", "7 ", " #23", "$5", "12%", "1,000", "-3"]
+
+
+def _bars_all_on_a_category_axis(fig, count: int) -> None:
+    axis = fig.layout.xaxis
+    assert axis.type == "category"
+    categories = list(axis.categoryarray)
+    assert len(set(categories)) == len(categories) == count  # no two labels merge
+    for trace in fig.data:
+        assert set(trace.x) <= set(categories)  # every bar and marker sits on the axis
+
+
+def test_token_charts_keep_every_numeric_looking_label_on_a_category_axis():
+    tokens = NUMERIC_LOOKING
+    rows = pd.DataFrame({"token": tokens, "token_id": [23, 216, 7, 8, 23, 9, 10, 11, 12],
+                         "prob": np.linspace(0.3, 0.02, len(tokens)), "kind": ["tree child"] * 3 + ["missing"] * 6})
+    fig = figures.next_token_figure(rows)
+    _bars_all_on_a_category_axis(fig, len(tokens))
+    labels = [figures.short(t, 10) for t in tokens]
+    assert labels[2] != labels[3]  # '7' and '7 ' read apart ('7␣')
+    law = np.linspace(0.3, 0.01, len(tokens))
+    _bars_all_on_a_category_axis(figures.bonus_figure(labels, law, {"tev": law, "naive_ratio": law}), len(tokens))
+    node_labels = [f"{i} {label}" for i, label in enumerate(labels)]
+    _bars_all_on_a_category_axis(figures.exit_law_figure(node_labels, law, {"tev": law}), len(tokens))
+    raw = ["' #23", "  #216", "'7'", "'7 '"]  # as the issue saw them, and a repeat that must stay apart
+    _bars_all_on_a_category_axis(figures.exit_law_figure(raw + ["'7'"], np.arange(5.0), {}), 5)
+    ws = appdata.workshop_tree(pd.DataFrame({"node": [1, 2, 3, 4], "parent": [0, 0, 0, 0],
+                                             "token": ["7", "7 ", " #23", "'"], "p": [0.2] * 4,
+                                             "in tree": [True] * 4}))
+    flow = target_flow(ws.tree, ws.node_logits, 1.0)
+    _bars_all_on_a_category_axis(figures.flow_bars_figure(ws.node_labels, flow), ws.tree.num_nodes)
+
+
+def test_verifier_charts_draw_the_foil_under_the_exact_verifiers():
+    fig = figures.exit_law_figure(["0 root", "1 a"], [0.6, 0.4], {"tev": [0.6, 0.4], "naive_ratio": [0.5, 0.5]},
+                                  law_name="exit law X(v) at T = 1")
+    names = [t.name for t in fig.data]
+    assert names == ["exit law X(v) at T = 1", "naive_ratio (NOT exact)", "tev"]  # drawn in this order
+    foil = fig.data[1].marker
+    assert foil.symbol.endswith("open")  # the exact marker inside it stays visible
+    hist = figures.length_histogram_figure({"tev": [0, 0.4, 0.6], "greedy": [0, 0, 1.0]}, 1.6,
+                                           {"tev": 1.61, "greedy": 2.0},
+                                           groups={"tev": "optimal", "greedy": "exact for T = 0 only"})
+    assert {t.legendgroup for t in hist.data} == {"optimal", "exact for T = 0 only"}
+    line = hist.layout.shapes[0]
+    assert line.x0 == line.x1 == 1.6 and line.xref == "x"  # the 1 + C mark at its value, on the means' strip
+    means = {t.y[0]: t.x[0] for t in hist.data if t.type == "scatter"}
+    assert means == {"tev": 1.61, "greedy": 2.0}  # each mean where its value is, beside the 1 + C line
+
+
+def test_bench_axis_ticks_sit_on_the_measured_budgets():
+    rows = pd.DataFrame({"verifier": ["tev"] * 4, "budget": [16, 32, 64, 128], "speedup": [1.1, 1.3, 1.4, 1.2],
+                         "mean_block_length": [2.0, 2.4, 2.8, 3.0]})
+    for fig in figures.bench_figures(rows):
+        assert fig.layout.xaxis.type == "log"
+        assert list(fig.layout.xaxis.tickvals) == [16, 32, 64, 128]
+        assert list(fig.layout.xaxis.ticktext) == ["16", "32", "64", "128"]
 
 
 def test_an_unreadable_upload_names_the_users_file():
     with pytest.raises(ValueError) as err:
         appdata.trace_from_bytes(b'{"schema": "not a trace"}\n', "my-run.jsonl")
     assert "upload" not in str(err.value) and "/tmp" not in str(err.value)
+
+
+@pytest.mark.parametrize("order", [[1, 0, 2, 3], [0, 1, 1, 2], [3, 2, 1, 0]])
+def test_an_upload_with_rounds_out_of_order_is_never_replayed(records, order):
+    """The explorer replays a trace round by round: rounds out of order or repeated are refused, naming the upload."""
+    lines = appdata.trace_bytes(records).decode().splitlines()
+    shuffled = "\n".join([lines[0]] + [lines[1 + i] for i in order]) + "\n"
+    with pytest.raises(ValueError, match="^my-run.jsonl, line .*rounds must be in increasing order"):
+        appdata.load_trace(shuffled.encode(), "my-run.jsonl")
+    assert [r.index for r in appdata.load_trace(appdata.trace_bytes(records)).rounds] == [0, 1, 2, 3]

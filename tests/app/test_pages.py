@@ -92,6 +92,7 @@ def test_explorer_reports_an_empty_prompt():
     assert any("prompt is empty" in e.value for e in at.error)
 
 
+@pytest.mark.slow
 def test_explorer_runs_one_live_round_on_the_real_target(monkeypatch):
     monkeypatch.setenv("TEV_APP_PROPOSER", "rollout")
     at = page("1_Tree_explorer.py", timeout=240).run()
@@ -109,6 +110,15 @@ def test_explorer_runs_one_live_round_on_the_real_target(monkeypatch):
     assert any("1 + C" in m.label for m in at.metric)
 
 
+def chart_specs(at: AppTest) -> list[dict]:
+    """The plotly figures a page drew, as their JSON (data and layout)."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def titled(specs: list[dict], start: str) -> list[dict]:
+    return [s for s in specs if str(s["layout"].get("title", {}).get("text", "")).startswith(start)]
+
+
 def test_verifier_comparison_on_the_example_tree():
     at = page("2_Verifier_comparison.py").run()
     assert not at.exception and not at.error
@@ -117,13 +127,46 @@ def test_verifier_comparison_on_the_example_tree():
     assert not at.exception and not at.error
     summary = at.dataframe[0].value
     assert len(summary) == 6
-    exact = summary[summary["exact"]]
+    column = next(c for c in summary.columns if c.startswith("at T = "))
+    assert column != "at T = 0"  # the example tree opens at a sampling temperature
+    exact = summary[summary[column].str.startswith("exact")]
     assert len(exact) == 5  # tev, predraw, residual, greedy and chain, each against its own law
     assert (exact["exit χ² p (vs its law)"] > 1e-4).all()
     assert (exact["bonus χ² p (all exits, vs its law)"] > 1e-4).all()
+    standing = dict(zip(summary["verifier"], summary[column]))
+    assert standing["greedy"].startswith("exact only for the T = 0 target")  # not among the optimal ones
+    assert standing["chain"] == "exact, with its own law"
+    assert all(standing[n].startswith("exact, optimal") for n in ("tev", "predraw", "residual"))
     naive = summary[summary["verifier"].str.startswith("naive_ratio")]
     assert "NOT exact" in naive["verifier"].iloc[0]
-    assert charts(at) >= 5  # exit (exact), exit (foil), lengths, bonus, latency
+    specs = chart_specs(at)
+    assert len(specs) >= 5  # exit (exact), exit (own laws), exit (foil), lengths, bonus, latency
+    optimal = titled(specs, "exit node: empirical vs exit law X(v)")
+    names = [t["name"] for t in optimal[0]["data"]]
+    assert names[0].startswith("exit law X(v)") and set(names[1:]) == {"tev", "predraw", "residual"}
+    own = {t["name"] for s in titled(specs, "exit node: empirical vs greedy's own law") for t in s["data"]}
+    assert own == {"greedy's own law (the T = 0 exit)", "greedy"}  # the legend names the law it tests
+    assert titled(specs, "exit node: empirical vs chain's own law")
+    lengths = titled(specs, "block length")[0]
+    groups = {t["name"].split(",")[0]: t["legendgroup"] for t in lengths["data"]}
+    assert groups["greedy"] != groups["tev"] and "T = 0" in groups["greedy"]
+    line = lengths["layout"]["shapes"][0]
+    expected = float(summary.loc[summary["verifier"] == "tev", "E[L] of its law"].iloc[0])
+    assert line["x0"] == line["x1"] == pytest.approx(expected)  # the 1 + C mark sits at its value
+    assert [t["name"] for t in lengths["data"]][0].startswith("naive_ratio")  # the foil first, under the others
+    assert not any("cannot be caught" in i.value for i in at.info)
+
+
+def test_verifier_comparison_at_t0_says_why_the_foil_cannot_be_caught():
+    at = page("2_Verifier_comparison.py").run()
+    at.number_input(key="vc_temp").set_value(0.0).run()
+    assert not at.exception and not at.error
+    assert any("cannot be caught" in i.value for i in at.info)
+    at.number_input(key="vc_n").set_value(5_000)
+    at.button(key="vc_run").click().run()
+    summary = at.dataframe[0].value
+    standing = dict(zip(summary["verifier"], summary["at T = 0"]))
+    assert standing["greedy"].startswith("exact, optimal")  # at T = 0 greedy is optimal: its law is X
 
 
 def test_verifier_comparison_on_a_replayed_round_is_labelled_approximate():
@@ -238,6 +281,43 @@ def test_explorer_takes_the_lower_bounds_from_the_engine_config():
         assert inputs.range_problem(name, low - 1, inputs.decode_range(name, 10)) is not None
         with pytest.raises(ValueError):
             DecodeConfig(**{name: low - 1})
+
+
+def test_explorer_counts_nodes_one_way_folds_big_fans_and_shows_no_arrows():
+    records = appdata.synthetic_records(rounds=1, budget=64, seed=2)
+    at = page("1_Tree_explorer.py")
+    at.session_state["ex_records"] = records
+    at.session_state["ex_done"] = True
+    at.run()
+    assert not at.exception and not at.error
+    assert [m.label for m in at.metric] == ["1 + C", "block length", "tree nodes", "depth"]
+    assert all(not m.proto.delta for m in at.metric)  # none of them is a change: no up/down arrows
+    assert at.metric[2].value == "64"
+    tree = titled(chart_specs(at), "round 0")[0]
+    title = tree["layout"]["title"]["text"]
+    assert "64 nodes" in title and "of 64 nodes" in title and "65" not in title
+    assert any(t.get("name", "").startswith("folded siblings") for t in tree["data"])
+    assert any(a["text"].startswith("+") for a in tree["layout"]["annotations"])
+    assert at.slider(key="ex_fan").value == 6
+
+
+def test_workshop_keeps_each_presets_edits_across_a_preset_switch():
+    edited = appdata.workshop_presets()["chain"].copy()
+    edited.loc[0, "p"] = 0.5  # 'The' after the root: 0.8 -> 0.5
+    at = page("4_Exit_law_workshop.py")
+    at.session_state["ws_edits"] = {"chain": edited}  # what the page kept from an edit before a switch
+    at.session_state["ws_shown"] = "bushy"
+    at.run()
+    assert not at.exception and not at.error
+    chain_e = 1 + 0.5 + 0.5 * 0.7 + 0.5 * 0.7 * 0.6 + 0.5 * 0.7 * 0.6 * 0.5
+    assert at.metric[2].value == f"{chain_e:.4f}"  # the edit came back with the preset
+    assert float(at.metric[2].value) == pytest.approx(1 + float(at.metric[1].value), abs=1e-12)  # C, 1 + C alike
+    at.selectbox(key="ws_preset").set_value("bushy").run()
+    at.selectbox(key="ws_preset").set_value("chain").run()
+    assert at.metric[2].value == f"{chain_e:.4f}"
+    at.button(key="ws_reset").click().run()
+    assert at.metric[2].value == "2.8640"  # reset: the preset as shipped
+    assert any("use their random numbers" in m.value or "random numbers" in m.value for m in at.markdown)
 
 
 def test_workshop_refuses_p_outside_0_1_instead_of_clamping(monkeypatch):

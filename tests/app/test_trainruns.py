@@ -103,7 +103,7 @@ def test_finished_run_is_not_restarted(tmp_path):
 def test_command_uses_the_cli_flags_and_the_plan_validates(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    (data / "manifest.json").write_text(json.dumps({"shards": 3, "target_name": "tiny"}))
+    (data / "manifest.json").write_text(json.dumps({"shards": 3, "target_name": "tiny", "config": {}}))
     cmd = trainruns.build_command(tmp_path / "run", {"data": str(data), "steps": 5, "tree_lambda": 0.1,
                                                      "tree_anchors": 2, "tree_weight": "exit", "max_shards": None})
     assert cmd[1:4] == ["-m", "tevcore", "train"] and cmd[4] == str(tmp_path / "run")
@@ -161,10 +161,10 @@ def test_data_progress_comes_from_the_builds_own_plan(tmp_path):
     folder = tmp_path / "set"
     folder.mkdir()
     assert trainruns.data_progress(folder) is None  # no plan yet: no guess from an input box
-    (folder / MANIFEST).write_text(json.dumps({"shards": 1}))
+    (folder / MANIFEST).write_text(json.dumps({"shards": 1, "config": {}, "target_name": "tiny"}))
     shard_path(folder, 0).write_bytes(b"x")
     assert trainruns.data_progress(folder) == (1, 1)  # finished, whatever the page's shards box says now
-    (folder / MANIFEST).write_text(json.dumps({"shards": 3}))
+    (folder / MANIFEST).write_text(json.dumps({"shards": 3, "config": {}, "target_name": "tiny"}))
     assert trainruns.data_progress(folder) == (1, 3)
     (folder / MANIFEST).write_text("{torn")
     assert trainruns.data_progress(folder) is None

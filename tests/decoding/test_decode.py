@@ -141,6 +141,7 @@ def _exact_first_tokens_law(target, prompt: list[int], temperature: float, horiz
     return law
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verifier", ["tev", "residual", "predraw", "chain"])
 def test_joint_law_of_three_tokens_matches_target_tiny(small_vocab_target, verifier, one_thread):
     target = small_vocab_target

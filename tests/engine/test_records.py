@@ -131,3 +131,54 @@ def test_missing_file(tmp_path):
         read_trace(tmp_path / "nope.jsonl")
     with pytest.raises(FileNotFoundError):
         read_trace(tmp_path)  # a directory is not a trace file
+
+
+# ---------------------------------------------------------------- order and encoding of a whole trace
+def _lines(indices: list[int]) -> list[str]:
+    header = json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": {}})
+    return [header] + [json.dumps(make_record(i, 1.0).to_dict()) for i in indices]
+
+
+@pytest.mark.parametrize("indices, line, message", [
+    ([0, 0], 3, "round index 0 repeats round 0"),
+    ([1, 0], 3, "round index 0 comes after round 1"),
+    ([0, 2, 1], 4, "round index 1 comes after round 2"),
+    ([0, 1, 2, 2], 5, "round index 2 repeats round 2"),
+    ([3, 1, 2], 3, "round index 1 comes after round 3"),
+])
+def test_rounds_out_of_order_or_repeated_are_refused_naming_file_and_line(indices, line, message, tmp_path):
+    path = tmp_path / "joined.jsonl"
+    path.write_text("\n".join(_lines(indices)) + "\n")
+    with pytest.raises(ValueError, match=f"^{path}, line {line} \\(round {line - 2}\\): .*{message}.*increasing"):
+        read_trace(path)
+
+
+def test_rounds_in_increasing_order_with_gaps_are_read(tmp_path):
+    """A trace cut down by hand (some rounds dropped) still replays in its order."""
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(_lines([0, 2, 5])) + "\n")
+    assert [r.index for r in read_trace(path).rounds] == [0, 2, 5]
+
+
+def test_two_traces_joined_into_one_file_are_refused_at_the_second_header(tmp_path):
+    path = tmp_path / "cat.jsonl"
+    path.write_text("\n".join(_lines([0, 1]) + _lines([0])) + "\n")
+    with pytest.raises(ValueError, match="cat.jsonl, line 4 \\(round 2\\): a second trace header"):
+        read_trace(path)
+
+
+@pytest.mark.parametrize("name", ["bom.jsonl", "bom.jsonl.gz"])
+def test_a_trace_saved_with_a_byte_order_mark_is_read(name, tmp_path):
+    data = ("\ufeff" + "\n".join(_lines([0, 1])) + "\n").encode("utf-8")
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    assert [r.index for r in read_trace(path).rounds] == [0, 1]
+
+
+def test_a_trace_that_is_not_utf8_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    header = json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": {"prompt": "caf\u00e9"}},
+                        ensure_ascii=False)
+    path.write_bytes(header.encode("latin-1") + b"\n" + _lines([0])[1].encode())
+    with pytest.raises(ValueError, match=f"{path} is not a readable trace file"):
+        read_trace(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +100,58 @@ def test_the_recorded_commit_says_when_the_checkout_had_changes(tmp_path):
     (tmp_path / "weights.txt").write_text("stage 2")
     assert git_commit(tmp_path) == head + "-dirty"
     assert git_commit(tmp_path.parent / "no-such-folder") == "unknown"
+
+
+SETS = ("first", "second", "third")
+
+
+def _bench_argv(folder, tmp_path, out, *extra: str) -> list[str]:
+    sets = []
+    for name in SETS:
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps({"prompt": f"The {name} set: say hi"}) + "\n")
+        sets.append(str(tmp_path / f"{name}.jsonl"))
+    return ["bench", "--dataset", ",".join(sets), "--n", "1", "--max-new-tokens", "4", "--temperatures", "0",
+            "--budgets", "2", "--verifiers", "tev", "--no-peers", "--proposer", "rollout", "--target", str(folder),
+            "--device", "cpu", "--out", str(out), *extra]
+
+
+@pytest.mark.parametrize("decodes_before", [1, 2])
+def test_ctrl_c_during_bench_keeps_the_finished_cells_marked_partial(decodes_before, tiny_model_folder, tmp_path,
+                                                                    capsys, monkeypatch):
+    """One speculative decode per set: interrupted in a later set, the finished sets' rows are written."""
+    import tevcore.lab.bench as bench
+
+    real, calls = bench.generate, []
+
+    def generate(*args, **kwargs):
+        if len(calls) == decodes_before:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "generate", generate)
+    out = tmp_path / "bench.json"
+    code = main(_bench_argv(tiny_model_folder("llama"), tmp_path, out))
+    captured = capsys.readouterr()
+    assert code == 130 and captured.err.strip().splitlines()[-1] == "interrupted: bench stopped by Ctrl-C"
+    assert "Traceback" not in captured.err
+    result = json.loads(out.read_text())
+    assert [Path(row["dataset"]).stem for row in result["rows"] if row["method"] == "ours AR"] == \
+        list(SETS[:decodes_before])
+    assert result["meta"]["partial"] == f"interrupted after {len(result['rows'])} rows"
+    assert f"wrote {out} (partial" in captured.out
+
+
+def test_ctrl_c_before_any_cell_finishes_never_replaces_a_result(tiny_model_folder, tmp_path, capsys, monkeypatch):
+    import tevcore.lab.bench as bench
+
+    def generate(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "generate", generate)
+    out = tmp_path / "bench.json"
+    out.write_text('{"rows": ["the first run"]}')
+    code = main(_bench_argv(tiny_model_folder("llama"), tmp_path, out, "--force"))
+    captured = capsys.readouterr()
+    assert code == 130 and "wrote" not in captured.out
+    assert out.read_text() == '{"rows": ["the first run"]}'

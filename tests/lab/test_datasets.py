@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from tevcore.lab.datasets import HELDOUT_EVERY, Prompt, categories_in_turn, load_prompts
 
 
@@ -42,3 +44,37 @@ def test_a_users_jsonl_keeps_its_categories(tmp_path):
     prompts = load_prompts(str(path), n=3)
     assert [p.text for p in prompts] == ["p1", "p2", "p3"]  # a user's file is used whole, in its own order
     assert [p.category for p in prompts] == ["x", "x", "y"]
+
+
+# ---------------------------------------------------------------- a user's own prompt file
+
+def test_a_prompt_file_with_a_byte_order_mark_reads_like_one_without(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + '{"prompt": "first"}\n{"prompt": "caf\u00e9"}\n'.encode())
+    assert [p.text for p in load_prompts(str(path))] == ["first", "caf\u00e9"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"prompt": "ok"}\n{"prompt": "caf\xe9"}\n', "line 2: not UTF-8 text \\(byte 0xe9 at column 16\\)"),
+    (b'\xff\xfe{\x00"\x00', "line 1: not UTF-8 text \\(byte 0xff at column 1\\)"),  # UTF-16
+    (b'{"prompt": "ok"}\n\n\n{"prompt": "\xc3"}\n', "line 4: not UTF-8 text"),  # a cut multi-byte character
+    ('{"prompt": "half \\ud83d an emoji"}\n'.encode(), "record 1: the prompt is not valid UTF-8 text: character 6 is "
+                                                      "'\\\\ud83d', a lone surrogate"),
+    ('{"prompt": "ok"}\n{"question": "\\udcff"}\n'.encode(), "record 2: the prompt is not valid UTF-8 text"),
+    (b"", "holds no prompts"),
+    (b"\n \n\t\n", "holds no prompts"),
+    (b"\xef\xbb\xbf", "holds no prompts"),
+])
+def test_a_prompt_file_the_tokenizer_could_not_take_is_refused_naming_file_and_line(content, message, tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=f"{path}.*{message}"):
+        load_prompts(str(path))
+
+
+@pytest.mark.parametrize("n", [0, -1, -5, True, 2.5])
+def test_a_number_of_prompts_below_one_is_refused_not_a_silent_cut(n, tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"prompt": "a"}\n{"prompt": "b"}\n')
+    with pytest.raises(ValueError, match="the number of prompts must be an integer >= 1"):
+        load_prompts(str(path), n=n)

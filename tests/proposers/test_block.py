@@ -128,7 +128,7 @@ def test_weights_that_do_not_match_the_config_fail_clearly(tiny_target, tmp_path
     save_drafter(tiny_drafter(tiny_target), tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, "ffn": 32}))
-    with pytest.raises(ValueError, match="does not match"):
+    with pytest.raises(ValueError, match=r"linear1.weight has shape \[\d+, 64\], but .*config.json implies \[32, 64\]"):
         load_drafter(tmp_path, tiny_target)
 
 
@@ -138,9 +138,11 @@ def test_default_proposer_falls_back_to_the_stand_in_for_another_target(tiny_tar
 
 def test_config_validation():
     with pytest.raises(ValueError, match="heads"):
-        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40, heads=5)
+        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40, hidden_layers=(1, 2), heads=5,
+                           ffn=64)
     with pytest.raises(ValueError, match="draft vocabulary"):
-        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=98, heads=4)
+        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=98, hidden_layers=(1, 2), heads=4,
+                           ffn=64)
 
 
 def test_a_known_slot_drafter_gives_rows_below_its_likeliest_depth1_tokens(tiny_target):
@@ -181,8 +183,8 @@ def test_known_slots_round_trip_and_are_refused_where_untrained(tiny_target, tmp
         tiny_drafter(tiny_target)(*context_features(_session(tiny_target), drafter.config),
                                   torch.tensor([5]), known=torch.tensor([[7]]))
     with pytest.raises(ValueError, match="known_slots"):
-        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40, heads=4, depth=3,
-                           known_slots=3)
+        BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40, hidden_layers=(1, 2),
+                           heads=4, ffn=64, depth=3, known_slots=3)
 
 
 def test_enabling_known_slots_keeps_the_plain_pass(tiny_target):
@@ -233,3 +235,29 @@ def test_a_cpu_without_bfloat16_packing_refuses_a_bfloat16_drafter_and_auto_take
         BlockProposer(tiny_drafter(tiny_target), dtype=torch.bfloat16)
     auto = BlockProposer(tiny_drafter(tiny_target))
     assert auto.drafter.project.weight.dtype == torch.float32 and "bfloat16" not in auto.name
+
+
+def test_a_new_drafter_takes_its_shape_from_the_target(tiny_target):
+    """No model's shape is a generic default: feature layers, heads and MLP width come from the target."""
+    from types import SimpleNamespace
+
+    from transformers import LlamaConfig
+
+    from tevcore.proposers.block_config import feature_layers_for, layer_shape_of
+
+    assert feature_layers_for(tiny_target) == (1, 2)
+    assert layer_shape_of(tiny_target) == (4, 128)
+    smollm2 = SimpleNamespace(model=SimpleNamespace(config=LlamaConfig(
+        hidden_size=576, num_attention_heads=9, num_key_value_heads=3, intermediate_size=1536, num_hidden_layers=30)))
+    assert feature_layers_for(smollm2) == (8, 16, 24, 30)  # what the committed drafter reads
+    assert layer_shape_of(smollm2) == (9, 1536)
+    qwen3_06b = SimpleNamespace(model=SimpleNamespace(config=LlamaConfig(num_hidden_layers=28)))
+    assert feature_layers_for(qwen3_06b) == (7, 14, 21, 28)
+
+
+def test_a_stored_config_must_name_its_target_dependent_shape():
+    config = {"target_vocab_size": 97, "target_hidden_size": 64, "draft_vocab_size": 40, "hidden_layers": [1, 2],
+              "heads": 4}
+    with pytest.raises(ValueError, match="lacks ffn"):
+        BlockDrafterConfig.from_dict(config)
+    assert BlockDrafterConfig.from_dict({**config, "ffn": 64}).ffn == 64

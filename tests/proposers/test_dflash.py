@@ -281,3 +281,43 @@ def test_bench_runs_transformers_dflash_chain_as_a_peer(targets, tmp_path, one_t
     rows = run_bench(target, resolve_proposer(f"dflash:{folder}", target), ["humaneval"], 1, 6, [0.0], [4], ["tev"])
     peer = [row for row in rows if row["method"].startswith("HF DFlash chain")]
     assert len(peer) == 1 and peer[0]["tokens_per_s"] > 0
+
+
+def _integer_weights(name):
+    def edit(config, weights):
+        weights[name] = weights[name].round().to(torch.int32)
+    return edit
+
+
+def _config_edit(**changes):
+    def edit(config, weights):
+        config.update(changes)
+    return edit
+
+
+FOLDER_FAULTS = {  # each refused in one line before anything is allocated for it
+    "integer fc": (_integer_weights("fc.weight"), "fc.weight holds int32 values, not floating-point weights"),
+    "integer layer norm": (_integer_weights("layers.1.input_layernorm.weight"), "holds int32 values"),
+    "depth 10^9": (_config_edit(num_hidden_layers=10**9), "num_hidden_layers=1000000000, but the weights hold 2"),
+    "depth 0": (_config_edit(num_hidden_layers=0), "num_hidden_layers 0 must be a positive integer"),
+    "FFN 10^9": (_config_edit(intermediate_size=10**9), "weight shapes do not match"),
+    "heads 10^9": (_config_edit(num_attention_heads=10**9), "weight shapes do not match"),
+    "block 10^9": (lambda c, w: c["dflash_config"].update(block_size=10**9), "block_size 1000000000 exceeds"),
+    "nested config": (None, "nests too deeply"),
+}
+NESTED = '{"architectures": ["DFlashDraftModel"], "dflash_config": ' + "[" * 100000 + "]" * 100000 + "}"
+
+
+@pytest.mark.parametrize("case", sorted(FOLDER_FAULTS))
+def test_integer_weights_absurd_sizes_and_deep_nesting_are_refused_in_one_line(targets, tmp_path, case):
+    edit, message = FOLDER_FAULTS[case]
+    config = dflash_config(64, 128, 2)
+    weights = dflash_weights(config)
+    if edit is not None:
+        edit(config, weights)
+    folder = write_dflash(tmp_path / "bad", config, weights=weights)
+    if edit is None:
+        (folder / "config.json").write_text(NESTED)
+    with pytest.raises(ValueError, match=message) as err:
+        resolve_proposer(f"dflash:{folder}", targets["llama"][1])
+    assert "\n" not in str(err.value)

@@ -75,7 +75,10 @@ def test_bad_targets_give_one_line_errors(not_a_causal_lm, tmp_path, monkeypatch
         assert "\n" not in str(caught.value)
 
 
-def test_no_chat_template_falls_back_to_plain_text_once(tiny_model_folder, capsys):
+def test_no_chat_template_falls_back_to_plain_text_once(tiny_model_folder, capsys, monkeypatch):
+    from tevcore.target import loading
+
+    monkeypatch.setattr(loading, "_PLAIN_TEXT_SAID", set())  # an earlier test may have used this model already
     target = load_target(str(tiny_model_folder("llama")), device="cpu")
     first, second = encode_prompt(target, "abc"), encode_prompt(target, "abc")
     assert first == second == target.tokenizer("abc")["input_ids"]
@@ -119,3 +122,191 @@ def test_round_on_a_tiny_qwen3_writes_a_record_whose_flow_recomputes(tiny_model_
     again = target_flow(record.tree, session.score_tree(record.tree).logits, record.temperature)
     for field in ("edge_prob", "path_prob", "exit_mass"):
         assert torch.allclose(getattr(record.flow, field), getattr(again, field), atol=1e-6), field
+
+
+# ---------------------------------------------------------------- the converted-model cache
+# TEVCORE_CACHE always points into the test's own folder: the real ~/.cache/tevcore is never touched.
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory):
+    from tiny_models import save_tiny_gguf
+
+    return save_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TEVCORE_CACHE", str(folder))
+    return folder
+
+
+def _logits(target) -> torch.Tensor:
+    return target.model(torch.tensor([[3, 4, 5, 6]])).logits
+
+
+def _conversion(cache_folder):
+    (found,) = [p for p in cache_folder.iterdir() if p.name.startswith("tiny-")]
+    return found
+
+
+def _no_conversion_allowed(monkeypatch):
+    import tevcore.target.loading as loading
+
+    def refuse(*args):
+        raise AssertionError("converted although it could not be cached")
+
+    monkeypatch.setattr(loading, "_convert_into", refuse)
+
+
+@pytest.fixture
+def converted(tiny_gguf, cache):
+    """(the cache entry, the logits of a target loaded from it) after one conversion."""
+    target = load_target(str(tiny_gguf), device="cpu")
+    entry = _conversion(cache)
+    assert (entry / "tevcore-converted.json").is_file() and not list(cache.glob(".converting-*"))
+    return entry, _logits(target)
+
+
+def test_a_cached_conversion_is_reused_without_converting(converted, tiny_gguf, monkeypatch, capsys):
+    entry, logits = converted
+    _no_conversion_allowed(monkeypatch)
+    capsys.readouterr()
+    assert torch.equal(_logits(load_target(str(tiny_gguf), device="cpu")), logits)
+    assert "note:" not in capsys.readouterr().err
+
+
+def _flip_a_weight_byte(entry):
+    weights = entry / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-3] ^= 0x40  # inside the last tensor: the header reads, the size is unchanged
+    weights.write_bytes(bytes(data))
+
+
+def _drop_the_record_then_truncate(entry):  # a conversion cached before records were kept, then damaged
+    (entry / "tevcore-converted.json").unlink()
+    (entry / "model.safetensors").write_bytes((entry / "model.safetensors").read_bytes()[:-64])
+
+
+DAMAGE = {
+    "truncated-weights": lambda e: (e / "model.safetensors").write_bytes((e / "model.safetensors").read_bytes()[:5000]),
+    "empty-weights": lambda e: (e / "model.safetensors").write_bytes(b""),
+    "missing-weights": lambda e: (e / "model.safetensors").unlink(),
+    "changed-weights": _flip_a_weight_byte,
+    "config-not-json": lambda e: (e / "config.json").write_text('{"model_type": "llama",'),
+    "config-missing": lambda e: (e / "config.json").unlink(),
+    "tokenizer-missing": lambda e: (e / "tokenizer.json").unlink(),
+    "tokenizer-config-damaged": lambda e: (e / "tokenizer_config.json").write_text("[]"),
+    "unrecorded-and-truncated": _drop_the_record_then_truncate,
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_conversion_is_named_and_converted_again(damage, converted, tiny_gguf, capsys):
+    entry, logits = converted
+    DAMAGE[damage](entry)
+    capsys.readouterr()
+    target = load_target(str(tiny_gguf), device="cpu")
+    err = capsys.readouterr().err
+    assert f"note: the converted model in {entry} is damaged (" in err and "converting it again" in err
+    assert torch.equal(_logits(target), logits)  # the same weights as the first conversion
+    load_target(str(tiny_gguf), device="cpu")
+    assert "damaged" not in capsys.readouterr().err
+
+
+def _cache_is_a_file(cache):
+    cache.write_text("not a folder")
+
+
+def _cache_under_a_file(cache):
+    cache.parent.joinpath("file").write_text("x")
+    return cache.parent / "file" / "cache"
+
+
+def _cache_in_proc(cache):
+    return "/proc/self/tevcore-cache"  # no process, root included, can make a folder there
+
+
+def _refuse_writes(monkeypatch):
+    """Writing in the cache folder is refused, as in another user's folder (permission bits do not stop root)."""
+    import tevcore.target.converted_cache as converted_cache
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(converted_cache.tempfile, "TemporaryFile", refused)
+
+
+def _cache_not_writable(cache, monkeypatch):
+    cache.mkdir()
+    _refuse_writes(monkeypatch)
+
+
+@pytest.mark.parametrize("place", ["a-file", "under-a-file", "in-proc", "not-writable"])
+def test_a_cache_that_cannot_be_written_is_found_before_converting_and_the_gguf_is_read_directly(
+        place, tiny_gguf, cache, tmp_path, monkeypatch, capsys):
+    reference = _logits(load_target(str(tiny_gguf), device="cpu"))  # converted once into a good cache
+    import shutil
+
+    shutil.rmtree(cache)
+    setting = {"a-file": _cache_is_a_file, "under-a-file": _cache_under_a_file, "in-proc": _cache_in_proc,
+               "not-writable": lambda c: _cache_not_writable(c, monkeypatch)}[place](cache)
+    if setting is not None:
+        monkeypatch.setenv("TEVCORE_CACHE", str(setting))
+    _no_conversion_allowed(monkeypatch)
+    capsys.readouterr()
+    target = load_target(str(tiny_gguf), device="cpu")
+    err = capsys.readouterr().err
+    assert f"note: cannot cache the converted tiny.gguf in TEVCORE_CACHE={setting or cache}" in err
+    assert "reading the GGUF file directly" in err
+    assert torch.equal(_logits(target), reference)
+
+
+def test_a_damaged_conversion_in_a_cache_that_cannot_be_written_says_what_to_delete(
+        converted, tiny_gguf, cache, monkeypatch, capsys):
+    entry, logits = converted
+    (entry / "model.safetensors").write_bytes(b"")
+    _refuse_writes(monkeypatch)
+    capsys.readouterr()
+    target = load_target(str(tiny_gguf), device="cpu")
+    err = capsys.readouterr().err
+    assert "it cannot be rebuilt" in err and f"delete {entry}" in err and torch.equal(_logits(target), logits)
+
+
+def test_a_full_disk_while_caching_reads_the_gguf_directly_and_leaves_no_partial_conversion(
+        tiny_gguf, cache, monkeypatch, capsys):
+    import errno
+
+    import tevcore.target.loading as loading
+
+    def full(folder):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(loading, "record_conversion", full)
+    target = load_target(str(tiny_gguf), device="cpu")
+    assert "No space left on device; reading the GGUF file directly" in capsys.readouterr().err
+    assert target.vocab_size == 97 and not list(cache.iterdir())
+
+
+@pytest.mark.parametrize("spoil", ["truncated", "empty"])
+def test_damaged_weights_in_a_model_folder_are_one_line_naming_the_folder(spoil, tiny_model_folder, tmp_path):
+    import shutil
+
+    folder = shutil.copytree(tiny_model_folder("llama"), tmp_path / "model")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000] if spoil == "truncated" else b"")
+    with pytest.raises(ValueError, match=f"cannot load the weights of model from {folder}") as caught:
+        load_target(str(folder), device="cpu")
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("chat_template", [False, True])
+@pytest.mark.parametrize("prompt, reply, message", [
+    ("caf\udce9", None, "the prompt is not valid UTF-8 text: character 4 is '\\\\udce9', a byte that is not UTF-8"),
+    ("\ud83d", None, "the prompt is not valid UTF-8 text: character 1 is '\\\\ud83d', a lone surrogate"),
+    ("fine", "bad \udfff", "the reply is not valid UTF-8 text: character 5"),
+])
+def test_text_a_tokenizer_cannot_take_is_refused_before_it(tiny_model_folder, chat_template, prompt, reply, message):
+    target = load_target(str(tiny_model_folder("llama", chat_template=chat_template)), device="cpu")
+    with pytest.raises(ValueError, match=message):
+        encode_prompt(target, prompt, reply=reply)

@@ -123,3 +123,145 @@ def test_a_folder_built_before_a_config_field_existed_still_resumes(tiny_target,
     assert build_dataset(tiny_target, config, tmp_path, plan=plan[:2]) == 2
     with pytest.raises(ValueError, match="another config"):
         build_dataset(tiny_target, dataclasses.replace(config, samples=2), tmp_path, plan=plan[:2])
+
+
+# ---------------------------------------------------------------- damaged sets, stale temporaries, full disks
+
+def _shards(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("shard_*.safetensors"))}
+
+
+def _flip_a_byte(path):
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0xFF  # inside the tensor data: the header still reads, the size is unchanged
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def built(tiny_target, tiny_data_setup, tmp_path):
+    """(folder, its shards' bytes, rebuild): a finished tiny set and the build command that resumes it."""
+    config, plan = tiny_data_setup
+    folder = tmp_path / "set"
+    build_dataset(tiny_target, config, folder, plan=plan)
+    return folder, _shards(folder), lambda: build_dataset(tiny_target, config, folder, plan=plan)
+
+
+SPOILS = {
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[:-100]),
+    "empty": lambda p: p.write_bytes(b""),
+    "flipped-byte": _flip_a_byte,  # same size, other bytes: only the recorded checksum sees it
+    "grown": lambda p: p.write_bytes(p.read_bytes() + b"\0" * 64),
+}
+DAMAGE = [(name, True) for name in SPOILS] + [(name, False) for name in SPOILS if name != "flipped-byte"]
+
+
+@pytest.mark.parametrize("spoil, ledger", DAMAGE, ids=[f"{n}-{'recorded' if r else 'before-the-ledger'}" for n, r in DAMAGE])
+def test_a_damaged_shard_is_named_and_built_again_not_counted_as_done(built, spoil, ledger, capsys):
+    folder, shards, rebuild = built
+    if not ledger:  # a set built before sizes and checksums were recorded: its header is checked
+        (folder / "shards.jsonl").unlink()
+    SPOILS[spoil](folder / "shard_00001.safetensors")
+    capsys.readouterr()
+    assert rebuild() == 3
+    err = capsys.readouterr().err
+    assert f"shard {folder / 'shard_00001.safetensors'} is damaged" in err and "building it again" in err
+    assert _shards(folder) == shards  # the same bytes as the first build: seeded, and nothing else touched
+    rebuild()
+    assert "damaged" not in capsys.readouterr().err  # the rebuilt shard was recorded
+
+
+def test_training_names_a_shard_whose_size_differs_from_the_recorded_one(built):
+    folder, _, _ = built
+    path = folder / "shard_00002.safetensors"
+    path.write_bytes(path.read_bytes() + b"\0" * 8)  # still loads: only the ledger's size catches it
+    with pytest.raises(ValueError, match=f"shard {path} is damaged .* where .* were written.*rerun build-data"):
+        load_shards(folder)
+
+
+def test_stale_temporary_shards_are_cleaned_and_a_live_writers_are_kept(built):
+    import subprocess
+    import sys
+
+    folder, shards, rebuild = built
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        stale = [folder / "shard_00001.tmp", folder / f".shard_00002.safetensors.{dead.pid}.tmp"]  # old and new names
+        kept = folder / f".shard_00000.safetensors.{live.pid}.tmp"
+        for path in [*stale, kept]:
+            path.write_bytes(b"half a shard")
+        rebuild()
+        assert not any(p.exists() for p in stale) and kept.exists()
+    finally:
+        live.kill()
+        live.wait()
+    assert _shards(folder) == shards
+
+
+MANIFESTS = [
+    (b"", "is damaged: it is empty"),
+    (b"  \n", "is damaged: it is empty"),
+    (b'{"config": {', "is damaged: it is not valid JSON"),
+    (b"\xff\xfe{}", "is damaged: it is not UTF-8 text"),
+    (b"[1, 2]", "is not a distillation-set manifest"),
+    (b'{"config": {}, "target_name": "x"}', "is not a distillation-set manifest"),
+    (b'{"config": [], "target_name": "x", "shards": 3}', "is not a distillation-set manifest"),
+    (b"[" * 100000 + b"]" * 100000, "is damaged"),
+]
+
+
+@pytest.mark.parametrize("content, message", MANIFESTS, ids=[f"manifest-{i}" for i in range(len(MANIFESTS))])
+def test_a_bad_manifest_is_one_line_naming_it(built, content, message, tiny_target, tiny_data_setup, capsys):
+    from tevcore.cli import main
+    from tevcore.train.data import read_manifests
+
+    folder, shards, rebuild = built
+    manifest = folder / "manifest.json"
+    manifest.write_bytes(content)
+    with pytest.raises(ValueError, match=f"^{manifest} {message}") as refused:
+        read_manifests(str(folder))
+    assert "\n" not in str(refused.value)
+    with pytest.raises(ValueError, match=f"^{manifest} {message}.*restore it, or build into a new folder"):
+        rebuild()  # shards beside it may come from other settings: refused, nothing rewritten
+    assert manifest.read_bytes() == content and _shards(folder) == shards
+    code = main(["train", str(folder / "run"), "--data", str(folder), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"error: {manifest}") and err.count("\n") == 1
+
+
+def test_a_damaged_manifest_beside_no_shards_is_written_again(tiny_target, tiny_data_setup, tmp_path):
+    config, plan = tiny_data_setup
+    (tmp_path / "manifest.json").write_text("")  # a build killed while writing it
+    assert build_dataset(tiny_target, config, tmp_path, plan=plan) == 3
+    from tevcore.train.data import read_manifest
+
+    assert read_manifest(tmp_path)["shards"] == 3
+
+
+@pytest.mark.parametrize("match, times", [("shard_00001", 1), ("shards.jsonl", 2), ("manifest.json", 1)])
+def test_a_full_disk_while_building_is_one_line_leaves_no_temporary_and_the_same_command_finishes(
+        built, match, times, tmp_path, tiny_target, tiny_data_setup, monkeypatch):
+    from tevcore.diskwrite import WriteFailed
+    from disk_faults import disk_full_on
+
+    _, shards, _ = built
+    config, plan = tiny_data_setup
+    folder = tmp_path / "full"
+    disk_full_on(monkeypatch, match, times)
+    with pytest.raises(WriteFailed, match=f"^cannot write {folder}/.*{match}.*No space left on device"):
+        build_dataset(tiny_target, config, folder, plan=plan)
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    monkeypatch.undo()
+    assert build_dataset(tiny_target, config, folder, plan=plan) == 3
+    assert _shards(folder) == shards
+
+
+def test_feature_layers_default_to_a_spread_of_the_targets_own(tiny_target):
+    from tevcore.train.data import DataConfig, for_target
+
+    assert DataConfig().hidden_layers is None
+    assert for_target(tiny_target, DataConfig()).hidden_layers == (1, 2)
+    assert for_target(tiny_target, DataConfig(hidden_layers=(2,))).hidden_layers == (2,)
+    with pytest.raises(ValueError, match="--hidden-layers 1,2"):
+        for_target(tiny_target, DataConfig(hidden_layers=(1, 3)))

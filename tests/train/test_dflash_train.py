@@ -145,7 +145,7 @@ def test_an_interrupted_fine_tune_resumes_at_its_checkpoint_and_ends_as_an_unint
         return real_step(*args, **kw)
 
     monkeypatch.setattr(loop, "optimizer_step", step_then_stop)
-    assert main(_train_args(parted, data, folder, checkpoint)) == 130  # a user's stop: said in one line, resumable
+    assert main(_train_args(parted, data, folder, checkpoint)) == 130  # Ctrl-C: one line, exit status 130
     assert json.loads((parted / "latest.json").read_text())["step"] == 2 and not (parted / "drafter").exists()
     saved = parted / "checkpoint-2"
     assert json.loads((saved / "config.json").read_text()) == json.loads((checkpoint / "config.json").read_text())

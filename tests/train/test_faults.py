@@ -10,6 +10,7 @@ command run uninterrupted.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from disk_faults import disk_full_on
 from tevcore.train.data import build_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,6 +118,7 @@ def uninterrupted(tiny_run_inputs, tmp_path_factory):
     return _weights(run)
 
 
+@pytest.mark.slow
 def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the_same_weights(
         tiny_run_inputs, uninterrupted, tmp_path, capsys):
     run = tmp_path / "run"
@@ -136,6 +139,7 @@ def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the
     ("tevcore.train.rundir", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
     ("tevcore.train.rundir", "write_json_atomic", 2, "before", "latest"),  # renamed into place, `latest` not moved
 ], ids=["inside-the-folder-write", "before-latest-moves"])
+@pytest.mark.slow
 def test_sigkill_while_a_checkpoint_is_written_leaves_the_previous_one_loadable(
         tiny_run_inputs, uninterrupted, tmp_path, where):
     from tevcore.target.loading import load_target
@@ -174,3 +178,199 @@ def test_a_stop_signal_ends_the_run_as_stopped_and_the_resume_keeps_its_clock(ti
     assert finished["state"] == "finished" and finished["start_step"] == 2  # resumed at checkpoint-2
     assert finished["active_seconds"] > stopped["active_seconds"]
     assert _same(_weights(run), uninterrupted)
+
+
+# ---------------------------------------------------------------- a run that fails before its first step
+# In-process on the tiny target: each form of failure must leave no config.json behind (so the corrected command
+# is accepted in the same folder), keep the error in status.json, and keep everything of a run with steps done.
+
+def _config(data, **changes):
+    from test_loop import tiny_config
+
+    return tiny_config(data, **changes)
+
+
+def _status(run: Path) -> dict:
+    import json
+
+    return json.loads((run / "status.json").read_text())
+
+
+def _error_line(err: str) -> str:
+    """The one line the CLI printed for the failure (progress bars may come before it, nothing after)."""
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and err.rstrip().endswith(lines[0]), err
+    return lines[0]
+
+
+def _damaged_copy(data: Path, where: Path) -> Path:
+    import shutil
+
+    shutil.copytree(data, where)
+    shard = sorted(where.glob("shard_*.safetensors"))[1]
+    shard.write_bytes(shard.read_bytes()[:100])
+    return where
+
+
+def _first_step_crashes(monkeypatch):
+    import tevcore.train.loop as loop
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("the first step blew up")
+
+    monkeypatch.setattr(loop, "optimizer_step", crash)
+
+
+def _loading_is_interrupted(monkeypatch):
+    import tevcore.train.loop as loop
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop, "AnchorSet", interrupt)
+
+
+@pytest.mark.parametrize("form", ["init-does-not-fit", "damaged-data", "ctrl-c-while-loading", "first-step-crashes"])
+def test_a_run_that_fails_before_its_first_step_takes_back_its_config_and_the_corrected_command_runs(
+        form, tiny_target, tiny_data, tmp_path, monkeypatch):
+    from tevcore.train.loop import train
+
+    run, data, bad = tmp_path / "run", tiny_data, {}
+    if form == "init-does-not-fit":  # a starting drafter of another depth: refused only once it is loaded
+        bad = {"init": str(train(_config(tiny_data, steps=1, depth=2), tmp_path / "depth2", tiny_target))}
+    elif form == "damaged-data":
+        data = _damaged_copy(tiny_data, tmp_path / "data")
+    elif form == "ctrl-c-while-loading":
+        _loading_is_interrupted(monkeypatch)
+    else:
+        _first_step_crashes(monkeypatch)
+    kind = KeyboardInterrupt if form == "ctrl-c-while-loading" else (ValueError if "data" in form or "init" in form
+                                                                     else RuntimeError)
+    with pytest.raises(kind):
+        train(_config(data, **bad), run, tiny_target)
+    assert not (run / "config.json").exists() and not (run / "metrics.jsonl").exists() and not (run / ".lock").exists()
+    status = _status(run)
+    assert status["step"] == 0
+    if kind is KeyboardInterrupt:
+        assert status["state"] == "interrupted"
+    else:
+        assert status["state"] == "crashed" and status["error"]
+    monkeypatch.undo()
+    final = train(_config(tiny_data, steps=2), run, tiny_target)  # the corrected command, same folder
+    assert (final / "model.safetensors").is_file() and _status(run)["state"] == "finished"
+
+
+def test_a_resumed_run_that_fails_while_loading_keeps_its_config_checkpoint_and_step(
+        tiny_target, tiny_data, tmp_path, monkeypatch):
+    from tevcore.train.loop import train
+
+    run, config = tmp_path / "run", _config(tiny_data, steps=4)
+
+    def stop_at_2(metrics):
+        if metrics["step"] == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(config, run, tiny_target, on_step=stop_at_2)
+    saved = (run / "config.json").read_text()
+    _loading_is_interrupted(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, run, tiny_target)
+    assert (run / "config.json").read_text() == saved and (run / "checkpoint-2").is_dir()
+    assert _status(run)["state"] == "interrupted" and _status(run)["step"] == 2
+    monkeypatch.undo()
+    train(config, run, tiny_target)
+    assert _status(run)["step"] == 4
+
+
+def test_a_fresh_folder_of_a_run_refused_while_loading_is_removed(tiny_target, tiny_data, tmp_path, monkeypatch):
+    """Nothing of the failed start survives when it wrote no status yet (a failure in the folder's config check)."""
+    import tevcore.train.loop as loop
+
+    def no_room(config, out):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(loop, "_prepare_folder", no_room)
+    with pytest.raises(OSError):
+        loop.train(_config(tiny_data), tmp_path / "new" / "run", tiny_target)
+    assert not (tmp_path / "new" / "run").exists()
+
+
+def test_the_cli_says_one_line_and_the_same_command_runs_once_the_data_is_mended(tiny_run_inputs, tmp_path, capsys):
+    import shutil
+
+    folder, data = tiny_run_inputs
+    broken = _damaged_copy(data, tmp_path / "data")
+    run = tmp_path / "run"
+    argv = _argv((folder, broken), run)
+    from tevcore.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert _error_line(err).endswith(f"rerun build-data on {broken} to rebuild it") and "damaged" in err and "Traceback" not in err
+    assert not (run / "config.json").exists()
+    shutil.rmtree(broken)
+    shutil.copytree(data, broken)
+    assert main(argv) == 0 and (run / "drafter" / "model.safetensors").is_file()
+
+
+# ---------------------------------------------------------------- a full disk during training
+# The writer fails as a full disk does (`disk_faults.disk_full_on`): the file is created, then writing it raises ENOSPC.
+
+def _no_temporaries(run: Path) -> bool:
+    return not [p for p in run.rglob("*") if p.name.endswith(".tmp") or ".tmp" in p.name]
+
+
+@pytest.mark.parametrize("match, times, kept", [
+    ("trainer.pt", 2, "checkpoint-2"),  # inside the second checkpoint
+    ("model.safetensors", 3, "checkpoint-4"),  # the final drafter folder (after checkpoints 2 and 4)
+    ("metrics.jsonl", 3, "checkpoint-2"),  # the third step's metrics line
+    ("status.json", 4, "checkpoint-2"),  # a running status (the crash status cannot be written either)
+    ("latest.json", 2, "checkpoint-2"),  # the pointer to the second checkpoint
+])
+def test_a_full_disk_while_training_fails_in_one_line_leaves_no_partial_folder_and_the_same_command_resumes(
+        match, times, kept, tiny_target, tiny_data, tmp_path, monkeypatch):
+    from tevcore.diskwrite import WriteFailed
+    from tevcore.train.loop import train
+    from tevcore.train.rundir import latest_checkpoint
+
+    config = _config(tiny_data, steps=4)
+    whole = train(config, tmp_path / "whole", tiny_target)
+    run = tmp_path / "run"
+    disk_full_on(monkeypatch, match, times)
+    with pytest.raises(WriteFailed) as failure:
+        train(config, run, tiny_target)
+    message = str(failure.value)
+    assert "\n" not in message and message.startswith("cannot write ") and match in message
+    assert "No space left on device" in message and "free there" in message
+    assert _no_temporaries(run) and not (run / "drafter").exists() and not (run / ".lock").exists()
+    assert latest_checkpoint(run).name == kept
+    assert all((p / "trainer.pt").is_file() for p in run.glob("checkpoint-*"))  # no empty checkpoint folder
+    monkeypatch.undo()
+    final = train(config, run, tiny_target)  # space freed: the same command resumes and ends as one whole run
+    assert _same(load_file(str(final / "model.safetensors")), load_file(str(whole / "model.safetensors")))
+
+
+def test_a_full_disk_in_the_first_step_leaves_a_folder_the_same_command_starts_in(tiny_target, tiny_data, tmp_path,
+                                                                                   monkeypatch):
+    from tevcore.diskwrite import WriteFailed
+    from tevcore.train.loop import train
+
+    config = _config(tiny_data, steps=2, checkpoint_every=1)
+    disk_full_on(monkeypatch, "trainer.pt")
+    with pytest.raises(WriteFailed):
+        train(config, tmp_path, tiny_target)
+    assert not (tmp_path / "config.json").exists() and _status(tmp_path)["state"] == "crashed"
+    assert not list(tmp_path.glob("checkpoint-*")) and _no_temporaries(tmp_path)
+    monkeypatch.undo()
+    assert (train(config, tmp_path, tiny_target) / "model.safetensors").is_file()
+
+
+def test_a_full_disk_in_the_cli_is_one_line_naming_the_file(tiny_run_inputs, tmp_path, monkeypatch, capsys):
+    from tevcore.cli import main
+
+    disk_full_on(monkeypatch, "model.safetensors", 2)
+    assert main(_argv(tiny_run_inputs, tmp_path / "run")) == 2
+    err = capsys.readouterr().err
+    assert _error_line(err).startswith("error: cannot write ") and "No space left on device" in err
+    assert "Traceback" not in err

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tevcore.decoding.walker import walk
+from tevcore.target.walker import walk
 from tevcore.engine.sampling import make_generator
 from tevcore.target.session import TargetSession
 from tevcore.train.generation import generate_sequences

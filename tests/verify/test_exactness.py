@@ -272,6 +272,7 @@ def assert_invariants(result: SimulationResult, law: VerdictLaw) -> None:
     assert gap <= 4 * max(result.block_length_stderr, 1e-12) + 1e-9, (result.verifier, gap)
 
 
+@pytest.mark.slow
 def test_foil_follows_its_own_rule():
     """What the test catches is the foil's rule itself: simulate and verify() match its enumerated law."""
     tree, logits = RULE_CASES["deep"]  # a tree where the foil's exit law is spread over many nodes
@@ -300,6 +301,7 @@ def test_greedy_law_at_zero_temperature():
 
 # ---------------------------------------------------------------- 3. single-draw verify()
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verifier", SAMPLED_EXACT)
 def test_single_draw_verify_follows_the_law(verifier):
     tree, logits = RULE_CASES["bushy"]

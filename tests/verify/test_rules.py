@@ -93,3 +93,14 @@ def test_pvalues_over_seeds_are_uniform():
             result, law = _draw(name, "bushy", 1.0, seed)
             pvalues += [exit_pvalue(result.exit_counts, law), bonus_pvalue(result.bonus_counts, law)]
     assert stats.kstest(pvalues, "uniform").pvalue > 1e-3
+
+
+def test_every_rule_has_one_law_group():
+    """The app's groupings come from the laws: X for the optimal exact rules, their own for chain and greedy."""
+    from tevcore.verify.laws import OWN_LAWS, law_group
+    from tevcore.verify.rules import RULES
+
+    groups = {name: law_group(name) for name in RULES}
+    assert {n for n, g in groups.items() if g == "own"} == set(OWN_LAWS) == {"chain", "greedy"}
+    assert {n for n, g in groups.items() if g == "foil"} == {n for n, r in RULES.items() if not r.exact}
+    assert {"tev", "predraw", "residual"} <= {n for n, g in groups.items() if g == "X"}

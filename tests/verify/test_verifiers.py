@@ -167,3 +167,29 @@ def test_bench_summary_on_synthetic_trees():
     assert "naive_ratio (NOT exact: teaching foil)" in format_table(rows)
     assert set(goals(rows)) == {"budget", "tev_over_residual_given_flow", "given_flow_goal_met",
                                 "tev_over_residual_including_flow", "including_flow_goal_met"}
+
+
+def test_standing_says_which_rule_is_exact_for_which_target():
+    """Optimal rules share X at every T; greedy joins them only at T = 0; at T = 0 the foil cannot be told apart."""
+    from tevcore.verify.laws import FOIL, OPTIMAL, OWN_LAW, T0_ONLY, law_name, standing
+
+    tree, logits = random_case(4)
+    for temperature in (0.0, 1.0):
+        x = exit_law(tree, logits, temperature)
+        for name in VERIFIERS:
+            kind = standing(name, temperature)
+            assert (kind == FOIL) == (name in NOT_EXACT)
+            own = rule_law(name, tree, logits, temperature)
+            if kind in (OPTIMAL, FOIL):  # tested against X (the foil: the law it would need)
+                assert torch.allclose(own.exit_probs, x.exit_probs)
+                assert law_name(name, temperature).startswith("exit law X(v)")
+            else:
+                assert law_name(name, temperature).startswith(f"{name}'s own law")
+    assert standing("greedy", 0.0) == OPTIMAL and standing("greedy", 1.0) == T0_ONLY
+    assert standing("chain", 1.0) == OWN_LAW
+    greedy = rule_law("greedy", tree, logits, 1.0)
+    assert greedy.expected_length != pytest.approx(exit_law(tree, logits, 1.0).expected_length)  # not this target's
+    # at T = 0 every row is one token: the foil takes the argmax child (ratio >= 1) and no other (ratio 0)
+    foil = simulate("naive_ratio", tree, logits, 0.0, 2000, 0)
+    exits = exit_law(tree, logits, 0.0).exit_probs
+    assert torch.equal(foil.exit_counts.double() / foil.n, exits)

@@ -16,9 +16,12 @@ from statistics import median
 
 import torch
 
+from tevcore.config import DecodeConfig
+from tevcore.decoding.loop import rounds
+from tevcore.outputs import write_json
 from tevcore.engine.builders import best_first
 from tevcore.timing import seconds_of
-from tevcore.proposers.base import Proposer
+from tevcore.proposer_protocol import Proposer
 from tevcore.engine.flow import draft_path_probs
 from tevcore.target.loading import Target, cache_dir
 from tevcore.target.packed_linear import PACKED_FOR_ROWS, is_packed
@@ -58,7 +61,7 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
             session.rollback()
     curve = curve_from_timings({size: found[1:] for size, found in times.items()})  # the first pass warms up
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({str(k): v for k, v in curve.items()}))
+    write_json(path, {str(k): v for k, v in curve.items()}, overwrite=True)  # a cache: the newest measure wins
     return {s: curve[s] for s in sizes}
 
 
@@ -95,9 +98,6 @@ def calibration_rounds(target: Target, proposer: Proposer, prompts: list[list[in
 
     Nodes come in heap order, so the first B nodes form the budget-B tree.
     """
-    from tevcore.config import DecodeConfig
-    from tevcore.decoding.loop import rounds
-
     config = DecodeConfig(max_new_tokens=rounds_per_prompt * (proposer.depth + 1), temperature=temperature,
                           budget=largest, seed=0)
     found = []

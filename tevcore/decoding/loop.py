@@ -11,15 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
+import torch
+
 from tevcore.engine.builders import get_builder
+from tevcore.engine.draft_rows import DraftRows
 from tevcore.config import DecodeConfig
-from tevcore.proposers.base import Proposer
+from tevcore.proposer_protocol import Proposer
 from tevcore.engine.flow import draft_path_probs, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
 from tevcore.decoding.skip_gate import SkipGate
-from tevcore.decoding.walker import walk
+from tevcore.target.walker import walk
 from tevcore.target.session import TargetSession
 from tevcore.timing import StageTimer, seconds_of
 from tevcore.engine.tree import DraftTree
@@ -75,7 +78,7 @@ def _cut_at_stop(tokens: list[int], stops: set[int], room: int) -> tuple[list[in
     return tokens[:room], len(tokens) >= room
 
 
-def _propose(proposer: Proposer, session: TargetSession, config: DecodeConfig):
+def _propose(proposer: Proposer, session: TargetSession, config: DecodeConfig) -> torch.Tensor | DraftRows | DraftTree:
     """Per-depth rows for the builder, or the whole tree from a proposer whose rows depend on the path."""
     tree = proposer.propose_tree(session, config.builder, config.budget)
     return proposer.propose(session) if tree is None else tree
@@ -104,12 +107,12 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         with timer.stage("draft"):
             evidence = bool(depth) and trimming and proposer.has_cheap_evidence(session)
             drafting = bool(depth) and gate.should_draft(evidence)
-            depth_logq = _propose(proposer, session, config) if drafting else None
+            proposal = _propose(proposer, session, config) if drafting else None
         with timer.stage("tree_build"):
             if not drafting:
                 tree = DraftTree.root_only(root)
             else:  # a proposer that grows its own tree (a draft LM) gives it whole
-                tree = depth_logq if isinstance(depth_logq, DraftTree) else builder(root, depth_logq, config.budget)
+                tree = proposal if isinstance(proposal, DraftTree) else builder(root, proposal, config.budget)
             draft_probs = draft_path_probs(tree)[1:] if trimming else None
             if drafting and trimming:
                 kept = best_prefix_size(draft_probs, config.tree_costs, calibration.scale)

@@ -2,7 +2,8 @@
 
 A round is plain data flowing one way: a `DraftTree` (tree.py) grown by a
 builder (builders.py) from per-depth draft rows (draft_rows.py), the target's
-flow through it (flow.py: edge probability a, path probability P, missing
-fraction m, exit mass X, coverage), and the `RoundRecord` that keeps it
+flow through it (flow.py: edge probability a, path probability P, child
+mass m (the share of p(.|v) that v's children hold), exit mass
+X = P (1 - m), coverage), and the `RoundRecord` that keeps it
 (records.py). Every temperature and sampling rule lives in sampling.py.
 """

@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
-from tevcore.flags import comma_list
+from tevcore.parsing import comma_list
 from tevcore.engine.tree import DraftTree
 
 Rows = torch.Tensor | DraftRows

@@ -18,6 +18,8 @@ from tevcore.engine.flow import TargetFlow
 from tevcore.engine.tree import MAX_TOKEN_ID, DraftTree
 
 SLACK = 1e-6  # float rounding a written probability may carry past [0, 1]
+# No model reads a context of more tokens (the longest today are a few million); a larger count is damage.
+MAX_COUNT = 2 ** 24
 PROBABILITIES = ("edge_prob", "path_prob", "child_mass", "exit_mass")
 
 
@@ -26,10 +28,10 @@ def _is_int(value: Any) -> bool:
 
 
 def check_counts(data: dict[str, Any]) -> None:
-    """index, budget and context_length are integers >= 0; temperature a finite number >= 0."""
+    """index, budget and context_length are integers in [0, MAX_COUNT]; temperature a finite number >= 0."""
     for name in ("index", "budget", "context_length"):
-        if not _is_int(data.get(name)) or data[name] < 0:
-            raise ValueError(f"{name} must be an integer >= 0, got {data.get(name)!r}")
+        if not _is_int(data.get(name)) or not 0 <= data[name] <= MAX_COUNT:
+            raise ValueError(f"{name} must be an integer in [0, {MAX_COUNT}], got {data.get(name)!r}")
     temperature = data.get("temperature")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not \
             (math.isfinite(temperature) and temperature >= 0):
@@ -90,3 +92,22 @@ def check_verdict(tree: DraftTree, data: dict[str, Any]) -> None:
     children = tree.tokens[1:][tree.parents[1:] == exit_node].tolist()
     if bonus in children:
         raise ValueError(f"bonus_token {bonus} is a child of the exit node {exit_node}: it would have been accepted")
+
+
+def check_timings(timings: Any, stages: tuple[str, ...]) -> None:
+    """Seconds per known stage, each a finite number >= 0."""
+    if not isinstance(timings, dict):
+        raise ValueError("timings must map stage names to seconds")
+    for stage, seconds in timings.items():
+        if stage not in stages:
+            raise ValueError(f"timings: unknown stage {stage!r} (stages: {', '.join(stages)})")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not \
+                (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"timings: {stage} must be a finite number of seconds >= 0, got {seconds!r}")
+
+
+def check_order(previous_index: int | None, index: int) -> None:
+    """Rounds follow one another: each index above the one before, so a replay can never run out of order."""
+    if previous_index is not None and index <= previous_index:
+        kind = "repeats" if index == previous_index else "comes after"
+        raise ValueError(f"round index {index} {kind} round {previous_index}: rounds must be in increasing order")

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tevcore.engine.flow import TargetFlow
-from tevcore.engine.record_checks import check_counts, check_flow, check_texts, check_verdict
+from tevcore.engine.record_checks import (check_counts, check_flow, check_order, check_texts, check_timings,
+                                          check_verdict)
 from tevcore.engine.tree import DraftTree
+from tevcore.outputs import write_output
 
 SCHEMA = "tevcore.trace"
 SCHEMA_VERSION = 1
@@ -94,8 +96,7 @@ class RoundRecord:
         tree = data["tree"] = DraftTree.from_dict(data["tree"])
         flow = data["flow"] = TargetFlow.from_dict(data["flow"])
         timings = data.get("timings", {})
-        if not isinstance(timings, dict) or not all(isinstance(v, (int, float)) for v in timings.values()):
-            raise ValueError("timings must map stage names to seconds")
+        check_timings(timings, STAGES)
         data["timings"] = StageTimings(**timings)
         check_counts(data)
         check_flow(tree, flow)
@@ -106,23 +107,27 @@ class RoundRecord:
 
 def _open(path: Path, mode: str, gz: bool | None = None):
     gz = path.suffix == ".gz" if gz is None else gz
-    return gzip.open(path, mode + "t", encoding="utf-8") if gz else open(path, mode, encoding="utf-8")
+    encoding = "utf-8-sig" if mode == "r" else "utf-8"  # read past a byte-order mark an editor may add
+    return gzip.open(path, mode + "t", encoding=encoding) if gz else open(path, mode, encoding=encoding)
 
 
-def write_trace(path: str | Path, records: Iterable[RoundRecord], meta: dict[str, Any] | None = None) -> Path:
-    """Write a header and the records; `.gz` suffix means gzip. Written atomically."""
+def write_trace(path: str | Path, records: Iterable[RoundRecord], meta: dict[str, Any] | None = None,
+                overwrite: bool = False) -> Path:
+    """Write a header and the records; `.gz` suffix means gzip. Returns where the trace now is.
+
+    Written through `tevcore.outputs.write_output`: a temporary file of this
+    writer's own, published atomically; an existing trace is replaced only with
+    `overwrite`, else this one goes beside it.
+    """
     path = Path(path)
-    tmp = path.with_name(path.name + ".partial")
-    try:
+
+    def write(tmp: Path) -> None:
         with _open(tmp, "w", gz=path.suffix == ".gz") as handle:  # tmp ends in .partial: decide by the target
             handle.write(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "meta": meta or {}}) + "\n")
             for record in records:
                 handle.write(json.dumps(record.to_dict()) + "\n")
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # nothing half-written is left behind
-        raise
-    tmp.replace(path)
-    return path
+
+    return write_output(path, write, overwrite)
 
 
 @dataclass
@@ -160,12 +165,22 @@ def read_trace(path: str | Path, name: str | None = None) -> Trace:
         raise ValueError(f"{name} has trace schema version {header.get('version')}; this tevcore reads version {SCHEMA_VERSION}")
     if not isinstance(header.get("meta", {}), dict):
         raise ValueError(f"{name}: the header's meta must be an object")
-    rounds = []
+    rounds: list[RoundRecord] = []
     for number, line in enumerate(lines[1:], start=2):
+        where = f"{name}, line {number} (round {number - 2})"
         try:
-            rounds.append(RoundRecord.from_dict(json.loads(line)))
+            data = json.loads(line)
+            if isinstance(data, dict) and "schema" in data:
+                raise ValueError(f"{where}: a second trace header (two traces joined into one file?)")
+            record = RoundRecord.from_dict(data)
+            check_order(rounds[-1].index if rounds else None, record.index)
+            rounds.append(record)
         except RecursionError:
-            raise ValueError(f"{name}, line {number} (round {number - 2}): corrupt round record (nested too deeply)") from None
-        except (json.JSONDecodeError, TypeError, KeyError, ValueError, RuntimeError, OverflowError) as err:
-            raise ValueError(f"{name}, line {number} (round {number - 2}): corrupt round record ({err})") from None
+            raise ValueError(f"{where}: corrupt round record (nested too deeply)") from None
+        except ValueError as err:
+            if str(err).startswith(where):
+                raise
+            raise ValueError(f"{where}: corrupt round record ({err})") from None
+        except (TypeError, KeyError, RuntimeError, OverflowError) as err:
+            raise ValueError(f"{where}: corrupt round record ({err})") from None
     return Trace(meta=header.get("meta", {}), rounds=rounds)

@@ -12,6 +12,10 @@ from contextlib import contextmanager
 
 import torch
 
+# Seeds are 32-bit (as numpy's): the seeds derived from one (seed x 1_000_003 + step, seed + a hash) then stay
+# inside the 64-bit range torch's generators take.
+MAX_SEED = 2 ** 32 - 1
+
 
 def check_temperature(temperature: float) -> float:
     """Return the temperature as a float, or raise a clear ValueError."""
@@ -79,9 +83,10 @@ def token_log_probs(logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tens
 
 
 def masked_probs(logits: torch.Tensor, temperature: float, banned: torch.Tensor) -> torch.Tensor:
-    """The law `gumbel_argmax` samples with `banned`: p at T over the allowed tokens, renormalised.
+    """The law `draw_token` and `masked_draws` sample with `banned`: p at T over the allowed tokens, renormalised.
 
-    At T = 0 it is the point mass on the argmax of the allowed tokens.
+    At T = 0 it is the point mass on the argmax of the allowed tokens. The
+    exactness tests and the laws compare counts against it.
     """
     if bool(banned.all(-1).any()):
         raise ValueError("every token of a row is banned: there is nothing left to draw")

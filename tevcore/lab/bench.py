@@ -9,7 +9,6 @@ to stdout as a table and to a JSON file with the run's metadata.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import subprocess
@@ -25,12 +24,15 @@ from tqdm import tqdm
 from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import load_prompts
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
-from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from tevcore.flags import add_target_arguments, comma_list, target_from_args
+from tevcore.proposers import DRAFTER_DTYPE_HELP, PROPOSER_SPECS, parse_drafter_dtype
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
+from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng
+from tevcore.outputs import write_json, written
 from tevcore.timing import seconds_of
+from tevcore.verify.verifiers import VERIFIERS
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
 
 PROMPT_LOOKUP_TOKENS = 10
@@ -121,14 +123,17 @@ def draw_seed(seed: int, *cell: object) -> int:
 
 def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
               temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
-              peers: bool = True, trims: dict[str, dict[int, tuple[float, ...] | None]] | None = None) -> list[dict]:
+              peers: bool = True, trims: dict[str, dict[int, tuple[float, ...] | None]] | None = None,
+              rows: list[dict] | None = None) -> list[dict]:
     """Measure every method on every prompt, interleaved; return one row per configuration.
 
     `trims` maps a `--trim` spec to each budget's `DecodeConfig.tree_costs`
     (default: 'off' alone, no trimming); every spec is its own configuration.
+    The rows of each (set, temperature) are appended to `rows` as soon as its
+    prompts are done, so a caller keeps them when the run is cut short.
     """
     trims = trims or {"off": {}}
-    rows = []
+    rows = [] if rows is None else rows
     for dataset in datasets:
         prompts = [prompt_ids(target, p.text) for p in load_prompts(dataset, "heldout", n)]
         for temperature in temperatures:
@@ -231,24 +236,24 @@ def _cell(value, width: int, spec: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="humaneval,mt-bench,gsm8k,spec-bench",
                         help="comma-separated prompt sets (held-out split) or .jsonl paths")
-    parser.add_argument("--n", type=int, default=20, help="prompts per set")
-    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--n", type=count_at_least_one, default=20, help="prompts per set")
+    parser.add_argument("--max-new-tokens", type=count_at_least_one, default=DecodeConfig.default("max_new_tokens"),
+                        help=DecodeConfig.help()["max_new_tokens"])
     parser.add_argument("--temperatures", default="0,1")
     parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
-    parser.add_argument("--verifiers", default="tev,residual")
+    parser.add_argument("--verifiers", default="tev,residual", help=f"comma-separated, of {', '.join(VERIFIERS)}")
     parser.add_argument("--trim", default="off", help=TRIM_HELP + "; comma-separated specs are measured side by side")
     parser.add_argument("--refresh-curve", action="store_true",
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--proposer", default="default",
-                        help="'default' (drafter + context lookup), 'drafter', 'lookup' (no drafter), 'rollout', "
-                             "a drafter folder, 'dflash:<DFlash folder or hub id>' (then transformers' DFlash chain "
-                             "decoding with the same drafter is a peer), '<any>+lookup'")
+                        help=PROPOSER_SPECS + "; with a DFlash drafter, transformers' DFlash chain decoding of the "
+                             "same drafter runs as a peer")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed_value, default=DecodeConfig.default("seed"), help=DecodeConfig.help()["seed"])
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--threads", type=thread_count, default=None, help="torch threads (default: torch's choice)")
     add_target_arguments(parser)
     parser.add_argument("--out", default="results/bench.json")
 
@@ -269,10 +274,14 @@ def run(args: argparse.Namespace) -> int:
         parse_trim(spec)
     if args.budgets == "auto" and len(trim_specs) != 1:
         raise ValueError("--budget auto chooses for one --trim spec; give one")
+    datasets = comma_list(args.dataset, str, "prompt sets")
+    for dataset in datasets:
+        load_prompts(dataset, "heldout", args.n)  # an unknown, missing or empty set is refused before the model loads
+    verifiers = comma_list(args.verifiers, str, "verifiers")
+    for verifier in verifiers:
+        DecodeConfig(verifier=verifier)
     target = target_from_args(args)
     proposer = resolve_proposer(args.proposer, target, drafter_dtype)
-    datasets = comma_list(args.dataset, str, "prompt sets")
-    verifiers = comma_list(args.verifiers, str, "verifiers")
     if args.refresh_curve:
         wanted = AUTO_BUDGETS if args.budgets == "auto" else comma_list(args.budgets, int, "budgets")
         forward_cost_curve(target, sizes=curve_sizes(wanted), refresh=True)
@@ -294,18 +303,39 @@ def run(args: argparse.Namespace) -> int:
     for costs in trims.values():
         for b, tree_costs in costs.items():
             DecodeConfig(budget=b, tree_costs=tree_costs)
-    rows = [row for temps, budgets in plan
-            for row in run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers,
-                                 args.seed, peers=not args.no_peers, trims=trims)]
+    rows: list[dict] = []
+    try:
+        for temps, budgets in plan:
+            run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers, args.seed,
+                      peers=not args.no_peers, trims=trims, rows=rows)
+    except KeyboardInterrupt:  # keep the finished (set, temperature) cells, marked partial
+        if rows:
+            print(format_table(rows))
+            _write(args, rows, _meta(args, commit, target, proposer, datasets, trim_specs, None, auto), partial=True)
+        raise
     print(format_table(rows))
     uses_curve = "auto" in trim_specs or bool(auto)
     curve = forward_cost_curve(target, sizes=curve_sizes(all_budgets)) if uses_curve and all_budgets else None
-    meta = {"commit": commit, "model": target.name, "proposer": proposer.name, "datasets": datasets,
+    _write(args, rows, _meta(args, commit, target, proposer, datasets, trim_specs, curve, auto))
+    return 0
+
+
+def _meta(args: argparse.Namespace, commit: str, target: Target, proposer, datasets: list[str], trim_specs: list[str],
+          curve: dict | None, auto: dict) -> dict:
+    return {"commit": commit, "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
-            "trim": trim_specs, "cost_curve_s": curve, "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "trim": trim_specs, "cost_curve_s": curve,
+            "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _write(args: argparse.Namespace, rows: list[dict], meta: dict, partial: bool = False) -> None:
+    """The rows and their settings at --out; `partial` marks a run cut short (its finished cells only)."""
+    if not rows:
+        raise ValueError("the run measured nothing: no result written")
+    if partial:
+        meta = {**meta, "partial": f"interrupted after {len(rows)} rows"}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    print(f"wrote {out}")
-    return 0
+    print(written(write_json(out, {"meta": meta, "rows": rows}, overwrite=args.force), args.out, partial))

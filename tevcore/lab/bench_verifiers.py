@@ -25,17 +25,19 @@ from pathlib import Path
 import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
-from tevcore.decoding.walker import walk
+from tevcore.target.walker import walk
 from tevcore.engine.builders import best_first
 from tevcore.lab.bench import git_commit
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
-from tevcore.flags import add_target_arguments, comma_list, target_from_args
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
+from tevcore.parsing import comma_list
 from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.sampling import make_generator
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
+from tevcore.outputs import write_json, written
 from tevcore.timing import seconds_of
 from tevcore.verify.verifiers import VERIFIERS, get_verifier, verifier_label
 
@@ -58,16 +60,20 @@ class ScoredTree:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budgets", default="8,16,32,64", help="comma-separated tree budgets")
-    parser.add_argument("--rounds", type=int, default=200, help="timed decisions per verifier and budget")
+    parser.add_argument("--rounds", type=count_at_least_one, default=200,
+                        help="timed decisions per verifier and budget")
     parser.add_argument("--temperature", type=float, default=SAMPLING_TEMPERATURE,
                         help="sampling temperature of the decisions")
     parser.add_argument("--verifiers", default=",".join(VERIFIERS), help="comma-separated verifier names")
-    parser.add_argument("--prompts", type=int, default=3, help="held-out MT-Bench prompts to take trees from")
-    parser.add_argument("--positions", type=int, default=2, help="tree positions per prompt (consecutive tokens of its greedy walk)")
-    parser.add_argument("--depth", type=int, default=8, help="rollout depth K of the stand-in proposer")
+    parser.add_argument("--prompts", type=count_at_least_one, default=3,
+                        help="held-out MT-Bench prompts to take trees from")
+    parser.add_argument("--positions", type=count_at_least_one, default=2,
+                        help="tree positions per prompt (consecutive tokens of its greedy walk)")
+    parser.add_argument("--depth", type=count_at_least_one, default=8, help="rollout depth K of the stand-in proposer")
     add_target_arguments(parser)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the decisions' random draws")
+    parser.add_argument("--threads", type=thread_count, default=None,
+                        help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--seed", type=seed_value, default=0, help="seed of the decisions' random draws")
     parser.add_argument("--out", default="results/verifiers.json", help="JSON file for the results")
 
 
@@ -214,17 +220,5 @@ def run(args: argparse.Namespace) -> int:
             "seed": args.seed, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "goals": met, "rows": rows}, indent=1))
-    print(f"wrote {out}")
+    print(written(write_json(out, {"meta": meta, "goals": met, "rows": rows}, overwrite=args.force), args.out))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore bench-verifiers`."""
-    from tevcore.cli import run_command
-
-    return run_command("bench-verifiers", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tevcore.target.loading import check_text
+
 HELDOUT_EVERY = 5
 SPLITS = ("heldout", "train", "all")
 DATASETS = ("humaneval", "mt-bench", "gsm8k", "spec-bench")
@@ -54,15 +56,21 @@ def _shared_file(name: str, file_name: str) -> Path:
 
 
 def _read_jsonl(path: Path) -> list[dict]:
+    """The records of a JSONL file, UTF-8 (a byte-order mark allowed); errors name the file and line."""
     if not path.is_file():
         raise FileNotFoundError(f"prompt file not found: {path}")
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(f"{path}, line {number}: not UTF-8 text (byte {raw[err.start]:#04x} at "
+                                 f"column {err.start + 1}); save the file as UTF-8") from None
             if line.strip():
                 try:
                     rows.append(json.loads(line))
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     raise ValueError(f"{path}, line {number}: not valid JSON") from None
     return rows
 
@@ -109,6 +117,7 @@ def _custom(path: Path) -> list[Prompt]:
                 if isinstance(row, dict) else None)
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{path}, record {i + 1}: needs a 'prompt', 'question' or 'turns' field with text")
+        check_text(text, f"{path}, record {i + 1}: the prompt")
         category = row.get("category")
         prompts.append(Prompt(path.stem, str(row.get("id", i)), text,
                               category=str(category) if category is not None else None))
@@ -139,10 +148,14 @@ def load_prompts(name: str, split: str = "heldout", n: int | None = None) -> lis
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"the number of prompts must be an integer >= 1 (or all), got {n!r}")
     if name in _LOADERS:
         items = _LOADERS[name]()
     elif name.endswith(".jsonl"):
         items, split = _custom(Path(name)), "all"  # a user's own file is used whole
+        if not items:
+            raise ValueError(f"{name} holds no prompts: give one {{\"prompt\": ...}} per line")
     else:
         raise ValueError(f"unknown prompt set {name!r}; choose from {DATASETS} or give a .jsonl path")
     if split != "all":

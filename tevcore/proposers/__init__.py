@@ -8,7 +8,8 @@ lookup (lookup.py) and the greedy rollout stand-in (base.py) all sit behind the 
 
 import torch
 
-from tevcore.proposers.base import GreedyRolloutProposer, NoDrafter, Proposer
+from tevcore.proposer_protocol import Proposer
+from tevcore.proposers.base import GreedyRolloutProposer, NoDrafter
 from tevcore.proposers.block import (BlockDrafter, BlockDrafterConfig, BlockProposer, default_drafter_path, load_default_proposer,
                     load_drafter, save_drafter)
 

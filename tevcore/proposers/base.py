@@ -1,6 +1,6 @@
-"""The drafter interface and the oracle stand-in proposer.
+"""The no-op defaults of the `Proposer` interface, flat rows, and the greedy-rollout stand-in proposer.
 
-A proposer looks at a target session (its committed tokens, cached hidden
+A proposer (interface in tevcore/proposer_protocol.py) looks at a target session (its committed tokens, cached hidden
 states and root token) and returns per-depth draft log-probabilities over the
 target vocabulary (a K x V tensor, or `DraftRows` when some rows are
 conditioned on the depth-1 token); a builder turns them into a tree.
@@ -10,55 +10,13 @@ from __future__ import annotations
 
 import math
 
-from typing import TYPE_CHECKING, Protocol
-
 import torch
 
-from tevcore.decoding.walker import score_root, walk
-from tevcore.engine.draft_rows import DraftRows
+from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
-from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
-
-if TYPE_CHECKING:
-    from tevcore.engine.records import RoundRecord
-
-
-class Proposer(Protocol):
-    """Anything that can propose per-depth draft distributions for the next round.
-
-    The decode loop calls, per round: `has_cheap_evidence(session)` (only
-    when trimming: whether it knows, without drafting, that this round is
-    promising; see `skip_gate`), `propose(session)` (unless the gate skips
-    drafting) and, once after the round's commit, `observe_round(session,
-    record)`. Before `propose`, it asks `propose_tree(session, builder,
-    budget)`: a proposer whose rows depend on the path (a draft LM) returns
-    the round's whole tree there, every other one None, and the loop builds
-    the tree from `propose`. `ProposerBase` gives the three optional calls
-    their defaults, so a proposer that keeps itself in sync inside `propose`
-    inherits them.
-    """
-
-    name: str
-    depth: int
-    hidden_layers: tuple[int, ...]  # target layers whose hidden states it reads from the session
-    stand_in: bool  # True for a teaching stand-in that is not a real drafter
-
-    def propose(self, session: TargetSession) -> torch.Tensor | DraftRows:
-        """(depth x V) draft log-probabilities for depths 1..depth after the session's root."""
-        ...
-
-    def has_cheap_evidence(self, session: TargetSession) -> bool:
-        """Whether this round is promising, known without drafting."""
-        ...
-
-    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
-        """The round's whole tree, for a proposer whose rows depend on the path; None to build from `propose`."""
-        ...
-
-    def observe_round(self, session: TargetSession, record: "RoundRecord") -> None:
-        """Feedback after the round committed: what was drafted, accepted and emitted."""
-        ...
+from tevcore.target.session import TargetSession
+from tevcore.target.walker import score_root, walk
 
 
 class ProposerBase:
@@ -73,7 +31,7 @@ class ProposerBase:
     def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
         return None
 
-    def observe_round(self, session: TargetSession, record: "RoundRecord") -> None:
+    def observe_round(self, session: TargetSession, record: RoundRecord) -> None:
         return None
 
 

@@ -14,21 +14,23 @@ from __future__ import annotations
 import copy
 import json
 import math
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
+from tevcore.diskwrite import save_tensors, write_text_atomic
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.loading import Target
 from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
 from tevcore.proposers.block_config import MODEL_TYPE, BlockDrafterConfig, check_draft_ids, check_target
 from tevcore.target.session import TargetSession
-from tevcore.proposers.base import ProposerBase
+from tevcore.proposers.base import GreedyRolloutProposer, ProposerBase
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -247,14 +249,17 @@ class BlockProposer(ProposerBase):
 def save_drafter(drafter: BlockDrafter, folder: Path, dtype: torch.dtype = torch.float32) -> None:
     """config.json + model.safetensors (trainable weights and draft ids; no frozen target rows)."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    made = not folder.exists()
     state = {k: (v.to(dtype) if v.is_floating_point() else v).contiguous().cpu()
              for k, v in drafter.state_dict().items()}
-    tmp = folder / (WEIGHTS_FILE + ".tmp")
-    save_file(state, str(tmp), metadata={"format": "pt", "model_type": MODEL_TYPE})
-    tmp.replace(folder / WEIGHTS_FILE)
-    (folder / (CONFIG_FILE + ".tmp")).write_text(json.dumps(drafter.config.to_dict(), indent=2))
-    (folder / (CONFIG_FILE + ".tmp")).replace(folder / CONFIG_FILE)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        save_tensors(folder / WEIGHTS_FILE, state, metadata={"format": "pt", "model_type": MODEL_TYPE})
+        write_text_atomic(folder / CONFIG_FILE, json.dumps(drafter.config.to_dict(), indent=2))
+    except BaseException:
+        if made:  # a failed write (a full disk) leaves no empty or partial drafter folder behind
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def read_config(folder: Path) -> BlockDrafterConfig:
@@ -282,12 +287,34 @@ def load_drafter(folder: Path, target: Target) -> BlockDrafter:
     if "draft_ids" not in state:
         raise ValueError(f"{path} holds no draft_ids: not a block drafter's weights")
     check_draft_ids(config, state["draft_ids"], path)
+    _check_weights_fit(config, state, folder)
     drafter = BlockDrafter(config, state["draft_ids"])
     try:
         drafter.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     except RuntimeError as err:
         raise ValueError(f"{path} does not match {folder / CONFIG_FILE}: {err}") from None
     return drafter.to(target.device).attach(target).eval()
+
+
+def _check_weights_fit(config: BlockDrafterConfig, state: dict[str, torch.Tensor], folder: Path) -> None:
+    """The weights file holds the tensors config.json describes, in their shapes, as floats: checked on a
+    skeleton that allocates nothing, so an absurd size (an FFN or a depth of 10^9) is refused, never allocated."""
+    path, where = folder / WEIGHTS_FILE, folder / CONFIG_FILE
+    layers = {name.split(".")[2] for name in state if name.startswith("encoder.layers.")}
+    if len(layers) != config.layers:
+        raise ValueError(f"{where} says layers={config.layers}, but {path} holds {len(layers)} encoder layers")
+    with torch.device("meta"):
+        skeleton = BlockDrafter(config, torch.zeros(config.draft_vocab_size, dtype=torch.long))
+    for name, expected in skeleton.state_dict().items():
+        found = state.get(name)
+        if found is None:
+            continue  # a missing tensor is named by load_state_dict
+        if expected.is_floating_point() and not found.is_floating_point():
+            raise ValueError(f"{path}: {name} holds {str(found.dtype).removeprefix('torch.')} values, "
+                             "not floating-point weights")
+        if found.shape != expected.shape:
+            raise ValueError(f"{path}: {name} has shape {list(found.shape)}, but {where} implies "
+                             f"{list(expected.shape)}")
 
 
 def default_drafter_path() -> Path:
@@ -300,8 +327,6 @@ def load_default_proposer(target: Target, dtype: torch.dtype | None = None):
 
     A damaged committed drafter raises (it must be fixed, not silently replaced).
     """
-    from tevcore.proposers.base import GreedyRolloutProposer
-
     path = default_drafter_path()
     if not (path / CONFIG_FILE).is_file():
         return GreedyRolloutProposer()

@@ -6,7 +6,8 @@ with a message that names the problem) before any weights are read.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import math
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -19,19 +20,42 @@ DEFAULT_LAYERS = 2  # encoder layers of a new drafter
 LEGACY_TARGET = "the default SmolLM2-135M-Instruct"  # what a drafter saved without a target record was trained for
 
 
+def feature_layers_for(target: Target, count: int = 4) -> tuple[int, ...]:
+    """The target layers whose hidden states a new drafter reads: `count` spread evenly up to the last.
+
+    Hidden-state index i is the output of layer i (0: the embeddings), so the
+    last layer is always read; SmolLM2-135M's 30 layers give 8, 16, 24, 30.
+    """
+    depth = int(target.model.config.get_text_config(decoder=True).num_hidden_layers)
+    step = math.ceil(depth / count)
+    return tuple(range(step, depth, step)) + (depth,)
+
+
+def layer_shape_of(target: Target) -> tuple[int, int]:
+    """A new drafter's attention heads and MLP width: the target's own, since a drafter layer works on the
+    target's hidden size (SmolLM2-135M: 9 heads, 1536)."""
+    config = target.model.config.get_text_config(decoder=True)
+    return int(config.num_attention_heads), int(getattr(config, "intermediate_size", 4 * config.hidden_size))
+
+
 @dataclass(frozen=True)
 class BlockDrafterConfig:
-    """Shape of a block drafter and the target shape it was trained against."""
+    """Shape of a block drafter and the target shape it was trained against.
+
+    The fields that depend on the target (feature layers, heads, MLP width)
+    have no default: a stored config names them, and a new drafter takes
+    them from its target (`feature_layers_for`, `layer_shape_of`).
+    """
 
     target_vocab_size: int
     target_hidden_size: int
     draft_vocab_size: int
-    hidden_layers: tuple[int, ...] = (8, 16, 24, 30)
+    hidden_layers: tuple[int, ...] = field(kw_only=True)
+    heads: int = field(kw_only=True)
+    ffn: int = field(kw_only=True)
     context: int = 8
     depth: int = 6
     layers: int = DEFAULT_LAYERS
-    heads: int = 9
-    ffn: int = 1536
     dropout: float = 0.0  # training only; eval mode turns it off
     known_slots: int = 0  # leading slots trained to take a known token (path-conditioned rows)
     target: dict | None = None  # the target it was trained for (`target_record`); None: saved before records
@@ -71,6 +95,9 @@ class BlockDrafterConfig:
             raise ValueError(f"unknown block drafter config keys: {sorted(unknown)}")
         if data.get("model_type", MODEL_TYPE) != MODEL_TYPE:
             raise ValueError(f"model_type {data.get('model_type')!r} is not {MODEL_TYPE!r}")
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.name not in data]
+        if missing:
+            raise ValueError(f"the block drafter config lacks {', '.join(missing)}")
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def to_dict(self) -> dict:
@@ -88,6 +115,11 @@ def check_draft_ids(config: BlockDrafterConfig, ids: torch.Tensor, where: Path) 
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= config.target_vocab_size):
         raise ValueError(f"{where}: draft_ids run from {int(ids.min())} to {int(ids.max())}, outside the target "
                          f"vocabulary of {config.target_vocab_size} tokens")
+    values, counts = torch.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        repeated = values[counts > 1]
+        raise ValueError(f"{where}: draft_ids repeats token {int(repeated[0])} ({len(repeated)} ids appear more "
+                         f"than once); each draft row must be a distinct target token")
 
 
 def check_target(config: BlockDrafterConfig, target: Target) -> None:

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file
 
+from tevcore.diskwrite import save_tensors, write_text_atomic
 from tevcore.target.loading import Target
 
 ARCHITECTURE = "DFlashDraftModel"
@@ -89,7 +91,7 @@ def is_dflash_folder(path: str | Path) -> bool:
         return False
     try:
         return json.loads(config.read_text()).get("architectures") == [ARCHITECTURE]
-    except (json.JSONDecodeError, AttributeError):
+    except (ValueError, AttributeError, OSError, RecursionError):  # not DFlash; its own reader names the problem
         return False
 
 
@@ -122,8 +124,12 @@ def read_spec(folder: Path) -> DFlashSpec:
         raise ValueError(f"{path} is missing: not a DFlash drafter folder")
     try:
         raw = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path} is not valid JSON: {err}") from None
+    except RecursionError:
+        raise ValueError(f"{path} nests too deeply to be a DFlash config") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: a DFlash config is a JSON object, got a {type(raw).__name__}")
     arch = raw.get("architectures")
     if arch != [ARCHITECTURE]:
         raise ValueError(f"{path}: architecture {arch} is not [{ARCHITECTURE!r}] (DFlash2 and other drafters "
@@ -133,6 +139,7 @@ def read_spec(folder: Path) -> DFlashSpec:
             raise ValueError(f"{path}: the DFlash config has no {name} (in dflash_config or at the top level)")
     if _value(raw, "block_size") is None:
         raise ValueError(f"{path}: the DFlash config has no block_size")
+    _check_layer_count(raw, Path(folder), path)
     qwen = _qwen_config(raw, path)
     layer_types = tuple(qwen.layer_types)
     unknown = sorted(set(layer_types) - {FULL, SLIDING})
@@ -158,6 +165,25 @@ def read_spec(folder: Path) -> DFlashSpec:
                       output_multiplier=float(_value(raw, "output_multiplier", 1.0)),
                       final_logit_softcapping=float(softcap) if softcap else None, layer_types=layer_types,
                       is_causal=causal, sliding_window=window)
+
+
+def _check_layer_count(raw: dict, folder: Path, path: Path) -> None:
+    """num_hidden_layers is the number of layers the weights hold (read from their headers only): checked before
+    anything is sized by it, so an absurd depth is refused instead of building 10^9 layers."""
+    declared = raw.get("num_hidden_layers")
+    if not isinstance(declared, int) or isinstance(declared, bool) or declared < 1:
+        raise ValueError(f"{path}: num_hidden_layers {declared!r} must be a positive integer")
+    files, held = sorted(folder.glob("*.safetensors")), set()
+    if not files:
+        raise ValueError(f"{folder} has no {WEIGHTS_FILE}")
+    for file in files:
+        try:
+            with safe_open(str(file), "pt") as weights:
+                held |= {name.split(".")[1] for name in weights.keys() if name.startswith("layers.")}
+        except (SafetensorError, OSError) as err:
+            raise ValueError(f"{file} is not a readable safetensors file (damaged or truncated?): {err}") from None
+    if len(held) != declared:
+        raise ValueError(f"{path} says num_hidden_layers={declared}, but the weights hold {len(held)} layers")
 
 
 def _qwen_config(raw: dict, path: Path | None = None):
@@ -195,6 +221,9 @@ def check_target(spec: DFlashSpec, target: Target) -> None:
     if not 0 <= spec.mask_token_id < target.vocab_size:
         raise ValueError(f"DFlash drafter {name}: mask_token_id {spec.mask_token_id} is outside the target's "
                          f"vocabulary of {target.vocab_size}")
+    if spec.block_size > target.max_context:
+        raise ValueError(f"DFlash drafter {name}: block_size {spec.block_size} exceeds the target {target.name}'s "
+                         f"context of {target.max_context} positions")
 
 
 def muse_config(spec: DFlashSpec):
@@ -250,6 +279,7 @@ def load_dflash(source: str | Path, target: Target):
     spec = read_spec(folder)
     check_target(spec, target)
     state = {_published_to_muse(k): v for k, v in read_weights(folder).items()}
+    _check_weights(spec, state, folder)
     config = muse_config(spec)
     config._attn_implementation = "sdpa"
     with torch.device("meta"):
@@ -269,6 +299,14 @@ def load_dflash(source: str | Path, target: Target):
     return drafter.eval(), spec
 
 
+def _check_weights(spec: DFlashSpec, state: dict[str, torch.Tensor], folder: Path) -> None:
+    """Floating-point weights only (an absurd width is refused by the shapes, on a network that allocates nothing)."""
+    for name, tensor in state.items():
+        if not tensor.is_floating_point():
+            raise ValueError(f"{folder}: {_muse_to_published(name)} holds {str(tensor.dtype).removeprefix('torch.')} "
+                             "values, not floating-point weights")
+
+
 def save_dflash(drafter, spec: DFlashSpec, folder: Path, dtype: torch.dtype | None = None) -> Path:
     """Write `drafter` back in the published layout (its config.json as read), atomically."""
     folder = Path(folder)
@@ -278,8 +316,12 @@ def save_dflash(drafter, spec: DFlashSpec, folder: Path, dtype: torch.dtype | No
     if any(not math.isfinite(float(v.float().abs().max())) for v in state.values() if v.numel()):
         raise ValueError("the DFlash drafter has non-finite weights; not saved")
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
-    save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
-    (tmp / CONFIG_FILE).write_text(json.dumps(spec.raw, indent=2))
+    try:
+        save_tensors(tmp / WEIGHTS_FILE, state, metadata={"format": "pt"})
+        write_text_atomic(tmp / CONFIG_FILE, json.dumps(spec.raw, indent=2))
+    except BaseException:  # a failed write (a full disk) leaves no partial folder behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if folder.exists():
         for file in (WEIGHTS_FILE, CONFIG_FILE):
             (tmp / file).replace(folder / file)

@@ -29,12 +29,13 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
-from tevcore.engine.builders import PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
+from tevcore.engine.builders import BUILDER_NAMES, PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
 from tevcore.engine.tree import DraftTree
-from tevcore.flags import comma_list
-from tevcore.target.kv_cache import RoomyLayer
+from tevcore.parsing import comma_list
+from tevcore.target.kv_cache import roomy_cache, truncate
 from tevcore.target.loading import Target, load_target
-from tevcore.target.session import TargetSession, _one_logit_row
+from tevcore.target.session import TargetSession, one_logit_row
+from tevcore.target.tree_masks import frontier_mask
 from tevcore.proposers.base import ProposerBase
 
 MODEL_PREFIX = "model:"
@@ -200,29 +201,26 @@ class DraftLMProposer(ProposerBase):
         while common < limit and self.cached_tokens[common] == committed[common]:
             common += 1
         if self.cache is None:
-            self.cache = _full_cache(self.model.config, len(committed) + FIRST_ROOM)
+            # every position stays in the cache: the frontier masks index them all
+            self.cache = roomy_cache(self.model.config, len(committed) + FIRST_ROOM)
         self._crop(common)
         ids = torch.tensor([committed[common:]], device=self.draft.device)
         positions = torch.arange(common, len(committed), device=self.draft.device)[None]
         logits = self.model(input_ids=ids, position_ids=positions, cache=self.cache, use_cache=True,
-                            **_one_logit_row(self.model)).logits[0, -1:]
+                            **one_logit_row(self.model)).logits[0, -1:]
         self.cached_tokens = list(committed)
         return self._log_probs(logits)
 
     def _expand(self, pool: _Pool, frontier: list[int], context: int) -> torch.Tensor:
         """One forward of the frontier's tokens, each seeing the context and its own ancestors; (F, V) rows."""
         start = self.cache.get_seq_length()
-        allowed = torch.zeros(len(frontier), start + len(frontier), dtype=torch.bool)
-        allowed[:, :context] = True
-        for row, node in enumerate(frontier):
-            pool.columns[node] = start + row
-            allowed[row, [pool.columns[n] for n in pool.path(node)]] = True
-        dtype = self.model.dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
+        pool.columns.update((node, start + row) for row, node in enumerate(frontier))
         device = self.draft.device
+        mask = frontier_mask(context, start + len(frontier), [[pool.columns[n] for n in pool.path(node)]
+                                                              for node in frontier], self.model.dtype, device)
         ids = torch.tensor([[pool.tokens[n] for n in frontier]], device=device)
         positions = torch.tensor([[context - 1 + pool.depths[n] for n in frontier]], device=device)
-        out = self.model(input_ids=ids, attention_mask=mask.to(device)[None, None], position_ids=positions,
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                          cache=self.cache, use_cache=True)
         return self._log_probs(out.logits[0])
 
@@ -234,22 +232,9 @@ class DraftLMProposer(ProposerBase):
         return torch.log_softmax(logits, -1)
 
     def _crop(self, length: int) -> None:
-        """Keep the first `length` cache positions (views of the reserved room)."""
-        for layer in self.cache.layers:
-            if layer.is_initialized:
-                layer.keys, layer.values = layer.keys[..., :length, :], layer.values[..., :length, :]
+        """Keep the first `length` cached positions and the tokens they hold."""
+        truncate(self.cache, length)
         self.cached_tokens = self.cached_tokens[:length]
-
-
-def _full_cache(config, capacity: int) -> DynamicCache:
-    """A cache whose every layer keeps all positions in reserved room: the tree mask indexes them all.
-
-    A sliding-window draft therefore attends past its window; its drafts only steer the tree, whose
-    verification stays exact.
-    """
-    cache = DynamicCache(config=config)
-    cache.layers = [RoomyLayer(capacity) for _ in cache.layers]
-    return cache
 
 
 def _widths(builder: str, budget: int, depth: int) -> list[int]:
@@ -263,7 +248,7 @@ def _widths(builder: str, budget: int, depth: int) -> list[int]:
         if not widths or any(w < 1 for w in widths) or len(widths) > depth:
             raise ValueError(f"{builder!r} needs 1 to {depth} positive widths for a draft LM of depth {depth}")
         return widths
-    raise ValueError(f"unknown builder {builder!r}; choose best_first, chain or width:W1,W2,...")
+    raise ValueError(f"unknown builder {builder!r}; choose {', '.join(BUILDER_NAMES)}")
 
 
 def _best_first_frontier(pool: _Pool, added: list[int], budget: int) -> list[int]:

@@ -26,7 +26,8 @@ import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
 from tevcore.target.session import TargetSession
-from tevcore.proposers.base import Proposer, ProposerBase
+from tevcore.proposer_protocol import Proposer
+from tevcore.proposers.base import ProposerBase
 
 
 def lookup_continuation(context: list[int], length: int, min_ngram: int = 2, max_ngram: int = 4) -> list[int]:

@@ -6,6 +6,8 @@ GGUF file or a hub id) with one-line errors for what cannot work; session.py
 holds a prefilled context and scores a whole draft tree in one forward with
 an ancestor-only mask cut to each layer's window (tree_masks.py,
 tree_attention.py), then commits the accepted path by compacting a KV cache
-that keeps every key in every layer (kv_cache.py). packed_linear.py is a CPU
-fast path that must give the same logits.
+that keeps every key in every layer (kv_cache.py). walker.py is the one
+autoregressive walk over sessions (the AR baseline, evaluation, the rollout
+stand-in, training data). packed_linear.py is a CPU fast path that must give
+the same logits.
 """

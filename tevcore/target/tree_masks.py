@@ -84,9 +84,28 @@ def _allowed(tree: DraftTree, start: int, window: int | None) -> torch.Tensor:
 def tree_masks(windows: dict[str, int | None], tree: DraftTree, start: int, dtype: torch.dtype,
                device: torch.device) -> torch.Tensor | dict[str, torch.Tensor]:
     """Additive 4D masks (1, 1, N+1, start+N+1): one tensor for a single layer type, else a dict per type."""
-    masks = {}
-    for kind, window in windows.items():
-        mask = torch.zeros(tree.num_nodes, start + tree.num_nodes, dtype=dtype)
-        mask.masked_fill_(~_allowed(tree, start, window), torch.finfo(dtype).min)
-        masks[kind] = mask.to(device)[None, None]
+    masks = {kind: additive_mask(_allowed(tree, start, window), dtype, device) for kind, window in windows.items()}
     return next(iter(masks.values())) if len(masks) == 1 else masks
+
+
+def frontier_mask(context: int, keys: int, seen: list[list[int]], dtype: torch.dtype,
+                  device: torch.device) -> torch.Tensor:
+    """Additive 4D mask (1, 1, F, keys) of a tree grown one depth per forward (a draft LM's frontier).
+
+    Query f sees the first `context` keys (the committed context) and the key
+    columns `seen[f]`: its own and its ancestors' entries, which earlier
+    depths left in the cache in the order they were fed. No window applies:
+    such a cache keeps every key, and a draft's rows only steer the tree,
+    whose verification stays exact.
+    """
+    allowed = torch.zeros(len(seen), keys, dtype=torch.bool)
+    allowed[:, :context] = True
+    for row, columns in enumerate(seen):
+        allowed[row, columns] = True
+    return additive_mask(allowed, dtype, device)
+
+
+def additive_mask(allowed: torch.Tensor, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """(1, 1, R, C) mask of 0 where `allowed`, else the dtype's lowest value (what attention adds to scores)."""
+    mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
+    return mask.to(device)[None, None]

@@ -15,8 +15,8 @@ starts (`paired_coverage`), which gives their difference without the chance
 of each decode sampling its own text. Tables go to stdout and everything to
 compare.json.
 
-    python -m tevcore.train.compare runs/compare --data runs/data-default --init runs/main/drafter
-    python -m tevcore.train.compare runs/scratch --data runs/data-default --steps 3000 --lr 1e-3 --warmup 50
+    python -m tevcore compare runs/compare --data runs/data-default --init runs/main/drafter
+    python -m tevcore compare runs/scratch --data runs/data-default --steps 3000 --lr 1e-3 --warmup 50
     python -m tevcore compare runs/dflash --target Qwen/Qwen3-4B --data runs/data-qwen3 --init dflash:z-lab/Qwen3-4B-DFlash-b16 \
         --variants distill,exit-F-0.1
 """
@@ -30,8 +30,10 @@ from pathlib import Path
 
 import torch
 
-from tevcore.config import SAMPLING_TEMPERATURE
-from tevcore.flags import add_target_arguments, comma_list, target_from_args
+from tevcore.config import SAMPLING_TEMPERATURE, DecodeConfig
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
+from tevcore.outputs import write_json
+from tevcore.parsing import comma_list
 from tevcore.proposers.dflash_format import PREFIX as DFLASH_PREFIX
 from tevcore.train.config import TrainConfig
 
@@ -64,13 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=5, help="warmup steps (at most --steps)")
     parser.add_argument("--dropout", type=float, default=None,
                         help="encoder dropout (default: the starting drafter's; 0 from scratch)")
-    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
+    parser.add_argument("--seed", type=seed_value, default=TrainConfig.seed)
     parser.add_argument("--budgets", default="8,16")
     parser.add_argument("--temperature", type=float, default=SAMPLING_TEMPERATURE)
     parser.add_argument("--sets", default="mt-bench,humaneval,gsm8k")
-    parser.add_argument("--per-set", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--per-set", type=count_at_least_one, default=4)
+    parser.add_argument("--max-new-tokens", type=count_at_least_one, default=48)
+    parser.add_argument("--threads", type=thread_count, default=1)
 
 
 def _proposer(folder: Path, dflash: bool, target, name: str):
@@ -90,22 +92,27 @@ def run(args: argparse.Namespace) -> int:
     from tevcore.train.loop import train
 
     torch.set_num_threads(args.threads)
-    if args.init is None and "start" in comma_list(args.variants, str, "variants"):
+    names = variant_names(args.variants)
+    if args.init is None and "start" in names:
         raise ValueError("the 'start' variant needs --init (there is no starting drafter to evaluate)")
     dflash = bool(args.init) and args.init.startswith(DFLASH_PREFIX)
     if dflash and args.dropout is not None:
         raise ValueError("--dropout applies to block drafters, not to a DFlash drafter")
-    target = target_from_args(args)
-    shape = _shape(args.init, args.data)
-    prompts = eval_prompts(tuple(comma_list(args.sets, str, "prompt sets")), args.per_set)
     budgets = comma_list(args.budgets, int, "budgets")
+    if min(budgets) < 1:
+        raise ValueError(f"--budgets must be integers >= 1, got {args.budgets!r}")
+    DecodeConfig(temperature=args.temperature)
+    prompts = eval_prompts(tuple(comma_list(args.sets, str, "prompt sets")), args.per_set)
+    shape = _shape(args.init, args.data)
+    configs = {name: variant_config(args, name, shape) for name in names if name != "start"}  # checked up front
+    target = target_from_args(args)
     results, proposers = {}, {}
-    for name in comma_list(args.variants, str, "variants"):
+    for name in names:
         start = time.time()
         if name == "start":
             folder, trained = Path(args.init.removeprefix(DFLASH_PREFIX)), None
         else:
-            folder = train(variant_config(args, name, shape), args.out / name, target)
+            folder = train(configs[name], args.out / name, target)
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
         proposers[name] = _proposer(folder, dflash, target, name)
         cells = evaluate(target, proposers[name], prompts, args.temperature, budgets, args.max_new_tokens)
@@ -122,6 +129,18 @@ def run(args: argparse.Namespace) -> int:
         _write(args, prompts, results)
         print(format_paired(paired), flush=True)
     return 0
+
+
+def variant_names(text: str) -> list[str]:
+    """The --variants list, every name checked before anything trains: known, and each once."""
+    names = comma_list(text, str, "variants")
+    for name in names:
+        if name not in VARIANTS and name != "start":
+            raise ValueError(f"--variants: unknown variant {name!r}; choose from {', '.join(VARIANTS)} or 'start'")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"--variants names {', '.join(repeated)} more than once")
+    return names
 
 
 def variant_config(args: argparse.Namespace, name: str, shape: dict) -> TrainConfig:
@@ -164,9 +183,10 @@ def _shape(init: str | None, data: str | None = None) -> dict:
 
 
 def _write(args: argparse.Namespace, prompts: list, results: dict) -> None:
-    (args.out / "compare.json").parent.mkdir(parents=True, exist_ok=True)
-    (args.out / "compare.json").write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
-                                                       "prompts": len(prompts), "results": results}, indent=2))
+    """compare.json, rewritten after each variant: the CLI refused an existing one at the start (unless --force)."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / "compare.json", {"args": {k: str(v) for k, v in vars(args).items()},
+                                           "prompts": len(prompts), "results": results}, overwrite=True)
 
 
 def _table(results: dict, budgets: list[int]) -> str:
@@ -180,14 +200,3 @@ def _table(results: dict, budgets: list[int]) -> str:
         train_e = r["train_tree_E_last10"]
         lines.append(row + (f" {train_e:>8.3f}" if train_e is not None else f" {'-':>8}"))
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore compare` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("compare", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

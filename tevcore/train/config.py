@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from tevcore.engine.sampling import MAX_SEED
 from tevcore.train.losses import TREE_WEIGHTS
 
 
@@ -19,8 +20,8 @@ class TrainConfig:
     depth: int = 6
     context: int = 8
     layers: int | None = None  # encoder layers: 2 for a new drafter; with init, grow the drafter to this many
-    heads: int = 9
-    ffn: int = 1536
+    heads: int | None = None  # attention heads of a new drafter; None: the target's
+    ffn: int | None = None  # MLP width of a new drafter; None: the target's
     dropout: float = 0.0
     draft_vocab: int = 8192
     steps: int = 1000
@@ -44,15 +45,16 @@ class TrainConfig:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        positive = ("depth", "context", "heads", "ffn", "draft_vocab", "steps", "batch_size",
+        positive = ("depth", "context", "draft_vocab", "steps", "batch_size",
                     "tree_budget", "checkpoint_every", "threads", "tree_pool")
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.layers is not None and (not isinstance(self.layers, int) or isinstance(self.layers, bool)
-                                        or self.layers < 1):
-            raise ValueError(f"layers must be a positive integer, got {self.layers!r}")
+        for name in ("layers", "heads", "ffn"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
         for name in ("warmup", "tree_anchors"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {getattr(self, name)!r}")
@@ -74,6 +76,8 @@ class TrainConfig:
             raise ValueError(f"tree_alpha must be < 1, got {self.tree_alpha}")
         if self.tree_lambda > 0 and self.tree_anchors == 0:
             raise ValueError("tree_lambda > 0 needs tree_anchors >= 1")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed!r}")
         if self.max_shards is not None and self.max_shards < 1:
             raise ValueError(f"max_shards must be >= 1 or None, got {self.max_shards}")
 

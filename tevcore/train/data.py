@@ -16,22 +16,27 @@ import json
 import math
 import os
 import random
-from dataclasses import asdict, dataclass
+import sys
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from tqdm import tqdm
 
+from tevcore.diskwrite import save_tensors, write_failure, write_text_atomic
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.datasets import DATASETS
-from tevcore.flags import comma_list
+from tevcore.parsing import comma_list
+from tevcore.proposers.block_config import feature_layers_for
 from tevcore.proposers.target_record import target_fingerprint
 from tevcore.target.loading import Target, encode_prompt
+from tevcore.train import shard_ledger
 from tevcore.train.generation import features_forward, generate_sequences, top_k_rows
 from tevcore.train.prompts import all_training_prompts
 
 MANIFEST = "manifest.json"
+MANIFEST_KEYS = ("config", "target_name", "shards")
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ class DataConfig:
     """What a distillation set holds; stored in the manifest so a resume cannot mix settings."""
 
     target: str = "default"
-    hidden_layers: tuple[int, ...] = (8, 16, 24, 30)
+    hidden_layers: tuple[int, ...] | None = None  # target layers to record; None: `feature_layers_for` the target
     context: int = 8  # feature positions kept before the first root
     top_k: int = 32
     seed: int = 0
@@ -56,7 +61,7 @@ class DataConfig:
     text_batch: int = 8
 
     def __post_init__(self) -> None:
-        if not self.hidden_layers or self.context < 1 or self.top_k < 1 or self.gen_batch < 1 or self.text_batch < 1:
+        if self.hidden_layers == () or self.context < 1 or self.top_k < 1 or self.gen_batch < 1 or self.text_batch < 1:
             raise ValueError("hidden_layers, context, top_k and batch sizes must be positive")
         if self.samples < 1 or not self.temperatures:
             raise ValueError("samples must be at least 1 and temperatures must name at least one value")
@@ -95,18 +100,22 @@ def generation_jobs(prompts: list[list[int]], config: DataConfig) -> list[Job]:
     return jobs
 
 
-def check_hidden_layers(target: Target, config: DataConfig) -> None:
-    """The feature layers must exist in the target (hidden-state index 0 is the embedding output)."""
+def for_target(target: Target, config: DataConfig) -> DataConfig:
+    """`config` with its feature layers for `target` (the default spread when it names none), checked to exist
+    in the target (hidden-state index 0 is the embedding output)."""
+    if config.hidden_layers is None:
+        return replace(config, hidden_layers=feature_layers_for(target))
     depth = int(target.model.config.num_hidden_layers)
     if max(config.hidden_layers) > depth or min(config.hidden_layers) < 0:
-        spread = ",".join(str(round(depth * (i + 1) / 4)) for i in range(min(4, depth)))
+        spread = ",".join(map(str, feature_layers_for(target)))
         raise ValueError(f"hidden layers {list(config.hidden_layers)} do not lie in 0..{depth} (the target "
                          f"{target.name} has {depth} layers); pass e.g. --hidden-layers {spread}")
+    return config
 
 
 def plan_jobs(target: Target, config: DataConfig) -> list[list[Job]]:
     """The deterministic list of shards (each a list of jobs) for a target and config."""
-    check_hidden_layers(target, config)
+    config = for_target(target, config)
     rng = random.Random(config.seed)
     items = all_training_prompts(config.sets or None)
     shards: list[list[Job]] = []
@@ -179,29 +188,62 @@ def shard_path(folder: Path, index: int) -> Path:
 
 
 def _check_manifest(folder: Path, target: Target, config: DataConfig, shards: int) -> None:
-    """Write the manifest, or refuse to resume a folder built with other settings."""
+    """Write the manifest, or refuse to resume a folder built with other settings.
+
+    A damaged manifest beside no shards (a build killed while writing it) is simply written again; beside
+    shards it is refused, since they may have been built with other settings.
+    """
     config_dict = json.loads(json.dumps(asdict(config)))  # tuples as lists, as the file holds them
     defaults = json.loads(json.dumps(asdict(DataConfig())))  # a field newer than the folder had its default
     path = folder / MANIFEST
-    if path.is_file() and {**defaults, **json.loads(path.read_text()).get("config", {})} != config_dict:
-        raise ValueError(f"{folder} was built with another config; use a new folder or the same settings")
-    folder.mkdir(parents=True, exist_ok=True)
+    if path.is_file():
+        try:
+            old = read_manifest(folder)
+        except ValueError as err:
+            if any(folder.glob("shard_*.safetensors")):
+                raise ValueError(f"{err}; restore it, or build into a new folder") from None
+            old = None
+        if old is not None and {**defaults, **old["config"]} != config_dict:
+            raise ValueError(f"{folder} was built with another config; use a new folder or the same settings")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise write_failure(folder, err) from None
     manifest = {"config": config_dict, "target_name": target.name, "vocab_size": target.vocab_size,
                 "hidden_size": int(target.model.config.hidden_size), "target_fingerprint": target_fingerprint(target),
                 "shards": shards}
-    path.write_text(json.dumps(manifest, indent=2))
+    write_text_atomic(path, json.dumps(manifest, indent=2))
+
+
+def _done_shards(folder: Path, count: int) -> set[int]:
+    """The shards of the plan that are present and sound; a damaged one is deleted (and said) to be built again."""
+    ledger = shard_ledger.recorded(folder)
+    done = set()
+    for index in range(count):
+        path = shard_path(folder, index)
+        if not path.is_file():
+            continue
+        problem = shard_ledger.shard_problem(folder, path, ledger)
+        if problem is None:
+            done.add(index)
+        else:
+            print(f"note: shard {path} is damaged ({problem}); building it again", file=sys.stderr)
+            path.unlink()
+    return done
 
 
 def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: int | None = None,
                   plan: list[list[Job]] | None = None) -> int:
     """Write the missing shards of the plan (default: `plan_jobs`) into `folder`; return how many exist."""
     folder = Path(folder)
-    check_hidden_layers(target, config)
+    config = for_target(target, config)
     plan = plan_jobs(target, config) if plan is None else plan
     if max_shards is not None:
         plan = plan[:max_shards]
     _check_manifest(folder, target, config, len(plan))
-    todo = [i for i in range(len(plan)) if not shard_path(folder, i).is_file()]
+    shard_ledger.remove_stale_temporaries(folder)
+    done = _done_shards(folder, len(plan))
+    todo = [i for i in range(len(plan)) if i not in done]
     tokens = 0
     bar = tqdm(todo, desc="shards", unit="shard")
     for index in bar:
@@ -213,9 +255,8 @@ def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: 
         else:
             seqs = _run_text(target, jobs, config)
         packed = _pack(seqs)
-        tmp = shard_path(folder, index).with_suffix(".tmp")
-        save_file(packed, str(tmp), metadata={"kind": jobs[0].kind})
-        os.replace(tmp, shard_path(folder, index))
+        size = save_tensors(shard_path(folder, index), packed, metadata={"kind": jobs[0].kind})
+        shard_ledger.record(folder, shard_path(folder, index), size)
         tokens += int(packed["tokens"].numel())
         bar.set_postfix(tokens=tokens)
     return sum(shard_path(folder, i).is_file() for i in range(len(plan)))
@@ -227,12 +268,17 @@ def load_shards(folder: Path) -> list[dict[str, torch.Tensor]]:
     paths = sorted(folder.glob("shard_*.safetensors"))
     if not paths:
         raise FileNotFoundError(f"no shards in {folder}; build them with `python -m tevcore build-data`")
+    ledger = shard_ledger.recorded(folder)
     out = []
     for path in paths:
+        problem = shard_ledger.size_problem(path, ledger)
         try:
-            out.append(load_file(str(path)))
+            if problem is None:
+                out.append(load_file(str(path)))
         except Exception as err:  # safetensors raises several types for a damaged file
-            raise ValueError(f"shard {path} is damaged ({err}); delete it and rerun build-data to rebuild it") from None
+            problem = str(err)
+        if problem is not None:
+            raise ValueError(f"shard {path} is damaged ({problem}); rerun build-data on {folder} to rebuild it")
     return out
 
 
@@ -267,17 +313,30 @@ def check_data_target(spec: str | Path, target: Target) -> None:
 
 
 def read_manifest(folder: Path) -> dict:
+    """A set's manifest; a missing, empty, non-JSON or foreign one is a one-line error naming the file."""
     path = Path(folder) / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: not a distillation set")
-    return json.loads(path.read_text())
+    try:
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is damaged: it is not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        what = "empty" if not path.read_bytes().strip() else f"not valid JSON ({err})"
+        raise ValueError(f"{path} is damaged: it is {what}") from None
+    except RecursionError:
+        raise ValueError(f"{path} is damaged: it nests too deeply to be a manifest") from None
+    missing = [key for key in MANIFEST_KEYS if not isinstance(manifest, dict) or key not in manifest]
+    if missing or not isinstance(manifest["config"], dict) or not isinstance(manifest["shards"], int):
+        raise ValueError(f"{path} is not a distillation-set manifest (it needs {', '.join(MANIFEST_KEYS)})")
+    return manifest
 
 
 def build_progress(folder: Path) -> tuple[int, int] | None:
     """(shards written, shards planned) of a build: the plan is the manifest's, written before the first shard,
     so a reader needs no guess at it. None while there is no readable manifest yet."""
     try:
-        planned = int(read_manifest(folder)["shards"])
-    except (OSError, ValueError, KeyError, TypeError):
+        planned = read_manifest(folder)["shards"]
+    except (OSError, ValueError):
         return None
     return sum(shard_path(Path(folder), i).is_file() for i in range(planned)), planned

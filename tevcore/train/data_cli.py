@@ -9,14 +9,15 @@ from pathlib import Path
 
 import torch
 
-from tevcore.flags import add_target_arguments, comma_list, target_from_args
+from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
+from tevcore.parsing import comma_list
 from tevcore.train.data import DataConfig, build_dataset, plan_jobs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="folder for the shards (resumes when it exists)")
     add_target_arguments(parser)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 leaves cores for others)")
+    parser.add_argument("--threads", type=thread_count, default=1, help="torch CPU threads (1 leaves cores for others)")
     parser.add_argument("--max-shards", type=int, default=None, help="stop after the first N shards of the plan")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     for f in fields(DataConfig):
@@ -28,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         elif str(f.type).startswith("tuple"):
             parser.add_argument(flag, default=None, help="comma-separated values")
         else:
-            parser.add_argument(flag, type=float if f.type in ("float", float) else int, default=None)
+            kind = float if f.type in ("float", float) else seed_value if f.name == "seed" else int
+            parser.add_argument(flag, type=kind, default=None)
 
 
 def _tuple(kind: str, text: str) -> tuple:
@@ -61,14 +63,3 @@ def run(args: argparse.Namespace) -> int:
     done = build_dataset(target, config, args.out, max_shards=args.max_shards)
     print(f"{done}/{len(plan)} shards in {args.out} ({time.time() - start:.0f} s)")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore build-data` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("build-data", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -17,7 +17,6 @@ run ends. Runs are single-process (no DDP).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -33,11 +32,13 @@ from tevcore.train.config import TrainConfig
 from tevcore.train.losses import distill_loss, tree_objective
 from tevcore.train.rundir import (
     RunClock,
-    RunLock,
+    append_metrics,
+    held_run_folder,
     latest_checkpoint,
     load_trainer_state,
     reported_end,
     save_checkpoint,
+    save_final,
     write_status,
 )
 
@@ -77,14 +78,8 @@ def train_dflash(config: TrainConfig, out: Path, target: Target) -> Path:
         raise ValueError("DFlash fine-tuning runs in one process; launch it without torchrun")
     initial = load_dflash(config.init.removeprefix(PREFIX), target)  # checked before the run folder is made
     _check(config, initial[1].depth)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    lock = RunLock(out)
-    lock.acquire()
-    try:
-        return _train_locked(config, out, target, initial)
-    finally:
-        lock.release()
+    with held_run_folder(Path(out)) as folder:
+        return _train_locked(config, folder, target, initial)
 
 
 def _train_locked(config: TrainConfig, out: Path, target: Target, initial: tuple) -> Path:
@@ -147,11 +142,10 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, initial: tuple
                 loss = loss + config.tree_lambda * tree
                 metrics.update(tree=tree.item(), tree_E=tree_e / len(tree_terms))
             metrics["loss"] = optimizer_step(optimizer, params, loss, metrics["lr"], config.grad_clip)
-            with open(out / "metrics.jsonl", "a") as metrics_file:
-                metrics_file.write(json.dumps(metrics) + "\n")
+            append_metrics(out, metrics)
             if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
                 save_checkpoint(out, drafter, optimizer, step + 1, save=save)
             write_status(out, "running", step + 1, config.steps, clock)
-        final = save(drafter.eval(), out / "drafter")
+        final = save_final(out, drafter.eval(), save)
     print(f"saved the fine-tuned DFlash drafter to {final}")
     return final

@@ -23,7 +23,7 @@ from tevcore.engine.builders import best_first, check_budget
 from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import Prompt
 from tevcore.decoding.loop import prompt_ids, rounds
-from tevcore.decoding.walker import walk
+from tevcore.target.walker import walk
 from tevcore.engine.flow import parent_edge_log_probs, path_log_probs, target_flow
 from tevcore.target.loading import Target
 from tevcore.decoding.oracle import oracle_tree

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path
 
 import torch
 
+from tevcore.outputs import write_json, written
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
-from tevcore.flags import add_target_arguments, budget_or_chain, comma_list, target_from_args
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
+from tevcore.parsing import budget_or_chain, comma_list
 from tevcore.train.eval import (
     BUDGETS,
     MIX,
@@ -34,10 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperatures", default="0,1")
     parser.add_argument("--greedy-sets", default="humaneval", help="held-out sets at T = 0")
     parser.add_argument("--sample-sets", default=",".join(MIX), help="held-out sets at T > 0")
-    parser.add_argument("--per-set", type=int, default=6, help="held-out prompts per set")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--per-set", type=count_at_least_one, default=6, help="held-out prompts per set")
+    parser.add_argument("--max-new-tokens", type=count_at_least_one, default=64)
+    parser.add_argument("--seed", type=seed_value, default=0)
+    parser.add_argument("--threads", type=thread_count, default=1)
     parser.add_argument("--lookup", action="store_true", help="mix in the context lookup (as the default proposer does)")
     parser.add_argument("--branches", type=int, default=None,
                         help="depth-1 tokens given a second, conditioned drafter pass (drafters trained with a "
@@ -63,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
     if args.compare and (args.oracle or "chain" in budgets):
         raise ValueError("--compare scores best-first trees of numbered budgets; drop 'chain' and --oracle")
+    plan = []  # (temperature, prompts): every set read before the model loads
+    for temperature in comma_list(args.temperatures, float, "temperatures"):
+        sets = args.greedy_sets if temperature == 0 else args.sample_sets
+        plan.append((temperature, eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)))
     torch.set_num_threads(args.threads)
     target = target_from_args(args)
     folder = Path(args.drafter) if args.drafter else default_drafter_path()
@@ -79,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
     proposer = proposer_for(folder)
     other = proposer_for(Path(args.compare)) if args.compare else None
     cells, start = [], time.time()
-    for temperature in comma_list(args.temperatures, float, "temperatures"):
-        sets = args.greedy_sets if temperature == 0 else args.sample_sets
-        prompts = eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)
+    for temperature, prompts in plan:
         if other is not None:
             cells += paired_coverage(target, proposer, other, prompts, temperature, budgets, args.max_new_tokens,
                                      args.seed, by_set=args.by_set)
@@ -99,16 +102,5 @@ def run(args: argparse.Namespace) -> int:
                   "machine": platform.machine(), "seconds": round(time.time() - start, 1),
                   "cells": cells_to_json(cells)}
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record, indent=2))
+        print(written(write_json(args.json, record, overwrite=args.force), args.json))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore eval-drafter` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("eval-drafter", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

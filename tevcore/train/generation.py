@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from tevcore.decoding.walker import walk_all
+from tevcore.target.walker import walk_all
 from tevcore.target.loading import Target
 
 

@@ -20,14 +20,14 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from tevcore.diskwrite import write_text_atomic
 from tevcore.engine.builders import best_first
-from tevcore.proposers.block_config import DEFAULT_LAYERS, BlockDrafterConfig
+from tevcore.proposers.block_config import DEFAULT_LAYERS, BlockDrafterConfig, layer_shape_of
 from tevcore.proposers.block import (
     BlockDrafter,
     check_growth,
     load_drafter,
     read_config,
-    save_drafter,
 )
 from tevcore.proposers.target_record import target_record
 from tevcore.engine.flow import target_flow
@@ -40,11 +40,13 @@ from tevcore.train.dflash_train import is_dflash_init, train_dflash
 from tevcore.train.losses import distill_loss, tree_objective
 from tevcore.train.rundir import (
     RunClock,
-    RunLock,
+    append_metrics,
+    held_run_folder,
     latest_checkpoint,
     load_checkpoint,
     reported_end,
     save_checkpoint,
+    save_final,
     write_json_atomic,
     write_status,
 )
@@ -72,10 +74,11 @@ def new_drafter(config: TrainConfig, anchors: AnchorSet, target: Target) -> Bloc
     """A fresh drafter whose draft vocabulary is the tokens with the most teacher mass in the data."""
     vocab = min(config.draft_vocab, target.vocab_size)
     draft_ids = anchors.target_mass(target.vocab_size).topk(vocab).indices.sort().values
+    heads, ffn = layer_shape_of(target)
     shape = BlockDrafterConfig(
         target_vocab_size=target.vocab_size, target_hidden_size=int(target.model.config.hidden_size),
         draft_vocab_size=vocab, hidden_layers=tuple(anchors.layers), context=config.context, depth=config.depth,
-        layers=config.layers or DEFAULT_LAYERS, heads=config.heads, ffn=config.ffn, dropout=config.dropout,
+        layers=config.layers or DEFAULT_LAYERS, heads=config.heads or heads, ffn=config.ffn or ffn, dropout=config.dropout,
         target=target_record(target, tuple(anchors.layers)))
     with seeded_torch_rng(config.seed):  # the initial weights, from the seed alone
         drafter = BlockDrafter(shape, draft_ids)
@@ -181,16 +184,8 @@ def train(config: TrainConfig, out: Path, target: Target,
     rank, world = _dist()
     if config.batch_size % world or config.tree_anchors % world:
         raise ValueError(f"batch_size and tree_anchors must be divisible by the {world} processes")
-    out = Path(out)
-    lock = RunLock(out)
-    if rank == 0:
-        out.mkdir(parents=True, exist_ok=True)
-        lock.acquire()
-    try:
-        return _train_locked(config, out, target, rank, world, on_step)
-    finally:
-        if rank == 0:
-            lock.release()
+    with held_run_folder(Path(out), owner=rank == 0) as folder:
+        return _train_locked(config, folder, target, rank, world, on_step)
 
 
 def _prepare_folder(config: TrainConfig, out: Path) -> None:
@@ -270,8 +265,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
                 metrics.update(tree=tree.item(), **stats)
             metrics["loss"] = optimizer_step(optimizer, params, loss, metrics["lr"], config.grad_clip)
             if rank == 0:
-                with open(out / "metrics.jsonl", "a") as f:
-                    f.write(json.dumps(metrics) + "\n")
+                append_metrics(out, metrics)
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", **({"E": f"{metrics['tree_E']:.2f}"}
                                                                  if "tree_E" in metrics else {}))
                 if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
@@ -279,10 +273,7 @@ def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, wor
                 write_status(out, "running", step + 1, config.steps, clock)
             if on_step is not None:
                 on_step(metrics)
-        final = out / "drafter"
-        if rank == 0:
-            save_drafter(drafter, final)
-        return final
+        return save_final(out, drafter) if rank == 0 else out / "drafter"
 
 
 def _slice_batch(batch: AnchorBatch, start: int) -> AnchorBatch:
@@ -294,4 +285,4 @@ def _trim_metrics(path: Path, step: int) -> None:
     if not path.is_file():
         return
     keep = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
-    path.write_text("".join(line + "\n" for line in keep))
+    write_text_atomic(path, "".join(line + "\n" for line in keep))

@@ -4,7 +4,10 @@ Layout: config.json, metrics.jsonl, status.json, .lock, checkpoint-<step>/
 (drafter files + trainer.pt) with `latest.json` naming the newest complete one,
 and drafter/ at the end. A checkpoint folder is written under a temporary
 name and renamed, and `latest.json` is replaced atomically, so an interruption at
-any moment leaves the previous checkpoint usable.
+any moment (or a full disk) leaves the previous checkpoint usable and no
+empty or half-written checkpoint folder. A run that fails before its first
+step takes back the config.json it wrote, so the corrected command is
+accepted in the same folder (see `held_run_folder`).
 
 status.json is written by the training process only and read by anyone
 (the app): {state, pid, step, total_steps, started, updated, error?} plus
@@ -28,19 +31,24 @@ from pathlib import Path
 
 import torch
 
+from tevcore.diskwrite import append_line, folder_in_place, save_torch, write_text_atomic
 from tevcore.proposers.block import BlockDrafter, load_drafter, save_drafter
 from tevcore.target.loading import Target
 
 TRAINER_STATE = "trainer.pt"
+CONFIG = "config.json"
+METRICS = "metrics.jsonl"
 STATUS = "status.json"
 LATEST = "latest.json"
 FINAL_DRAFTER = "drafter"
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2))
+
+
+def append_metrics(folder: Path, metrics: dict) -> None:
+    append_line(Path(folder) / METRICS, json.dumps(metrics))
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -112,6 +120,56 @@ class RunLock:
         self._fd = None
 
 
+@contextmanager
+def held_run_folder(folder: Path, owner: bool = True) -> Iterator[Path]:
+    """The run folder, made and locked for one run by its owner (rank 0; other DDP ranks only work in it).
+
+    A run that fails before its first step (a starting drafter that does not
+    fit, damaged data, Ctrl-C while loading, a crash or a full disk in step 1)
+    takes back what it committed: the config.json and metrics it wrote, and
+    the folder itself when it made it and nothing else is left; the error stays
+    in status.json (crashed or interrupted). So the corrected command is
+    accepted in the same folder, and nothing a user wrote is lost. A run with
+    steps behind it keeps everything and resumes as before.
+    """
+    folder = Path(folder)
+    if not owner:
+        yield folder
+        return
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = RunLock(folder)
+    lock.acquire()
+    fresh, before = not (folder / CONFIG).exists(), read_status(folder)
+    try:
+        for stale in folder.glob(".checkpoint-*.tmp"):  # left by a killed writer: the lock says none is live
+            shutil.rmtree(stale, ignore_errors=True)
+        yield folder
+    except BaseException as err:
+        _take_back_start(folder, fresh, before, err)
+        lock.release()
+        if made and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
+    lock.release()
+
+
+def _take_back_start(folder: Path, fresh: bool, before: dict, err: BaseException) -> None:
+    """Undo a run that failed before its first step (see `held_run_folder`); keep its error in status.json."""
+    status = read_status(folder)
+    if status.get("state") == "starting" and status.get("pid") == os.getpid():  # it failed while setting up
+        stopped = isinstance(err, KeyboardInterrupt)
+        status.update(state="interrupted" if stopped else "crashed", step=before.get("step", 0), updated=time.time(),
+                      **({} if stopped else {"error": f"{type(err).__name__}: {err}"}))
+        try:
+            write_json_atomic(folder / STATUS, status)
+        except OSError:
+            pass
+    if fresh and done_steps(folder) == 0:
+        for name in (CONFIG, METRICS):
+            (folder / name).unlink(missing_ok=True)
+
+
 @dataclass
 class RunClock:
     """The time a run has spent on the clock, across the processes that trained it.
@@ -130,10 +188,8 @@ class RunClock:
     @classmethod
     def begin(cls, folder: Path) -> RunClock:
         """The clock of a process starting on `folder` (reads the status and checkpoint pointer it finds)."""
-        try:
-            earlier = float((read_status(folder) or {}).get("active_seconds") or 0.0)
-        except (ValueError, TypeError):
-            earlier = 0.0
+        earlier = read_status(folder).get("active_seconds")
+        earlier = float(earlier) if isinstance(earlier, (int, float)) and not isinstance(earlier, bool) else 0.0
         return cls(time.time(), earlier, checkpoint_step(folder))
 
     def steps_begin(self) -> None:
@@ -151,23 +207,27 @@ def write_status(folder: Path, state: str, step: int, total: int, clock: RunCloc
         **clock.fields(now), **extra})
 
 
-def read_status(folder: Path) -> dict | None:
-    """status.json as a dict; None when there is none; ValueError when it is not a JSON object."""
-    path = Path(folder) / STATUS
+def _last_words(folder: Path, state: str, total: int, clock: RunClock, **extra) -> None:
+    """A status written while a run fails: best effort, so a full disk never hides the failure's own error."""
     try:
-        status = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} is unreadable ({err})") from None
-    if not isinstance(status, dict):
-        raise ValueError(f"{path} is not a JSON object")
-    return status
+        write_status(folder, state, done_steps(folder), total, clock, **extra)
+    except OSError:
+        pass
+
+
+def read_status(folder: Path) -> dict:
+    """status.json as a dict ({} when it is missing or unreadable)."""
+    try:
+        status = json.loads((Path(folder) / STATUS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return status if isinstance(status, dict) else {}
 
 
 def done_steps(folder: Path) -> int:
     """The last step status.json reports (0 before the first)."""
-    return int((read_status(folder) or {}).get("step", 0))
+    step = read_status(folder).get("step", 0)
+    return step if isinstance(step, int) else 0
 
 
 @contextmanager
@@ -178,11 +238,11 @@ def reported_end(folder: Path, total: int, clock: RunClock, writes: bool = True)
         yield
     except KeyboardInterrupt:
         if writes:
-            write_status(folder, "interrupted", done_steps(folder), total, clock)
+            _last_words(folder, "interrupted", total, clock)
         raise
     except BaseException as err:
         if writes:
-            write_status(folder, "crashed", done_steps(folder), total, clock, error=f"{type(err).__name__}: {err}")
+            _last_words(folder, "crashed", total, clock, error=f"{type(err).__name__}: {err}")
         raise
     if writes:
         write_status(folder, "finished", done_steps(folder), total, clock)
@@ -194,16 +254,21 @@ def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, ste
     published format) + trainer.pt."""
     folder = Path(folder)
     final = folder / f"checkpoint-{step}"
-    tmp = folder / f".checkpoint-{step}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    (save or save_drafter)(drafter, tmp)
-    torch.save({"step": step, "optimizer": optimizer.state_dict()}, tmp / TRAINER_STATE)
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
+    with folder_in_place(final) as tmp:
+        (save or save_drafter)(drafter, tmp)
+        save_torch(tmp / TRAINER_STATE, {"step": step, "optimizer": optimizer.state_dict()})
     write_json_atomic(folder / LATEST, {"checkpoint": final.name, "step": step})
     for old in folder.glob("checkpoint-*"):
         if old != final:
             shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def save_final(folder: Path, drafter, save: Callable[[object, Path], object] | None = None) -> Path:
+    """drafter/ = the trained drafter as `save` writes it, put in place whole (never an empty or partial folder)."""
+    final = Path(folder) / FINAL_DRAFTER
+    with folder_in_place(final) as tmp:
+        (save or save_drafter)(drafter, tmp)
     return final
 
 

@@ -1,6 +1,6 @@
 """`python -m tevcore train`: train a block drafter (distillation or ExitTrain) into a run folder.
 
-Runs unchanged under `torchrun --nproc-per-node N` (DDP; gloo on CPU, nccl on GPU).
+Runs unchanged under `torchrun --nproc-per-node N -m tevcore -- train ...` (DDP; gloo on CPU, nccl on GPU).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from tevcore.flags import add_target_arguments, target_from_args
+from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
 from tevcore.train.config import TrainConfig
 
 
@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         flag = "--" + f.name.replace("_", "-")
         kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
+        kind = {"seed": seed_value, "threads": thread_count}.get(f.name, kind)
         parser.add_argument(flag, type=kind, default=None, help=f"TrainConfig.{f.name}")
 
 
@@ -113,14 +114,3 @@ def run(args: argparse.Namespace) -> int:
             save_drafter(load_drafter(final, target), args.export, dtype=torch.float16)
         print(f"exported fp16 drafter to {args.export}")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """An alias of `python -m tevcore train` (the CLI registry in tevcore/cli.py)."""
-    from tevcore.cli import run_command
-
-    return run_command("train", argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

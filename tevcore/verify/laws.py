@@ -24,6 +24,7 @@ from scipy import stats
 from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.engine.sampling import masked_probs
 from tevcore.engine.tree import DraftTree
+from tevcore.verify.rules import RULES
 from tevcore.verify.scored import chain_subtree
 
 MIN_EXPECTED = 5.0
@@ -79,13 +80,56 @@ def chain_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) ->
     return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned)
 
 
+def greedy_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """Greedy's law whatever the temperature: the T = 0 verdict (the argmax path, the argmax bonus)."""
+    return exit_law(tree, node_logits, 0.0)
+
+
+# exact rules whose law is not the tree's exit law X
+OWN_LAWS = {"chain": chain_law, "greedy": greedy_law}
+
+
+def law_group(name: str) -> str:
+    """How rule `name` is tested: 'X' (exact with the tree's exit law), 'own' (exact with its own law, see
+    `OWN_LAWS`) or 'foil' (not exact: tested against X, the law it would need)."""
+    if not RULES[name].exact:
+        return "foil"
+    return "own" if name in OWN_LAWS else "X"
+
+
+OPTIMAL = "optimal"  # exact for the target at this temperature, exit law X: reaches 1 + C
+OWN_LAW = "own law"  # exact for the target with a law of its own (chain-only: X of the top-1 chain)
+T0_ONLY = "exact for T = 0 only"  # decodes the T = 0 target whatever the temperature: not this one at T > 0
+FOIL = "not exact"  # the teaching foil
+
+
+def standing(name: str, temperature: float) -> str:
+    """How verifier `name` relates to the target at `temperature`: OPTIMAL, OWN_LAW, T0_ONLY or FOIL.
+
+    Read from the rule registry: a rule that is not exact is the foil; a greedy rule is optimal for the T = 0
+    target (its law is then X) and for no other; chain-only keeps its own law.
+    """
+    rule = RULES[name]
+    if not rule.exact:
+        return FOIL
+    if rule.greedy:
+        return OPTIMAL if temperature == 0 else T0_ONLY
+    return OWN_LAW if name in OWN_LAWS else OPTIMAL
+
+
+def law_name(name: str, temperature: float) -> str:
+    """The name of the law verifier `name` is tested against (what a chart's legend says)."""
+    kind = standing(name, temperature)
+    if kind == OWN_LAW:
+        return f"{name}'s own law (X of the top-1 chain)"
+    if kind == T0_ONLY:
+        return f"{name}'s own law (the T = 0 exit)"
+    return f"exit law X(v) at T = {temperature:g}"
+
+
 def rule_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """The law verifier `name` is tested against: its own if exact, X for the foil."""
-    if name == "chain":
-        return chain_law(tree, node_logits, temperature)
-    if name == "greedy":
-        return exit_law(tree, node_logits, 0.0)
-    return exit_law(tree, node_logits, temperature)
+    return OWN_LAWS.get(name, exit_law)(tree, node_logits, temperature)
 
 
 def chi_square(observed: np.ndarray, probs: np.ndarray) -> tuple[float, int]:
