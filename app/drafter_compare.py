@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tevcore.proposers import LOOKUP_SUFFIX
+from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
 from tevcore.train.eval import MIX, PairedCell, prompts_for_se
 
 # the drafter as trained, and as the explorer's default proposer runs it (drafter + context lookup)

@@ -74,16 +74,26 @@ def get_proposer(spec: str, target_spec_name: str):
     return resolve_proposer(spec, get_target(target_spec_name))
 
 
+def _asks_for_stand_in(spec: str) -> bool:
+    from tevcore.proposers.base import ROLLOUT_KIND
+    from tevcore.proposers.registry import kind_of
+
+    try:
+        return kind_of(spec) is ROLLOUT_KIND
+    except ValueError:
+        return False
+
+
 def proposer_with_fallback(spec: str, target_spec_name: str):
     """(proposer, note): the requested drafter, or the stand-in with a note saying why."""
     try:
         proposer = get_proposer(spec, target_spec_name)
-        if not spec.startswith("rollout") and proposer.stand_in:
+        if not _asks_for_stand_in(spec) and proposer.stand_in:
             return proposer, (f"drafter {spec!r} is not available here (no committed drafter for this target); "
                               f"the engine uses the stand-in proposer: {proposer.name}")
         return proposer, None
     except Exception as err:  # a missing or damaged drafter folder: fall back, say so
-        if spec.startswith("rollout"):
+        if _asks_for_stand_in(spec):
             raise
         return get_proposer("rollout", target_spec_name), (
             f"drafter {spec!r} is not available ({err}); using the stand-in proposer (target greedy rollout)")

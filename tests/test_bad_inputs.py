@@ -348,6 +348,7 @@ DRAFTER_CASES = [
     (_edit_config(depth=10**9), ValueError, r"slots has shape \[2, 64\], but .* implies \[1000000000, 64\]"),
     (_edit_config(context=10**9), ValueError, r"context_pos has shape \[4, 64\]"),
     (_edit_config(layers=10**9), ValueError, "says layers=1000000000, but .* holds 1 encoder layers"),
+    (_edit_config(hidden_layers=[1] * 10**6), ValueError, "names 1000000 hidden_layers, but .* feature norms for 2"),
     (_write("config.json", '{"depth": ' + "[" * 100000 + "]" * 100000 + "}"), ValueError, "not a valid block drafter"),
     (lambda folder: (folder / "model.safetensors").unlink(), FileNotFoundError, "model.safetensors is missing"),
     (lambda folder: (folder / "config.json").unlink(), FileNotFoundError, "not a block drafter folder"),

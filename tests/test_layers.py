@@ -9,7 +9,7 @@ The floors, lowest first (a unit is a subpackage or a top-level module):
 
 | floor | units | what it holds |
 | --- | --- | --- |
-| 0 | `tevcore` (the package `__init__`), `parsing`, `outputs`, `diskwrite`, `filechecks` | plain helpers that import nothing of tevcore: parsers, result and file writers, file checks |
+| 0 | `tevcore` (the package `__init__`), `parsing`, `outputs`, `diskwrite`, `filechecks`, `ranks` | plain helpers that import nothing of tevcore: parsers, result and file writers, file checks, the processes of a torchrun launch |
 | 1 | `engine`, `timing` | the round's math and records; the one timer over the stage names of the records |
 | 2 | `verify`, `target` | the exact verifiers; the target and its session (apart: neither imports the other) |
 | 3 | `config`, `flags`, `proposer_protocol` | the decode config, the target flags, the `Proposer` interface |
@@ -30,7 +30,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "tevcore"
 
 FLOORS = {
-    "": 0, "parsing": 0, "outputs": 0, "diskwrite": 0, "filechecks": 0,
+    "": 0, "parsing": 0, "outputs": 0, "diskwrite": 0, "filechecks": 0, "ranks": 0,
     "engine": 1, "timing": 1,
     "verify": 2, "target": 2,
     "config": 3, "flags": 3, "proposer_protocol": 3,
@@ -41,9 +41,6 @@ FLOORS = {
 }
 # units that share a floor but must not import each other
 APART = [{"verify", "target"}, {"proposers", "decoding"}]
-# The block and DFlash training loops still share private helpers through a cycle; the one training loop of
-# issue 35 (branch registry35) removes it. Delete the entry then: test_known_cycles_still_exist says when.
-KNOWN_CYCLES = [{"tevcore.train.loop", "tevcore.train.dflash_train"}]
 
 
 def module_name(path: Path) -> str:
@@ -116,14 +113,8 @@ def test_imports_point_down():
 
 
 def test_no_import_cycles():
-    cycles = sorted(" -> ".join(c + [c[0]]) for c in nx.simple_cycles(import_graph()) if set(c) not in KNOWN_CYCLES)
+    cycles = sorted(" -> ".join(c + [c[0]]) for c in nx.simple_cycles(import_graph()))
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
-
-
-def test_known_cycles_still_exist():
-    found = [set(c) for c in nx.simple_cycles(import_graph())]
-    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
-    assert not gone, f"these cycles are gone: delete them from KNOWN_CYCLES: {gone}"
 
 
 @pytest.mark.parametrize("source,dest", [("tevcore.engine.builders", "tevcore.flags"),

@@ -156,3 +156,18 @@ def test_force_replaces_a_trace_with_the_new_run(tiny_model_folder, tmp_path, ca
                  "--device", "cpu", "--max-new-tokens", "4", "--out", str(out), "--force"])
     assert code == 0 and f"wrote {out}\n" in capsys.readouterr().out
     assert read_trace(out).rounds and [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
+
+
+def test_a_full_disk_while_writing_a_result_is_one_line_naming_it_and_keeps_the_old_one(tmp_path):
+    import errno
+
+    path = tmp_path / "trace.jsonl"
+    path.write_text("kept")
+
+    def write(tmp: Path) -> None:
+        tmp.write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match=f"^cannot write {path}: No space left on device \\(.* free there\\)"):
+        write_output(path, write, overwrite=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["trace.jsonl"] and path.read_text() == "kept"

@@ -66,7 +66,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.config import DecodeConfig
-    from tevcore.proposers import DRAFTER_DTYPE_HELP, PROPOSER_SPECS
+    from tevcore.proposers import DRAFTER_DTYPE_HELP, proposer_specs
     from tevcore.decoding.trim import TRIM_HELP
 
     from tevcore.flags import add_target_arguments, prompt_text, seed_value
@@ -74,8 +74,7 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     helps = DecodeConfig.help()
     parser.add_argument("--prompt", required=True, type=prompt_text,
                         help="user prompt (chat template applied unless --no-chat)")
-    parser.add_argument("--proposer", default="default",
-                        help=PROPOSER_SPECS)
+    parser.add_argument("--proposer", default="default", help=proposer_specs())
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--budget", type=int, default=DecodeConfig.budget, help=helps["budget"])
     parser.add_argument("--temperature", type=float, default=DecodeConfig.temperature, help=helps["temperature"])
@@ -207,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tev", description="Tree speculative decoding: see, measure, improve.")
     sub = parser.add_subparsers(dest="command", required=True)
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--"]:  # `torchrun ... -m tevcore -- bench ...`: the separator keeps torchrun off our flags
+        argv = argv[1:]
     wanted = argv[0] if argv and not argv[0].startswith("-") else None
     for name, (module_name, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text)

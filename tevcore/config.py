@@ -6,11 +6,12 @@ import math
 
 from dataclasses import dataclass, field, fields
 
-from tevcore.engine.builders import BUILDER_NAMES, get_builder
+from tevcore.engine.builders import BUILDER_NAMES, SAMPLED_BUILDER_NAMES, get_builder
 from tevcore.engine.flow import DEFAULT_MISSING_K
 from tevcore.engine.records import RECORD_LEVELS
 from tevcore.engine.sampling import MAX_SEED, check_temperature
-from tevcore.verify.verifiers import VERIFIERS, get_verifier
+from tevcore.verify.rules import RULES, TREE_KINDS
+from tevcore.verify.verifiers import check_pairing
 
 DEFAULT_BUDGET = 8
 # The temperature of studies of the sampled law (verifier latency, drafter comparisons): decoding itself
@@ -25,8 +26,12 @@ class DecodeConfig:
     max_new_tokens: int = field(default=128, metadata={"help": "tokens to generate at most", "min": 1})
     temperature: float = field(default=0.0, metadata={"help": "0 = greedy; > 0 samples from p^(1/T)", "min": 0.0})
     budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "draft-tree node budget (0 = no draft)", "min": 0})
-    builder: str = field(default="best_first", metadata={"help": ", ".join(BUILDER_NAMES)})
-    verifier: str = field(default="tev", metadata={"help": ", ".join(VERIFIERS)})
+    builder: str = field(default="best_first", metadata={
+        "help": f"{', '.join(BUILDER_NAMES)} (fixed trees) or {' / '.join(SAMPLED_BUILDER_NAMES)} (children drawn "
+                "from the drafter's q: K1 draws at the root, K2 at each depth-1 node, ...)"})
+    verifier: str = field(default="tev", metadata={
+        "help": ", ".join(f"{name} ({'NOT exact: foil' if not rule.exact else TREE_KINDS[rule.trees]})"
+                          for name, rule in RULES.items())})
     seed: int = field(default=0, metadata={"help": "seed of the verifier's random draws", "min": 0})
     stop_tokens: tuple[int, ...] | None = field(default=None, metadata={"help": "None = the model's EOS and chat end tokens"})
     chat: bool = field(default=True, metadata={"help": "wrap a text prompt in the model's chat template"})
@@ -49,7 +54,7 @@ class DecodeConfig:
             raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed}")
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
         get_builder(self.builder, self.budget if self.budget > 0 else None)
-        get_verifier(self.verifier)
+        check_pairing(self.verifier, self.builder)
         if self.record not in RECORD_LEVELS:
             raise ValueError(f"record must be one of {', '.join(RECORD_LEVELS)}, got {self.record!r}")
         if self.tree_costs is not None:

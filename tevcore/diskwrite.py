@@ -5,11 +5,12 @@ safetensors and torch.save report a full disk as their own exception types
 (a SafetensorError, a RuntimeError from the zip writer), which a caller cannot
 tell from a programming error; serialising to bytes first and writing those
 with plain file I/O turns every such failure into an OSError of the file.
+Files go through `outputs.write_output` (a temporary file of the writer's
+own, then a rename); folders through `folder_in_place`.
 """
 
 from __future__ import annotations
 
-import errno
 import io
 import os
 import shutil
@@ -20,55 +21,24 @@ from pathlib import Path
 import torch
 from safetensors.torch import save as safetensors_bytes
 
-FULL = (errno.ENOSPC, errno.EDQUOT)
+from tevcore.outputs import WriteFailed, write_failure, write_output
 
-
-class WriteFailed(OSError):
-    """A write that could not happen; its message is the whole story (the file, the reason, the free space)."""
-
-    def __str__(self) -> str:
-        return str(self.strerror)
-
-
-def write_failure(path: Path, err: OSError) -> WriteFailed:
-    """The one-line error for `err` raised while writing `path`."""
-    if isinstance(err, WriteFailed):
-        return err
-    reason = err.strerror or str(err)
-    if err.errno in FULL:
-        reason += f" ({_free(path)} free there); free some space and run the same command again"
-    return WriteFailed(err.errno, f"cannot write {path}: {reason}")
-
-
-def _free(path: Path) -> str:
-    folder = Path(path)
-    while not folder.is_dir() and folder != folder.parent:
-        folder = folder.parent
-    try:
-        return f"{shutil.disk_usage(folder).free / 1e6:.1f} MB"
-    except OSError:
-        return "unknown space"
-
-
-def _temporary(path: Path) -> Path:
-    """A temporary name beside `path`, unique to this process (two writers never share one)."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _temporary_folder(final: Path) -> Path:
+    """A temporary folder name beside `final`, unique to this process."""
+    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """`path` holds `data`, or (on any failure) is as it was; a failed write is a `WriteFailed` naming it."""
-    path = Path(path)
-    tmp = _temporary(path)
-    try:
+
+    def write(tmp: Path) -> None:
         with open(tmp, "wb") as handle:
             handle.write(data)
-        os.replace(tmp, path)
+
+    try:
+        write_output(path, write, overwrite=True)
     except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise write_failure(path, err) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        raise write_failure(Path(path), err) from None
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
@@ -103,7 +73,7 @@ def folder_in_place(final: str | Path) -> Iterator[Path]:
     """Yield a temporary folder beside `final`; renamed to `final` (replacing it) when the block ends, removed
     with everything in it when the block fails, so `final` is never empty or half-written."""
     final = Path(final)
-    tmp = _temporary(final)
+    tmp = _temporary_folder(final)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)
@@ -114,6 +84,9 @@ def folder_in_place(final: str | Path) -> Iterator[Path]:
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
+    except WriteFailed as err:  # named by the folder the user will look for, not by its temporary name
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise WriteFailed(err.errno, str(err).replace(str(tmp), str(final))) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

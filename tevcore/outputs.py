@@ -3,11 +3,44 @@ cannot happen, and one way of writing a result (a temporary file per writer, the
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import shutil
 from pathlib import Path
 from typing import Any, Callable
+
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class WriteFailed(OSError):
+    """A write that could not happen; its message is the whole story (the file, the reason, the free space)."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def write_failure(path: Path, err: OSError) -> WriteFailed:
+    """The one-line error for `err` raised while writing `path`."""
+    if isinstance(err, WriteFailed):
+        return err
+    reason = err.strerror or str(err)
+    if err.errno in FULL:
+        reason += f" ({_free(path)} free there); free some space and run the same command again"
+    return WriteFailed(err.errno, f"cannot write {path}: {reason}")
+
+
+def _free(path: Path) -> str:
+    folder = Path(path)
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return f"{shutil.disk_usage(folder).free / 1e6:.1f} MB"
+    except OSError:
+        return "unknown space"
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -102,10 +135,15 @@ def write_output(path: str | Path, write: Callable[[Path], None], overwrite: boo
     beside it. Returns where the result now is.
     """
     path = Path(path).expanduser()
-    tmp = _new_temporary(path)
+    try:
+        tmp = _new_temporary(path)
+    except OSError as err:
+        raise write_failure(path, err) from None
     try:
         write(tmp)
         return _publish(tmp, path, overwrite)
+    except OSError as err:  # a full disk, a quota: one line naming the result, not the temporary file
+        raise write_failure(path, err) from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -19,6 +19,7 @@ import inputs  # noqa: E402
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig  # noqa: E402
 from tevcore.engine.builders import BUILDER_NAMES  # noqa: E402
 from tevcore.verify.verifiers import VERIFIERS, verifier_label  # noqa: E402
+from tevcore.proposers.registry import proposer_specs, ready_specs  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
                       "flows (colour = P(v), red ring = exit mass X(v)), the accepted path (orange), the exit node "
@@ -76,7 +77,7 @@ with st.sidebar:
                              "plain one-token step), as `--trim auto` does")
     seed = st.number_input("seed", value=DecodeConfig.default("seed"), step=1, key="ex_seed")
     max_new = st.number_input("max new tokens", value=48, step=8, key="ex_max_new")
-    proposer_options = ["default", "drafter", "lookup", "rollout"]
+    proposer_options = ready_specs()
     if ss.get("active_drafter"):
         proposer_options.insert(0, ss["active_drafter"])
     env_choice = shared_ui.default_proposer_spec()
@@ -84,10 +85,7 @@ with st.sidebar:
         proposer_options.append(env_choice)
     proposer_spec = st.selectbox("drafter", proposer_options, index=proposer_options.index(
         ss["active_drafter"] if ss.get("active_drafter") else env_choice), key="ex_proposer",
-        help="default = the committed drafter + context lookup; drafter = the drafter alone; "
-             "lookup = the context lookup without a drafter; "
-             "rollout = stand-in (the target's own greedy rollout); "
-             "a folder = a checkpoint made active on the ExitTrain page")
+        help=f"{proposer_specs()}; a folder made active on the ExitTrain page is offered first")
 
 RANGES = {"temperature": inputs.decode_range("temperature", 5.0), "budget": inputs.decode_range("budget", 512),
           "seed": inputs.decode_range("seed", 2**31 - 1), "max_new_tokens": inputs.decode_range("max_new_tokens", 1024)}
@@ -147,13 +145,10 @@ def start_generation() -> bool:
 def advance(limit: int | None, live_slot=None) -> None:
     """Pull up to `limit` rounds (None = to the end) from the generator, streaming them into `live_slot`.
 
-    `live_slot` holds the whole view below the controls: its first draw replaces what the previous
-    generation left there, then each round's tree and the text so far are drawn as the round arrives.
+    Each round's tree and the text so far are drawn as the round arrives; the slot is emptied at the end.
     """
     gen = ss.ex_gen
     pulled = 0
-    if live_slot is not None:
-        live_slot.empty()  # drops the old view's block whole: a block put in its place would keep its tail
     live_area = live_slot.container() if live_slot is not None else None
     progress = live_area.progress(0.0, text="decoding…") if live_area is not None else None
     tree_box = live_area.empty() if live_area is not None else None
@@ -176,6 +171,8 @@ def advance(limit: int | None, live_slot=None) -> None:
                               text=f"round {record.index}: {made} tokens, block length {record.block_length}")
             tree_box.plotly_chart(figures.record_tree_figure(record, fan=FAN_SHOWN), key=f"ex_live_tree_{record.index}")
             text_box.markdown(figures.text_by_round_html(ss.ex_records), unsafe_allow_html=True)
+    if live_slot is not None:
+        live_slot.empty()
 
 
 # ------------------------------------------------------------------ replay: open a trace
@@ -211,14 +208,18 @@ with st.expander("Open a trace (replay without a model)", expanded=False):
         if st.button("Open", key="ex_open_btn"):
             open_trace(folder / chosen, chosen)
 
-body = st.empty()  # everything below the controls: a live run replaces it at once, the old tree included
+live_slot = st.empty()  # a live run's progress, tree and text
+# everything below: every run first puts an empty element here, so during a live run the previous view (its tree
+# included) is gone; the view is drawn into it once the rounds are in. The live run draws into another slot: an
+# empty element and a block sent to one place back to back are merged into the block, which keeps the old tail.
+body = st.empty()
 if new_clicked:
     ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={},
               ex_opened={})
 if run_clicked or step_clicked:
     fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
     if not fresh or start_generation():
-        advance(None if run_clicked else 1, body if run_clicked else None)
+        advance(None if run_clicked else 1, live_slot if run_clicked else None)
 elif ss.ex_gen is not None and not ss.ex_done and ss.get("ex_settings") != settings:
     c4.info("Settings changed: the next Run or Step starts a new generation.")
 

@@ -367,6 +367,16 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
     page.screenshot(path=str(shots / "workshop-refused.png"))
     lap("workshop refuses p = 1.7")
 
+    # the edit survives a switch to another preset and back
+    for preset in ("bushy", "chain"):
+        page.get_by_role("combobox", name="preset", exact=True).click()
+        page.get_by_role("option", name=preset, exact=True).click()
+        kit.wait_idle(page)
+    page.get_by_text("p must lie in [0, 1], got 1.7", exact=False).wait_for(timeout=30_000)
+    assert page.locator(".js-plotly-plot").count() == 0
+    kit.no_exception(page)
+    lap("workshop keeps the edit across a preset switch")
+
 
 def _progress_text(page) -> str:
     bar = page.locator('[data-testid="stProgress"]').first

@@ -98,3 +98,22 @@ def test_the_curve_prices_each_size_against_the_same_repeat_and_never_falls_with
     times = {0: [0.02, 0.04, 0.02], 4: [0.03, 0.06, 0.02], 8: [0.024, 0.048, 0.03], 16: [0.05, 0.09, 0.05]}
     curve = curve_from_timings(times)  # repeat 2 ran at half speed; 4 once stalled below 0
     assert curve == pytest.approx({0: 0.02, 4: 0.03, 8: 0.03, 16: 0.05})
+
+
+@pytest.mark.parametrize("stored", ["", "{broken", "[1, 2]", '{"0": "fast", "2": 2.0}', '{"x": 1.0}', '{"0": -1.0}'],
+                         ids=["empty", "not-json", "a-list", "not-a-number", "not-a-size", "negative"])
+def test_a_damaged_cached_curve_is_measured_again(tiny_target, cache, stored):
+    curve = forward_cost_curve(tiny_target, context_length=16, sizes=(0, 2), repeats=1)
+    [path] = list(cache.glob("forward-cost-*.json"))
+    path.write_text(stored)
+    again = forward_cost_curve(tiny_target, context_length=16, sizes=(0, 2), repeats=1)
+    assert set(again) == set(curve) and all(seconds > 0 for seconds in again.values())
+    assert set(json.loads(path.read_text())) == {"0", "2"}  # written again whole
+
+
+@pytest.mark.parametrize("place", ["a-file", "under-a-file"])
+def test_a_cache_that_cannot_be_written_still_gives_a_curve(tiny_target, tmp_path, monkeypatch, place):
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("TEVCORE_CACHE", str(tmp_path / "file" if place == "a-file" else tmp_path / "file" / "cache"))
+    curve = forward_cost_curve(tiny_target, context_length=16, sizes=(0, 2), repeats=1)
+    assert set(curve) == {0, 2} and all(seconds > 0 for seconds in curve.values())

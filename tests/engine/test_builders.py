@@ -129,8 +129,9 @@ def test_fixed_width_counts():
 
 def test_get_builder():
     logq = rows(2)
-    assert get_builder("best_first") is best_first
-    assert get_builder("chain") is chain
+    assert get_builder("best_first")(ROOT, logq, 5).to_dict() == best_first(ROOT, logq, 5).to_dict()
+    assert get_builder("chain")(ROOT, logq, None).to_dict() == chain(ROOT, logq).to_dict()
+    assert not get_builder("chain").sampled and get_builder("width:2,1").depth == 2
     width = get_builder("width:2,1")
     assert width(ROOT, logq, 10).to_dict() == fixed_width(ROOT, logq, [2, 1], 10).to_dict()
     for name in ("beam", "", "Best_First"):

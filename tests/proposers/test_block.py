@@ -237,6 +237,25 @@ def test_a_cpu_without_bfloat16_packing_refuses_a_bfloat16_drafter_and_auto_take
     assert auto.drafter.project.weight.dtype == torch.float32 and "bfloat16" not in auto.name
 
 
+@pytest.mark.parametrize("existing", [False, True], ids=["new-folder", "over-a-drafter"])
+def test_a_full_disk_while_saving_a_drafter_leaves_no_partial_folder(tiny_target, tmp_path, monkeypatch, existing):
+    from disk_faults import disk_full_on
+
+    from tevcore.outputs import WriteFailed
+
+    folder = tmp_path / "drafter"
+    if existing:
+        save_drafter(tiny_drafter(tiny_target), folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()} if existing else None
+    disk_full_on(monkeypatch, "model.safetensors")
+    with pytest.raises(WriteFailed, match=f"cannot write {folder / 'model.safetensors'}: No space left on device"):
+        save_drafter(tiny_drafter(tiny_target), folder)
+    if existing:
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # the saved drafter is untouched
+    else:
+        assert not folder.exists()
+
+
 def test_a_new_drafter_takes_its_shape_from_the_target(tiny_target):
     """No model's shape is a generic default: feature layers, heads and MLP width come from the target."""
     from types import SimpleNamespace

@@ -117,7 +117,8 @@ def test_greedy_decoding_equals_the_targets_own_generate(models, family):
     references = [_hf_greedy(target, prompt, 20) for prompt in prompts]
     assert sum(map(len, references)) > 20  # not all stopped at once by EOS
     cases = [(near, "best_first", "tev", 0), (near, "best_first", "tev", 1), (near, "chain", "tev", 0),
-             (near, "chain", "tev", 1), (far, "best_first", "residual", 0)]
+             (near, "chain", "tev", 1), (far, "best_first", "residual", 0), (near, "sampled:3,2,1", "rrs", 0),
+             (near, "sampled:1,1,1,1", "block", 1)]  # sampled trees draw from the draft's greedy-chain rows
     for proposer, builder, verifier, index in cases:
         config = DecodeConfig(max_new_tokens=20, budget=8, builder=builder, verifier=verifier)
         tokens = generate(target, proposer, prompts[index], config).tokens
@@ -136,8 +137,9 @@ def _two_token_law(target, prompt: list[int], temperature: float) -> dict[tuple[
     return {(a, b): float(joint[a, b]) for a in range(vocab) for b in range(vocab)}
 
 
-@pytest.mark.parametrize("verifier", ["tev", "residual"])
-def test_joint_law_of_two_tokens_matches_the_target(models, verifier):
+@pytest.mark.parametrize("verifier,builder", [("tev", "best_first"), ("residual", "best_first"),
+                                              ("rrs", "sampled:2,2")])
+def test_joint_law_of_two_tokens_matches_the_target(models, verifier, builder):
     target, near, _ = models["qwen3"]
     proposer = DraftLMProposer(near.draft, target, depth=2)  # two tokens: deeper drafts would only cost time
     temperature, draws = 1.0, 160
@@ -145,8 +147,8 @@ def test_joint_law_of_two_tokens_matches_the_target(models, verifier):
     counts = dict.fromkeys(law, 0)
     accepted = 0
     for seed in range(draws):
-        config = DecodeConfig(max_new_tokens=2, temperature=temperature, budget=4, verifier=verifier, seed=seed,
-                              stop_tokens=(), missing_k=0)
+        config = DecodeConfig(max_new_tokens=2, temperature=temperature, budget=4, builder=builder,
+                              verifier=verifier, seed=seed, stop_tokens=(), missing_k=0)
         result = generate(target, proposer, PROMPT, config)
         counts[tuple(result.tokens)] += 1
         accepted += len(result.rounds[0].path) > 1

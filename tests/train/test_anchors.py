@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from tevcore.train.anchors import AnchorSet
-from tevcore.train.loop import _known_inputs
+from tevcore.proposers.block_training import known_inputs as _known_inputs
 
 VOCAB_MAP = torch.arange(97)  # identity: every target token is a draft token here
 

@@ -187,8 +187,8 @@ def test_stale_temporary_shards_are_cleaned_and_a_live_writers_are_kept(built):
     try:
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()
-        stale = [folder / "shard_00001.tmp", folder / f".shard_00002.safetensors.{dead.pid}.tmp"]  # old and new names
-        kept = folder / f".shard_00000.safetensors.{live.pid}.tmp"
+        stale = [folder / "shard_00001.tmp", folder / f".shard_00002.safetensors.{dead.pid}-0a1b2c3d.partial"]
+        kept = folder / f".shard_00000.safetensors.{live.pid}-0a1b2c3d.partial"
         for path in [*stale, kept]:
             path.write_bytes(b"half a shard")
         rebuild()
@@ -206,6 +206,7 @@ MANIFESTS = [
     (b"\xff\xfe{}", "is damaged: it is not UTF-8 text"),
     (b"[1, 2]", "is not a distillation-set manifest"),
     (b'{"config": {}, "target_name": "x"}', "is not a distillation-set manifest"),
+    (b'{"target_name": "x", "shards": "3"}', "is not a distillation-set manifest"),
     (b'{"config": [], "target_name": "x", "shards": 3}', "is not a distillation-set manifest"),
     (b"[" * 100000 + b"]" * 100000, "is damaged"),
 ]
@@ -242,7 +243,7 @@ def test_a_damaged_manifest_beside_no_shards_is_written_again(tiny_target, tiny_
 @pytest.mark.parametrize("match, times", [("shard_00001", 1), ("shards.jsonl", 2), ("manifest.json", 1)])
 def test_a_full_disk_while_building_is_one_line_leaves_no_temporary_and_the_same_command_finishes(
         built, match, times, tmp_path, tiny_target, tiny_data_setup, monkeypatch):
-    from tevcore.diskwrite import WriteFailed
+    from tevcore.outputs import WriteFailed
     from disk_faults import disk_full_on
 
     _, shards, _ = built
@@ -251,7 +252,7 @@ def test_a_full_disk_while_building_is_one_line_leaves_no_temporary_and_the_same
     disk_full_on(monkeypatch, match, times)
     with pytest.raises(WriteFailed, match=f"^cannot write {folder}/.*{match}.*No space left on device"):
         build_dataset(tiny_target, config, folder, plan=plan)
-    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in folder.iterdir() if p.name.endswith((".tmp", ".partial"))]
     monkeypatch.undo()
     assert build_dataset(tiny_target, config, folder, plan=plan) == 3
     assert _shards(folder) == shards

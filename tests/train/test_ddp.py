@@ -53,5 +53,4 @@ def test_two_process_ddp_equals_single_process(tiny_target, tiny_data, tmp_path,
     b = load_file(str(tmp_path / "ddp" / "drafter" / "model.safetensors"))
     assert a.keys() == b.keys()
     for key in a:
-        # 1e-4: the attention key bias has a zero true gradient, and Adam scales its rounding noise up
-        assert torch.allclose(a[key], b[key], atol=1e-4, rtol=0), (key, float((a[key] - b[key]).abs().max()))
+        assert torch.allclose(a[key], b[key], atol=1e-5, rtol=0), (key, float((a[key] - b[key]).abs().max()))

@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-import tevcore.train.dflash_train as dflash_train
+import tevcore.proposers.dflash_training as dflash_train
 from dflash_checkpoints import dflash_config, write_dflash
 from tevcore.cli import main
 from tevcore.proposers import resolve_proposer
@@ -171,9 +171,3 @@ def test_resuming_with_another_config_is_refused(setup, tmp_path, one_thread, ca
     assert main(_train_args(run, data, folder, checkpoint, steps="3")) == 2
     assert "another config" in capsys.readouterr().err
 
-
-def test_a_distributed_launch_is_refused_before_the_run_folder_is_made(setup, tmp_path, monkeypatch, capsys):
-    folder, _, data, checkpoint = setup
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    assert main(_train_args(tmp_path / "run", data, folder, checkpoint)) == 2
-    assert "runs in one process" in capsys.readouterr().err and not (tmp_path / "run").exists()

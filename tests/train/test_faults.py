@@ -136,7 +136,7 @@ def test_sigkill_after_the_first_checkpoint_then_the_same_command_resumes_to_the
 
 
 @pytest.mark.parametrize("where", [
-    ("tevcore.train.rundir", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
+    ("tevcore.proposers.block_training", "save_drafter", 2, "after", ""),  # the second checkpoint's folder is half-written
     ("tevcore.train.rundir", "write_json_atomic", 2, "before", "latest"),  # renamed into place, `latest` not moved
 ], ids=["inside-the-folder-write", "before-latest-moves"])
 @pytest.mark.slow
@@ -318,7 +318,7 @@ def test_the_cli_says_one_line_and_the_same_command_runs_once_the_data_is_mended
 # The writer fails as a full disk does (`disk_faults.disk_full_on`): the file is created, then writing it raises ENOSPC.
 
 def _no_temporaries(run: Path) -> bool:
-    return not [p for p in run.rglob("*") if p.name.endswith(".tmp") or ".tmp" in p.name]
+    return not [p for p in run.rglob("*") if ".tmp" in p.name or ".partial" in p.name]
 
 
 @pytest.mark.parametrize("match, times, kept", [
@@ -330,7 +330,7 @@ def _no_temporaries(run: Path) -> bool:
 ])
 def test_a_full_disk_while_training_fails_in_one_line_leaves_no_partial_folder_and_the_same_command_resumes(
         match, times, kept, tiny_target, tiny_data, tmp_path, monkeypatch):
-    from tevcore.diskwrite import WriteFailed
+    from tevcore.outputs import WriteFailed
     from tevcore.train.loop import train
     from tevcore.train.rundir import latest_checkpoint
 
@@ -342,7 +342,7 @@ def test_a_full_disk_while_training_fails_in_one_line_leaves_no_partial_folder_a
         train(config, run, tiny_target)
     message = str(failure.value)
     assert "\n" not in message and message.startswith("cannot write ") and match in message
-    assert "No space left on device" in message and "free there" in message
+    assert "No space left on device" in message and "free there" in message and ".tmp" not in message
     assert _no_temporaries(run) and not (run / "drafter").exists() and not (run / ".lock").exists()
     assert latest_checkpoint(run).name == kept
     assert all((p / "trainer.pt").is_file() for p in run.glob("checkpoint-*"))  # no empty checkpoint folder
@@ -353,7 +353,7 @@ def test_a_full_disk_while_training_fails_in_one_line_leaves_no_partial_folder_a
 
 def test_a_full_disk_in_the_first_step_leaves_a_folder_the_same_command_starts_in(tiny_target, tiny_data, tmp_path,
                                                                                    monkeypatch):
-    from tevcore.diskwrite import WriteFailed
+    from tevcore.outputs import WriteFailed
     from tevcore.train.loop import train
 
     config = _config(tiny_data, steps=2, checkpoint_every=1)
@@ -374,3 +374,26 @@ def test_a_full_disk_in_the_cli_is_one_line_naming_the_file(tiny_run_inputs, tmp
     err = capsys.readouterr().err
     assert _error_line(err).startswith("error: cannot write ") and "No space left on device" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("content", ["", "{not json", "[1, 2]", "[" * 100000], ids=["empty", "not-json", "a-list",
+                                                                                     "nested"])
+def test_a_damaged_run_config_is_named_and_kept(content, tiny_target, tiny_data, tmp_path):
+    from tevcore.train.loop import train
+
+    (tmp_path / "config.json").write_text(content)
+    with pytest.raises(ValueError, match=f"^{tmp_path / 'config.json'} is .*restore it, or delete it") as refused:
+        train(_config(tiny_data, steps=1), tmp_path, tiny_target)
+    assert "\n" not in str(refused.value) and (tmp_path / "config.json").read_text() == content
+
+
+def test_temporaries_of_a_killed_writer_are_cleaned_when_the_folder_is_next_held(tiny_target, tiny_data, tmp_path):
+    from tevcore.train.loop import train
+
+    stale = [tmp_path / ".checkpoint-2.tmp", tmp_path / ".checkpoint-4.999999.tmp", tmp_path / ".drafter.999999.tmp"]
+    for folder in stale:
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"half")
+    (tmp_path / ".status.json.999999-0a1b2c3d.partial").write_text("{")
+    train(_config(tiny_data, steps=1), tmp_path, tiny_target)
+    assert _no_temporaries(tmp_path) and _status(tmp_path)["state"] == "finished"

@@ -17,6 +17,7 @@ import itertools
 import zlib
 from collections import defaultdict
 from functools import lru_cache
+from typing import Callable, Iterable
 
 import numpy as np
 import pytest
@@ -60,18 +61,18 @@ def _generator(*key: object) -> torch.Generator:
     return torch.Generator().manual_seed(zlib.crc32(repr(key).encode()))
 
 
-def _seeded_logits(*key: object) -> torch.Tensor:
+def _seeded_logits(*key: object, vocab: int = VOCAB) -> torch.Tensor:
     """A fixed pseudo-random logit row per key (prefix, or prefix and depth): the synthetic models."""
-    generator = _generator(*key)
-    return 2.0 * torch.randn(VOCAB, generator=generator, dtype=torch.float64)
+    generator = _generator(*key) if vocab == VOCAB else _generator(*key, vocab)
+    return 2.0 * torch.randn(vocab, generator=generator, dtype=torch.float64)
 
 
-def _draft_rows(context: tuple[int, ...], depth: int = 3) -> torch.Tensor:
+def _draft_rows(context: tuple[int, ...], depth: int = 3, vocab: int = VOCAB) -> torch.Tensor:
     """The synthetic block drafter: the target's rows along its greedy path, plus seeded noise."""
     rows, path = [], context
     for d in range(depth):
-        target_row = _seeded_logits("target", path)
-        rows.append(torch.log_softmax(target_row + _seeded_logits("draft", context, d), -1))
+        target_row = _seeded_logits("target", path, vocab=vocab)
+        rows.append(torch.log_softmax(target_row + _seeded_logits("draft", context, d, vocab=vocab), -1))
         path = path + (int(target_row.argmax()),)
     return torch.stack(rows)
 
@@ -195,6 +196,15 @@ def first_tokens_law(verifier: str, builder: str, temperature: float) -> dict[tu
         law = RULE_LAWS[verifier](tree, logits, temperature)
         return tuple((tuple(tokens[u] for u in tree.path(node)[1:]) + (y,), prob) for (node, y), prob in law.items())
 
+    return compose_rounds(block_law, START, HORIZON)
+
+
+BlockLaw = Callable[[tuple[int, ...]], Iterable[tuple[tuple[int, ...], float]]]
+
+
+def compose_rounds(block_law: BlockLaw, start: tuple[int, ...], horizon: int) -> dict[tuple[int, ...], float]:
+    """Law of the first `horizon` emitted tokens: each round's law of emitted blocks, composed from `start`."""
+
     def compose(context: tuple[int, ...], needed: int) -> dict[tuple[int, ...], float]:
         out: dict[tuple[int, ...], float] = defaultdict(float)
         for block, prob in block_law(context):
@@ -205,16 +215,18 @@ def first_tokens_law(verifier: str, builder: str, temperature: float) -> dict[tu
                     out[block + rest] += prob * rest_prob
         return out
 
-    return dict(compose(START, HORIZON))
+    return dict(compose(start, horizon))
 
 
-def target_tokens_law(temperature: float) -> dict[tuple[int, ...], float]:
-    """The product of target conditionals over every HORIZON-token string."""
+def target_tokens_law(temperature: float, vocab: int = VOCAB, start: tuple[int, ...] = START,
+                      horizon: int = HORIZON) -> dict[tuple[int, ...], float]:
+    """The product of target conditionals over every `horizon`-token string."""
     law = {}
-    for string in itertools.product(range(VOCAB), repeat=HORIZON):
+    for string in itertools.product(range(vocab), repeat=horizon):
         prob = 1.0
         for i, token in enumerate(string):
-            prob *= float(log_probs(_seeded_logits("target", START + string[:i]), temperature).exp()[token])
+            prob *= float(log_probs(_seeded_logits("target", start + string[:i], vocab=vocab),
+                                    temperature).exp()[token])
         law[string] = prob
     return law
 

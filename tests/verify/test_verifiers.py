@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import best_first, fixed_width
+from tevcore.engine.builders import best_first, fixed_width, get_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, masked_probs
 from tevcore.lab.simulate import simulate
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.laws import exit_law, rule_law
-from tevcore.verify.verifiers import (EXACT_VERIFIERS, NOT_EXACT, VERIFIERS, Verdict, chain_subtree, get_verifier,
-                                      verifier_label)
+from tevcore.verify.verifiers import (EXACT_VERIFIERS, NOT_EXACT, SAMPLED_VERIFIERS, VERIFIERS, Verdict, chain_subtree,
+                                      get_rule, get_verifier, verifier_label)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")  # many small tensor ops: one thread
@@ -33,8 +33,11 @@ def test_registry_names_and_labels():
     assert get_verifier("tev") is VERIFIERS["tev"]
     assert verifier_label("tev") == "tev"
     assert verifier_label("naive_ratio") == "naive_ratio (NOT exact: teaching foil)"
-    with pytest.raises(ValueError, match="tev, predraw, residual, greedy, chain, naive_ratio"):
+    with pytest.raises(ValueError, match="tev, predraw, residual, greedy, chain, rrs, block, naive_ratio"):
         get_verifier("specinfer")
+    assert set(SAMPLED_VERIFIERS) == {"rrs", "block"} and get_verifier("rrs") is SAMPLED_VERIFIERS["rrs"]
+    assert {name: get_rule(name).trees for name in ("tev", "rrs", "block", "naive_ratio")} == {
+        "tev": "any", "rrs": "sampled", "block": "sampled chain", "naive_ratio": "none"}
 
 
 @pytest.mark.parametrize("name", list(VERIFIERS))
@@ -157,7 +160,7 @@ def test_bench_summary_on_synthetic_trees():
     """The latency report's plumbing, without a model: both modes timed, table and goals."""
     from tevcore.lab.bench_verifiers import MODES, ScoredTree, format_table, goals, summarise, time_decisions
 
-    trees = [ScoredTree(16, *random_case(seed), forward_s=0.05) for seed in range(2)]
+    trees = [ScoredTree(16, "best_first", *random_case(seed), forward_s=0.05) for seed in range(2)]
     names = list(VERIFIERS)
     timings = time_decisions(trees, names, rounds=4, temperature=1.0, seed=0)
     assert all(len(t[mode]) == 4 and min(t[mode + "_fraction"]) > 0 for t in timings.values() for mode in MODES)
@@ -167,6 +170,16 @@ def test_bench_summary_on_synthetic_trees():
     assert "naive_ratio (NOT exact: teaching foil)" in format_table(rows)
     assert set(goals(rows)) == {"budget", "tev_over_residual_given_flow", "given_flow_goal_met",
                                 "tev_over_residual_including_flow", "including_flow_goal_met"}
+    chains = []
+    for seed in range(2):
+        rows_ = torch.log_softmax(torch.randn(4, 30, generator=torch.Generator().manual_seed(seed)), -1)
+        tree = get_builder("sampled:1,1,1,1")(3, rows_, 16, 1.0, torch.Generator().manual_seed(seed))
+        chains.append(ScoredTree(16, "sampled:1,1,1,1", tree, torch.randn(tree.num_nodes, 30), forward_s=0.05))
+    timings = time_decisions(chains, ["tev", "residual", "rrs", "block"], rounds=4, temperature=1.0, seed=0)
+    sampled_rows = summarise(chains, timings, 1.0)
+    assert [r["verifier"] for r in sampled_rows] == ["tev", "residual", "rrs", "block"]
+    assert all(r["builder"] == "sampled:1,1,1,1" and r["given_flow_median_ms"] > 0 for r in sampled_rows)
+    assert "sampled:1,1,1,1" in format_table(sampled_rows)
 
 
 def test_standing_says_which_rule_is_exact_for_which_target():

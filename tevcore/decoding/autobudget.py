@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from statistics import median
 
 import torch
@@ -44,7 +45,7 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
     key = (f"forward-cost-{target.name}-{target.device.type}-{capability}-{layout}-{threads}t-{context_length}.json"
            .replace(" ", "_"))
     path = cache_dir() / key.replace("/", "_")
-    stored = json.loads(path.read_text()) if path.is_file() else {}
+    stored = _stored_curve(path)
     if not refresh and all(str(s) in stored for s in sizes):
         return {s: stored[str(s)] for s in sizes}
     session = TargetSession(target)
@@ -60,9 +61,24 @@ def forward_cost_curve(target: Target, context_length: int = 256, sizes: tuple[i
             times[size].append(seconds_of(lambda: session.score_tree(tree), session.device)[1])
             session.rollback()
     curve = curve_from_timings({size: found[1:] for size, found in times.items()})  # the first pass warms up
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, {str(k): v for k, v in curve.items()}, overwrite=True)  # a cache: the newest measure wins
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, {str(k): v for k, v in curve.items()}, overwrite=True)  # a cache: the newest measure wins
+    except OSError:  # a cache that cannot be written (see loading.cache_dir) only costs measuring again next time
+        pass
     return {s: curve[s] for s in sizes}
+
+
+def _stored_curve(path: Path) -> dict:
+    """A cached curve ({} when missing, damaged or not a curve: it is then measured again)."""
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(stored, dict) or not all(k.isdigit() and isinstance(v, (int, float)) and v > 0
+                                               for k, v in stored.items()):
+        return {}
+    return stored
 
 
 def curve_from_timings(times: dict[int, list[float]]) -> dict[int, float]:

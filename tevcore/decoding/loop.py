@@ -91,6 +91,11 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         raise ValueError("a budget > 0 needs a proposer")
     depth = proposer.depth if (proposer is not None and config.budget > 0) else 0
     builder = get_builder(config.builder)
+    if depth:
+        builder.check_depth(depth)
+    if builder.sampled and config.tree_costs is not None:
+        raise ValueError(f"trimming cuts a tree to a prefix, which a sampled tree's draws do not survive: "
+                         f"use --trim off with builder {config.builder!r}")
     verify = get_verifier(config.verifier)
     session, stops = _start(target, prompt, config, depth, proposer.hidden_layers if depth else ())
     generator = make_generator(config.seed, session.device)
@@ -112,7 +117,8 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
             if not drafting:
                 tree = DraftTree.root_only(root)
             else:  # a proposer that grows its own tree (a draft LM) gives it whole
-                tree = proposal if isinstance(proposal, DraftTree) else builder(root, proposal, config.budget)
+                tree = proposal if isinstance(proposal, DraftTree) else builder(root, proposal, config.budget,
+                                                                                config.temperature, generator)
             draft_probs = draft_path_probs(tree)[1:] if trimming else None
             if drafting and trimming:
                 kept = best_prefix_size(draft_probs, config.tree_costs, calibration.scale)

@@ -3,7 +3,8 @@
 A block drafter gives one distribution per depth (below a depth-1 token it
 was given, rows that know that token), so a prefix's draft score is the sum
 of its rows' log-probabilities. The best-first builder returns the top-B
-prefixes by that score (DDTree).
+prefixes by that score (DDTree). The sampled builders (`sampled.py`) draw
+each node's children from the rows instead; `get_builder` parses every name.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Callable
 import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
+from tevcore.engine.sampled import SampledShape, grow_sampled, parse_sampled
+from tevcore.engine.sampling import draw_proposals
 from tevcore.parsing import comma_list
 from tevcore.engine.tree import DraftTree
 
@@ -179,22 +182,80 @@ def tree_from_prefix_scores(tokens: list[int], parents: list[int], prefix_scores
 BuilderFn = Callable[[int, Rows, int], DraftTree]
 
 
-def get_builder(name: str, budget: int | None = None) -> BuilderFn:
-    """Builder by name: 'best_first', 'chain' or 'width:4,2,1' (fixed top-k per depth).
+@dataclass(frozen=True)
+class Builder:
+    """A parsed builder name: `builder(root, rows, budget, temperature, generator)` builds the round's tree.
+
+    A fixed builder ignores the temperature and the generator; a sampled one
+    draws from the rows at that temperature with that generator.
+    """
+
+    name: str
+    build: Callable[[int, Rows, int | None, float, torch.Generator | None], DraftTree]
+    sampled: bool = False
+    depth: int | None = None  # drafter depths the shape needs (None: any)
+    sampled_chain: bool = False  # one draw per node: a sampled chain
+
+    def __call__(self, root_token: int, depth_logq: Rows, budget: int | None, temperature: float = 1.0,
+                 generator: torch.Generator | None = None) -> DraftTree:
+        return self.build(root_token, depth_logq, budget, temperature, generator)
+
+    def check_depth(self, drafter_depth: int) -> None:
+        """Refuse a shape deeper than the drafter's rows, before any work."""
+        if self.depth is not None and self.depth > drafter_depth:
+            raise ValueError(f"builder {self.name!r} needs {self.depth} draft depths but the proposer gives "
+                             f"{drafter_depth}")
+
+
+def _sampled_build(shape: SampledShape) -> Callable[[int, Rows, int | None, float, torch.Generator | None], DraftTree]:
+    def build(root: int, logq: Rows, budget: int | None, temperature: float,
+              generator: torch.Generator | None) -> DraftTree:
+        if generator is None:
+            raise ValueError("a sampled builder draws with the round's generator; none was given")
+        draw = lambda q, k, replace: draw_proposals(q, k, replace, generator)  # noqa: E731
+        return grow_sampled(root, _check_rows(logq), shape, None if budget is None else check_budget(budget),
+                            temperature, draw)
+
+    return build
+
+
+def get_builder(name: str, budget: int | None = None) -> Builder:
+    """Builder by name: 'best_first', 'chain', 'width:4,2,1' (fixed top-k per depth), 'sampled:3,2,1' or
+    'sampled-wor:3,2,1' (children drawn from q, with or without replacement): the one parser of builder names.
 
     With a budget, a fixed-width shape that cannot fit is refused here, before any work.
     """
     if name == "best_first":
-        return best_first
+        return Builder(name, lambda root, logq, budget, temperature, generator: best_first(root, logq, budget))
     if name == "chain":
-        return chain
+        return Builder(name, lambda root, logq, budget, temperature, generator: chain(root, logq, budget))
     if name.startswith("width:"):
         widths = comma_list(name.split(":", 1)[1], int, "widths like 'width:4,2,1'")
         if any(w < 1 for w in widths):
             raise ValueError(f"widths must be positive integers, got {name!r}")
         _check_width_budget(widths, budget)
-        return lambda root, logq, budget: fixed_width(root, logq, widths, budget)
-    raise ValueError(f"unknown builder {name!r}; choose best_first, chain or width:W1,W2,...")
+        return Builder(name, lambda root, logq, budget, temperature, generator: fixed_width(root, logq, widths, budget),
+                       depth=len(widths))
+    shape = parse_sampled(name)
+    if shape is not None:
+        return Builder(name, _sampled_build(shape), sampled=True, depth=len(shape.widths),
+                       sampled_chain=all(w == 1 for w in shape.widths))
+    raise ValueError(f"unknown builder {name!r}; choose {', '.join(BUILDER_NAMES + SAMPLED_BUILDER_NAMES)}")
 
 
-BUILDER_NAMES = ("best_first", "chain", "width:W1,W2,...")
+BUILDER_NAMES = ("best_first", "chain", "width:W1,W2,...")  # the fixed builders
+SAMPLED_BUILDER_NAMES = ("sampled:K1,K2,...", "sampled-wor:K1,K2,...")  # children drawn from the drafter's q
+
+
+def parse_builder_list(text: str) -> list[str]:
+    """Builder names of a comma-separated flag, where a shape's own counts also use commas:
+    'best_first,sampled:3,2,1,chain' -> ['best_first', 'sampled:3,2,1', 'chain']. Each name is checked."""
+    names: list[str] = []
+    for item in comma_list(text, str, "builder names"):
+        if item.isdigit() and names and ":" in names[-1]:
+            names[-1] += "," + item
+        else:
+            names.append(item)
+    for name in names:
+        get_builder(name)
+    return names

@@ -166,3 +166,16 @@ def masked_draws(logits: torch.Tensor, temperature: float, banned: torch.Tensor,
     if is_greedy(temperature):
         return draw_token(logits, 0.0, generator, banned=banned).repeat(n)
     return sample_index(masked_probs(logits.double(), temperature, banned), generator, n)
+
+
+def draw_proposals(probs: torch.Tensor, k: int, replace: bool, generator: torch.Generator) -> list[int]:
+    """k draws from a proposal row (V,) of probabilities: i.i.d., or one after another without replacement.
+
+    Without replacement each draw comes from the row with the earlier draws
+    removed and renormalised (`torch.multinomial`'s law), and k is cut to the
+    tokens of non-zero probability. A sampled tree's children are these draws.
+    """
+    weights = probs.to(generator.device, torch.float64)
+    if not replace:
+        k = min(int(k), int((weights > 0).sum()))
+    return torch.multinomial(weights, int(k), replacement=replace, generator=generator).tolist()

@@ -2,8 +2,10 @@
 
 Node 0 is the root (the last committed token); every other node carries a
 draft token, its parent, its depth and the drafter's log-probability of that
-token at that depth. Validation happens on construction so that an invalid
-tree never reaches the target or a verifier.
+token at that depth. A sampled tree also carries its `DrawRecord` (how each
+node's children were drawn from the drafter's q), which the proposal-ratio
+verifiers need. Validation happens on construction so that an invalid tree
+never reaches the target or a verifier.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from tevcore.engine.draws import DrawRecord
 
 MAX_TOKEN_ID = 2**31 - 1  # no vocabulary is larger; the target's own size is checked where the tree meets its logits
 
@@ -24,6 +28,7 @@ class DraftTree:
     parents: torch.Tensor  # (N+1,) long; parents[0] == -1
     draft_logp: torch.Tensor  # (N+1,) float; draft log-prob of each node's token, 0 at root
     budget: int | None = None  # the node budget the tree was built under, if any
+    draws: DrawRecord | None = None  # how a sampled tree was drawn; None for a fixed tree
     depths: torch.Tensor = field(init=False)
 
     def __post_init__(self) -> None:
@@ -34,6 +39,13 @@ class DraftTree:
         object.__setattr__(self, "parents", parents)
         object.__setattr__(self, "draft_logp", draft_logp)
         object.__setattr__(self, "depths", _validated_depths(tokens, parents, draft_logp, self.budget))
+        if self.draws is not None:
+            self.draws.check_tree(parents)
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the children were drawn from the drafter's q (and the draws are recorded)."""
+        return self.draws is not None
 
     @property
     def size(self) -> int:
@@ -73,10 +85,13 @@ class DraftTree:
     def first(self, size: int) -> "DraftTree":
         """The tree of the root and the first `size` nodes (a tree, since parents precede children).
 
-        For a best-first tree this is the best tree of that size.
+        For a best-first tree this is the best tree of that size. A cut sampled
+        tree is no longer what its draws made, so it keeps no draw record.
         """
         if not 0 <= size <= self.size:
             raise ValueError(f"cannot keep {size} nodes of a tree with {self.size}")
+        if size == self.size:
+            return self
         end = size + 1
         return DraftTree(tokens=self.tokens[:end], parents=self.parents[:end], draft_logp=self.draft_logp[:end],
                          budget=self.budget)
@@ -93,21 +108,25 @@ class DraftTree:
         return [torch.nonzero(self.depths == d).flatten() for d in range(1, self.max_depth + 1)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "tokens": self.tokens.tolist(),
             "parents": self.parents.tolist(),
             "draft_logp": [float(x) for x in self.draft_logp.tolist()],
             "depths": self.depths.tolist(),
             "budget": self.budget,
         }
+        if self.draws is not None:
+            data["draws"] = self.draws.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "DraftTree":
         if not isinstance(data, dict):
             raise ValueError(f"not a draft tree record: expected an object, got {type(data).__name__}")
         try:
+            draws = DrawRecord.from_dict(data["draws"]) if data.get("draws") is not None else None
             tree = cls(tokens=data["tokens"], parents=data["parents"], draft_logp=data["draft_logp"],
-                       budget=data.get("budget"))
+                       budget=data.get("budget"), draws=draws)
         except KeyError as err:
             raise ValueError(f"not a draft tree record: no {err} field") from None
         if "depths" in data and data["depths"] != tree.depths.tolist():

@@ -2,6 +2,7 @@
 
 bench.py times speculative decoding against autoregressive decoding on
 benchmark prompt sets (datasets.py); bench_verifiers.py times each verifier's
-decision on real trees; simulate.py drives the shipped verify rules over many
+decision on real trees; siblings.py counts which (depth, sibling rank) nodes
+get accepted and what follows a non-top-1 pick; simulate.py drives the shipped verify rules over many
 draws on one tree to compare their exit and bonus laws.
 """

@@ -2,8 +2,19 @@
 
 For every prompt, every method runs back to back (AR first, then each
 speculative configuration, then HF generate and HF prompt-lookup), so the
-speedup is the median of per-prompt ratios measured side by side. Results go
-to stdout as a table and to a JSON file with the run's metadata.
+speedup is the median of per-prompt ratios measured side by side. A
+speculative configuration is a (budget, builder, verifier, trim): every valid
+pairing of the `--builders` and `--verifiers` (fixed trees with the
+exact-given-tree rules, sampled trees with those and the proposal-ratio
+rules) at the same node budget, so tree against chain and fixed against
+sampled are rows of one run. Each speculative row carries its sibling
+diagnostics (`siblings.py`). Results go to stdout as tables and to a JSON
+file with the run's metadata.
+
+Under `torchrun --nproc-per-node N -m tevcore -- bench ...` the ranks share
+the prompts (prompt i on rank i mod N) and rank 0 writes one table and one
+JSON; every decode's seed comes from its prompt, so every figure that is not
+a time (E[L], 1 + C, rounds, tree sizes) equals the one-process run's.
 """
 
 from __future__ import annotations
@@ -14,7 +25,7 @@ import platform
 import subprocess
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import mean, median, stdev
 
@@ -22,18 +33,21 @@ import torch
 from tqdm import tqdm
 
 from tevcore.config import DecodeConfig
+from tevcore.engine.builders import get_builder, parse_builder_list
 from tevcore.lab.datasets import load_prompts
+from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
-from tevcore.proposers import DRAFTER_DTYPE_HELP, PROPOSER_SPECS, parse_drafter_dtype
+from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
 from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.outputs import write_json, written
+from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
 from tevcore.timing import seconds_of
-from tevcore.verify.verifiers import VERIFIERS
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
+from tevcore.verify.verifiers import check_pairing, get_rule
 
 PROMPT_LOOKUP_TOKENS = 10
 
@@ -45,6 +59,7 @@ class MethodStats:
     method: str
     budget: int | None = None
     verifier: str | None = None
+    builder: str | None = None
     tokens_per_s: list[float] = field(default_factory=list)
     ratio_to_ar: list[float] = field(default_factory=list)
     block_lengths: list[float] = field(default_factory=list)  # per round, pooled
@@ -55,6 +70,24 @@ class MethodStats:
     tree_costs: tuple[float, ...] | None = None
     skipped_rounds: int = 0  # rounds that trimming turned into a plain root-only step
     scored_nodes: int = 0  # drafted nodes the target scored, over all rounds
+    rounds: list = field(default_factory=list)  # the lean round records, for the sibling diagnostics
+
+    def empty(self) -> MethodStats:
+        """The same method with no measurements: one prompt's are taken into it, then `absorb`ed in order."""
+        return replace(self, tokens_per_s=[], ratio_to_ar=[], block_lengths=[], expected_lengths=[],
+                       stage_seconds=dict.fromkeys(STAGES, 0.0), wall_seconds=0.0, skipped_rounds=0, scored_nodes=0)
+
+    def absorb(self, other: MethodStats) -> None:
+        """Append another prompt's measurements of this method (prompts in order give the one-process lists)."""
+        self.tokens_per_s += other.tokens_per_s
+        self.ratio_to_ar += other.ratio_to_ar
+        self.block_lengths += other.block_lengths
+        self.expected_lengths += other.expected_lengths
+        for stage, seconds in other.stage_seconds.items():
+            self.stage_seconds[stage] += seconds
+        self.wall_seconds += other.wall_seconds
+        self.skipped_rounds += other.skipped_rounds
+        self.scored_nodes += other.scored_nodes
 
     def length_gap(self) -> tuple[float, float] | tuple[None, None]:
         """Mean of L - (1 + C) per round and its standard error.
@@ -79,7 +112,7 @@ class MethodStats:
         gap, gap_se = self.length_gap()
         return {
             "dataset": dataset, "temperature": temperature, "method": self.method, "budget": self.budget,
-            "verifier": self.verifier, "prompts": len(self.tokens_per_s),
+            "verifier": self.verifier, "builder": self.builder, "prompts": len(self.tokens_per_s),
             "tokens_per_s": median(self.tokens_per_s) if self.tokens_per_s else None,
             "speedup": median(self.ratio_to_ar) if self.ratio_to_ar else None,
             "mean_block_length": mean(self.block_lengths) if self.block_lengths else None,
@@ -89,6 +122,7 @@ class MethodStats:
             "trim": self.trim, "tree_costs": self.tree_costs,
             "skipped_share": self.skipped_rounds / len(self.block_lengths) if self.block_lengths else None,
             "mean_tree_size": self.scored_nodes / len(self.block_lengths) if self.block_lengths else None,
+            "siblings": sibling_diagnostics(self.rounds) if self.rounds else None,
         }
 
 
@@ -124,44 +158,54 @@ def draw_seed(seed: int, *cell: object) -> int:
 def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
               temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
               peers: bool = True, trims: dict[str, dict[int, tuple[float, ...] | None]] | None = None,
-              rows: list[dict] | None = None) -> list[dict]:
+              builders: list[str] | None = None, rows: list[dict] | None = None) -> list[dict]:
     """Measure every method on every prompt, interleaved; return one row per configuration.
 
     `trims` maps a `--trim` spec to each budget's `DecodeConfig.tree_costs`
     (default: 'off' alone, no trimming); every spec is its own configuration.
-    The rows of each (set, temperature) are appended to `rows` as soon as its
-    prompts are done, so a caller keeps them when the run is cut short.
+    `builders` (default best-first) pair with every verifier that is exact on
+    their trees (`valid_pairs`). The rows of each (set, temperature) are
+    appended to `rows` as soon as its prompts are done, so a caller keeps them
+    when the run is cut short. Under torchrun each rank measures its share of
+    the prompts and every rank returns the rows of all of them.
     """
     trims = trims or {"off": {}}
+    pairs = valid_pairs(builders or ["best_first"], verifiers)
     rows = [] if rows is None else rows
     for dataset in datasets:
         prompts = [prompt_ids(target, p.text) for p in load_prompts(dataset, "heldout", n)]
         for temperature in temperatures:
             stats = {("ar",): MethodStats("ours AR")}
             for budget in budgets:
-                for verifier in verifiers:
+                for builder, verifier in pairs:
                     for trim, costs in trims.items():
-                        stats[("spec", budget, verifier, trim)] = MethodStats(
-                            "ours speculative", budget, verifier, trim=trim, tree_costs=costs.get(budget))
+                        if trim != "off" and get_builder(builder).sampled:
+                            continue  # trimming cuts a tree to a prefix; a sampled tree's draws do not survive it
+                        stats[("spec", budget, builder, verifier, trim)] = MethodStats(
+                            "ours speculative", budget, verifier, builder, trim=trim, tree_costs=costs.get(budget))
             if peers:
                 stats[("hf",)] = MethodStats("HF generate")
                 stats[("hf-lookup",)] = MethodStats(f"HF prompt lookup ({PROMPT_LOOKUP_TOKENS})")
                 dflash = getattr(proposer, "hf_dflash_assistant", None)  # the same drafter, chain-decoded by HF
                 if dflash is not None:
                     stats[("hf-dflash",)] = MethodStats(f"HF DFlash chain (block {dflash.config.block_size})")
-            for index, ids in enumerate(tqdm(prompts, desc=f"{dataset} T={temperature}", leave=False)):
+            measured = []  # (prompt index, that prompt's measurements of every method)
+            for index, ids in tqdm(shard(prompts), desc=f"{dataset} T={temperature}", leave=False,
+                                   disable=not is_first()):
+                prompt_stats = {key: entry.empty() for key, entry in stats.items()}
+                measured.append((index, prompt_stats))
                 base = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
                                     seed=draw_seed(seed, dataset, temperature, index, "ar"))
                 ar = generate_ar(target, ids, base)
                 ar_speed = len(ar.tokens) / ar.seconds
-                stats[("ar",)].tokens_per_s.append(ar_speed)
-                stats[("ar",)].ratio_to_ar.append(1.0)
-                for key, entry in stats.items():
+                prompt_stats[("ar",)].tokens_per_s.append(ar_speed)
+                prompt_stats[("ar",)].ratio_to_ar.append(1.0)
+                for key, entry in prompt_stats.items():
                     kind, cell_seed = key[0], draw_seed(seed, dataset, temperature, index, *key)
                     if kind == "spec":
                         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
-                                              budget=entry.budget, verifier=entry.verifier, seed=cell_seed,
-                                              tree_costs=entry.tree_costs, record="lean")
+                                              budget=entry.budget, builder=entry.builder, verifier=entry.verifier,
+                                              seed=cell_seed, tree_costs=entry.tree_costs, record="lean")
                         result = generate(target, proposer, ids, config)
                         speed = len(result.tokens) / result.seconds
                         entry.wall_seconds += result.seconds
@@ -169,6 +213,7 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                         entry.expected_lengths += [r.expected_length for r in result.rounds]
                         entry.skipped_rounds += sum(r.tree.size == 0 for r in result.rounds)
                         entry.scored_nodes += sum(r.tree.size for r in result.rounds)
+                        entry.rounds += result.rounds
                         for record in result.rounds:
                             for stage in STAGES:
                                 entry.stage_seconds[stage] += getattr(record.timings, stage)
@@ -181,8 +226,30 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                         continue
                     entry.tokens_per_s.append(speed)
                     entry.ratio_to_ar.append(speed / ar_speed)
+            for _, prompt_stats in sorted(gather(measured), key=lambda item: item[0]):
+                for key, entry in stats.items():
+                    entry.absorb(prompt_stats[key])
             rows += [entry.row(dataset, temperature) for entry in stats.values()]
     return rows
+
+
+def valid_pairs(builders: list[str], verifiers: list[str]) -> list[tuple[str, str]]:
+    """Every (builder, verifier) whose rule is exact on the builder's trees (the foil runs on fixed trees only)."""
+    pairs = []
+    for verifier in verifiers:
+        get_rule(verifier)  # an unknown name is refused, not skipped
+    for builder in builders:
+        for verifier in verifiers:
+            try:
+                check_pairing(verifier, builder)
+            except ValueError:
+                continue
+            if verifier == "naive_ratio" and get_builder(builder).sampled:
+                continue
+            pairs.append((builder, verifier))
+    if not pairs:
+        raise ValueError(f"no verifier of {', '.join(verifiers)} is exact on the trees of {', '.join(builders)}")
+    return pairs
 
 
 def git_commit(folder: Path = Path(__file__).parent) -> str:
@@ -205,7 +272,7 @@ _SHORT_STAGE = {"tree_build": "build", "tree_forward": "fwd", "verify_decision":
 
 
 def format_table(rows: list[dict]) -> str:
-    header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'verifier':<9}{'trim':<5}{'tok/s':>7}{'speedup':>8}"
+    header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'builder':<15}{'verifier':<9}{'trim':<5}{'tok/s':>7}{'speedup':>8}"
               f"{'E[L]':>7}{'1+C':>7}{'gap% (se)':>14}{'nodes':>6}{'plain':>6}"
               f"  % of wall time ({'/'.join(_SHORT_STAGE.get(s, s) for s in (*STAGES, 'other'))})")
     lines = [header, "-" * len(header)]
@@ -213,7 +280,7 @@ def format_table(rows: list[dict]) -> str:
         shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""
         plain = f"{100 * r['skipped_share']:.0f}%" if r.get("skipped_share") is not None else "-"
         lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{_cell(r['budget'], 5, 'd')} "
-                     f"{r['verifier'] or '-':<9}{r.get('trim') or '-':<5}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
+                     f"{(r.get('builder') or '-')[:14]:<15}{r['verifier'] or '-':<9}{r.get('trim') or '-':<5}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
                      f"{_cell(r['mean_block_length'], 7, '.2f')}{_cell(r['mean_expected_length'], 7, '.2f')}"
                      f"{_gap_cell(r)}"
                      f"{_cell(r.get('mean_tree_size'), 6, '.1f')}{plain:>6}  {shares}")
@@ -242,14 +309,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperatures", default="0,1")
     parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
-    parser.add_argument("--verifiers", default="tev,residual", help=f"comma-separated, of {', '.join(VERIFIERS)}")
+    parser.add_argument("--verifiers", default="tev,residual",
+                        help="comma-separated verifiers; each runs with every --builders entry it is exact on")
+    parser.add_argument("--builders", default="best_first",
+                        help="comma-separated builders at the same budget, e.g. best_first,sampled:4,2,1,"
+                             "sampled:1,1,1,1,chain (fixed and sampled trees side by side)")
     parser.add_argument("--trim", default="off", help=TRIM_HELP + "; comma-separated specs are measured side by side")
     parser.add_argument("--refresh-curve", action="store_true",
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--proposer", default="default",
-                        help=PROPOSER_SPECS + "; with a DFlash drafter, transformers' DFlash chain decoding of the "
-                             "same drafter runs as a peer")
+                        help=proposer_specs() + " (a proposer that offers an HF assistant, as DFlash does, also "
+                             "runs transformers' own decoding with it as a peer)")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--seed", type=seed_value, default=DecodeConfig.default("seed"), help=DecodeConfig.help()["seed"])
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
@@ -260,7 +331,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tevcore.decoding.autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
-    from tevcore.proposers import resolve_proposer
 
     commit = git_commit()  # the code that runs, even if the checkout moves on during a long bench
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
@@ -278,28 +348,32 @@ def run(args: argparse.Namespace) -> int:
     for dataset in datasets:
         load_prompts(dataset, "heldout", args.n)  # an unknown, missing or empty set is refused before the model loads
     verifiers = comma_list(args.verifiers, str, "verifiers")
-    for verifier in verifiers:
-        DecodeConfig(verifier=verifier)
-    target = target_from_args(args)
+    builders = parse_builder_list(args.builders)
+    pairs = valid_pairs(builders, verifiers)
+    target = target_from_args(args, device=device_for_rank(args.device))
     proposer = resolve_proposer(args.proposer, target, drafter_dtype)
-    if args.refresh_curve:
+    for builder, _ in pairs:
+        get_builder(builder).check_depth(proposer.depth)  # a shape deeper than the drafter, before any prompt
+    if args.refresh_curve and is_first():
         wanted = AUTO_BUDGETS if args.budgets == "auto" else comma_list(args.budgets, int, "budgets")
         forward_cost_curve(target, sizes=curve_sizes(wanted), refresh=True)
     auto: dict[float, BudgetChoice] = {}
     if args.budgets == "auto":  # one choice per temperature: E(B) depends on it
         calibration = [prompt_ids(target, p.text) for d in datasets for p in load_prompts(d, "train", 2)]
-        for t in temperatures:
-            auto[t] = choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
-            print(f"T={t:g}: {auto[t].explain()}")
+        for t in temperatures:  # measured on a clock: rank 0 chooses for every rank
+            auto[t] = from_first(choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
+                                 if is_first() else None)
+            if is_first():
+                print(f"T={t:g}: {auto[t].explain()}")
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:
         plan = [(temperatures, comma_list(args.budgets, int, "budgets"))]
     for _, budgets in plan:
         for b in budgets:
-            for v in verifiers:
-                DecodeConfig(budget=b, verifier=v)
+            for builder, v in pairs:
+                DecodeConfig(budget=b, builder=builder, verifier=v)
     all_budgets = sorted({b for _, budgets in plan for b in budgets})
-    trims = {spec: trim_costs(target, all_budgets, spec) for spec in trim_specs}
+    trims = from_first({spec: trim_costs(target, all_budgets, spec) for spec in trim_specs} if is_first() else None)
     for costs in trims.values():
         for b, tree_costs in costs.items():
             DecodeConfig(budget=b, tree_costs=tree_costs)
@@ -307,13 +381,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         for temps, budgets in plan:
             run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers, args.seed,
-                      peers=not args.no_peers, trims=trims, rows=rows)
+                      peers=not args.no_peers, trims=trims, builders=builders, rows=rows)
     except KeyboardInterrupt:  # keep the finished (set, temperature) cells, marked partial
-        if rows:
+        if rows and is_first():
             print(format_table(rows))
             _write(args, rows, _meta(args, commit, target, proposer, datasets, trim_specs, None, auto), partial=True)
         raise
+    if not is_first():
+        return 0
     print(format_table(rows))
+    for row in rows:
+        if row.get("siblings"):
+            print()
+            print(format_sibling_table(f"{row['dataset']} T={row['temperature']:g} B={row['budget']} "
+                                       f"{row['builder']} + {row['verifier']}", row["siblings"]))
     uses_curve = "auto" in trim_specs or bool(auto)
     curve = forward_cost_curve(target, sizes=curve_sizes(all_budgets)) if uses_curve and all_budgets else None
     _write(args, rows, _meta(args, commit, target, proposer, datasets, trim_specs, curve, auto))
@@ -324,6 +405,7 @@ def _meta(args: argparse.Namespace, commit: str, target: Target, proposer, datas
           curve: dict | None, auto: dict) -> dict:
     return {"commit": commit, "model": target.name, "proposer": proposer.name, "datasets": datasets,
             "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
+            "processes": world()[1],
             "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
             "trim": trim_specs, "cost_curve_s": curve,
             "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None,

@@ -10,6 +10,10 @@ hands them: it computed the flow for its record) and including the lean
 flow they must compute alone. Reported: median decision latency of both per
 verifier and budget, the ratio to the residual verifier and the decision
 as a fraction of that tree's forward.
+
+Sampled builders (`--builders`) draw their trees from the same rows at the
+decisions' temperature, so the proposal-ratio rules (rrs, block) are timed
+on the trees they verify, beside TEV and residual on those same trees.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.target.walker import walk
-from tevcore.engine.builders import best_first
-from tevcore.lab.bench import git_commit
+from tevcore.engine.builders import get_builder, parse_builder_list
+from tevcore.lab.bench import git_commit, valid_pairs
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
@@ -39,9 +43,10 @@ from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
 from tevcore.outputs import write_json, written
 from tevcore.timing import seconds_of
-from tevcore.verify.verifiers import VERIFIERS, get_verifier, verifier_label
+from tevcore.verify.verifiers import ALL_VERIFIERS, get_verifier, verifier_label
 
 MODES = ("given_flow", "including_flow")  # the flow handed in (as in decoding), or computed by the verifier
+DEFAULT_BUILDERS = "best_first,sampled:4,2,2,1,1,1,1,1,sampled:1,1,1,1,1,1,1,1"
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class ScoredTree:
     """One real tree, its node logits and its median tree-forward time."""
 
     budget: int
+    builder: str
     tree: DraftTree
     logits: torch.Tensor
     forward_s: float
@@ -64,11 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed decisions per verifier and budget")
     parser.add_argument("--temperature", type=float, default=SAMPLING_TEMPERATURE,
                         help="sampling temperature of the decisions")
-    parser.add_argument("--verifiers", default=",".join(VERIFIERS), help="comma-separated verifier names")
-    parser.add_argument("--prompts", type=count_at_least_one, default=3,
-                        help="held-out MT-Bench prompts to take trees from")
-    parser.add_argument("--positions", type=count_at_least_one, default=2,
-                        help="tree positions per prompt (consecutive tokens of its greedy walk)")
+    parser.add_argument("--verifiers", default=",".join(ALL_VERIFIERS),
+                        help="comma-separated verifier names; each is timed on the builders' trees it is exact on")
+    parser.add_argument("--builders", default=DEFAULT_BUILDERS,
+                        help="comma-separated builders of the timed trees (sampled ones draw at --temperature)")
+    parser.add_argument("--prompts", type=count_at_least_one, default=3, help="held-out MT-Bench prompts to take trees from")
+    parser.add_argument("--positions", type=count_at_least_one, default=2, help="tree positions per prompt (consecutive tokens of its greedy walk)")
     parser.add_argument("--depth", type=count_at_least_one, default=8, help="rollout depth K of the stand-in proposer")
     add_target_arguments(parser)
     parser.add_argument("--threads", type=thread_count, default=None,
@@ -87,19 +94,23 @@ def _score(session: TargetSession, tree: DraftTree, repeats: int = 3) -> tuple[t
     return scores.logits, statistics.median(times)
 
 
-def collect_trees(target: Target, prompts: list[str], budgets: list[int], positions: int,
-                  depth: int) -> dict[int, list[ScoredTree]]:
-    """Scored best-first trees per budget at the first `positions` positions of each prompt's greedy walk."""
+def collect_trees(target: Target, prompts: list[str], budgets: list[int], positions: int, depth: int,
+                  builders: tuple[str, ...] = ("best_first",), temperature: float = SAMPLING_TEMPERATURE,
+                  seed: int = 0) -> dict[tuple[int, str], list[ScoredTree]]:
+    """Scored trees per (budget, builder) at the first `positions` positions of each prompt's greedy walk."""
     proposer = GreedyRolloutProposer(depth=depth)
-    trees: dict[int, list[ScoredTree]] = {budget: [] for budget in budgets}
+    trees: dict[tuple[int, str], list[ScoredTree]] = {(b, name): [] for b in budgets for name in builders}
+    made = {name: get_builder(name) for name in builders}
+    generator = make_generator(seed)
 
     def measure(session: TargetSession) -> torch.Tensor:
         depth_logq = proposer.propose(session)
         for budget in budgets:
-            tree = best_first(session.root_token, depth_logq, budget)
-            logits, forward_s = _score(session, tree)
-            trees[budget].append(ScoredTree(budget, tree, logits, forward_s))
-        return logits[0]  # the last budget's tree stays scored; the walk commits its root's greedy token
+            for name, build in made.items():
+                tree = build(session.root_token, depth_logq, budget, temperature, generator)
+                logits, forward_s = _score(session, tree)
+                trees[(budget, name)].append(ScoredTree(budget, name, tree, logits, forward_s))
+        return logits[0]  # the last tree stays scored; the walk commits its root's greedy token
 
     for prompt in prompts:
         session = TargetSession(target)
@@ -146,6 +157,7 @@ def summarise(trees: list[ScoredTree], timings: dict[str, dict[str, list[float]]
     flows = [s.lean_flow(temperature) for s in trees]
     shared = {
         "budget": trees[0].budget,
+        "builder": trees[0].builder,
         "trees": len(trees),
         "mean_nodes": statistics.mean(s.tree.size for s in trees),
         "mean_depth": statistics.mean(s.tree.max_depth for s in trees),
@@ -169,12 +181,12 @@ def summarise(trees: list[ScoredTree], timings: dict[str, dict[str, list[float]]
 
 
 def format_table(rows: list[dict]) -> str:
-    header = (f"{'B':>4} {'nodes':>6} {'parents':>8} {'fwd ms':>8}  {'verifier':<38}"
+    header = (f"{'B':>4} {'builder':<16}{'nodes':>6} {'parents':>8} {'fwd ms':>8}  {'verifier':<38}"
               f"{'given flow ms':>14}{'x resid':>8}{'incl. flow ms':>14}{'x resid':>8}{'% fwd':>7}")
     lines = [header, "-" * len(header)]
     for r in rows:
         ratios = [f"{r[m + '_vs_residual']:.2f}" if r[m + "_vs_residual"] is not None else "-" for m in MODES]
-        lines.append(f"{r['budget']:>4} {r['mean_nodes']:>6.1f} {r['mean_parent_rows']:>8.1f} "
+        lines.append(f"{r['budget']:>4} {r['builder'][:15]:<16}{r['mean_nodes']:>6.1f} {r['mean_parent_rows']:>8.1f} "
                      f"{r['forward_ms_median']:>8.1f}  {r['label']:<38}{r['given_flow_median_ms']:>14.3f}"
                      f"{ratios[0]:>8}{r['including_flow_median_ms']:>14.3f}{ratios[1]:>8}"
                      f"{100 * r['including_flow_fraction_of_forward']:>6.2f}%")
@@ -184,7 +196,7 @@ def format_table(rows: list[dict]) -> str:
 def goals(rows: list[dict]) -> dict:
     """The issue's targets at the largest budget: TEV given the flow <= 0.5 x residual, including it <= 1 x."""
     top = max(r["budget"] for r in rows)
-    at_top = {r["verifier"]: r for r in rows if r["budget"] == top}
+    at_top = {r["verifier"]: r for r in rows if r["budget"] == top and r["builder"] == "best_first"}
     if "tev" not in at_top or "residual" not in at_top:
         return {}
     given, including = at_top["tev"]["given_flow_vs_residual"], at_top["tev"]["including_flow_vs_residual"]
@@ -199,24 +211,30 @@ def run(args: argparse.Namespace) -> int:
     names = comma_list(args.verifiers, str, "verifiers")
     for name in names:
         get_verifier(name)
+    builders = parse_builder_list(args.builders)
+    pairs = valid_pairs(builders, names)
     if args.rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {args.rounds}")
     if args.threads:
         torch.set_num_threads(args.threads)
     target = target_from_args(args)
     prompts = [p.text for p in load_prompts("mt-bench", "heldout", args.prompts)]
-    trees = collect_trees(target, prompts, budgets, args.positions, args.depth)
+    trees = collect_trees(target, prompts, budgets, args.positions, args.depth, tuple(builders), args.temperature,
+                          args.seed)
     rows = []
     for budget in budgets:
-        timings = time_decisions(trees[budget], names, args.rounds, args.temperature, args.seed)
-        rows.extend(summarise(trees[budget], timings, args.temperature))
+        for builder in builders:
+            timed = [name for made, name in pairs if made == builder]
+            if timed:
+                timings = time_decisions(trees[(budget, builder)], timed, args.rounds, args.temperature, args.seed)
+                rows.extend(summarise(trees[(budget, builder)], timings, args.temperature))
     print(format_table(rows))
     met = goals(rows)
     print(json.dumps(met))
     meta = {"commit": git_commit(), "model": target.name, "device": str(target.device), "threads": torch.get_num_threads(),
             "torch": torch.__version__, "machine": platform.machine(), "processor": platform.processor(),
             "budgets": budgets, "rounds": args.rounds, "temperature": args.temperature, "prompts": args.prompts,
-            "positions": args.positions, "proposer": GreedyRolloutProposer(args.depth).name, "builder": "best_first",
+            "positions": args.positions, "proposer": GreedyRolloutProposer(args.depth).name, "builders": builders,
             "seed": args.seed, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

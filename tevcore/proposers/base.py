@@ -17,6 +17,7 @@ from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.target.session import TargetSession
 from tevcore.target.walker import score_root, walk
+from tevcore.proposers.kind import DrafterKind, keyword
 
 
 class ProposerBase:
@@ -83,3 +84,7 @@ class GreedyRolloutProposer(ProposerBase):
         walk(session, self.depth, 0.0, make_generator(0, session.device), set(), measure)  # T = 0 draws nothing
         session.rewind(committed)
         return torch.stack(rows)
+
+
+ROLLOUT_KIND = DrafterKind("rollout", "rollout", "stand-in: the target's own greedy rollout", keyword("rollout"),
+                           lambda source, target, options: GreedyRolloutProposer(), ready=("rollout",))

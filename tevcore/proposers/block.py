@@ -303,6 +303,10 @@ def _check_weights_fit(config: BlockDrafterConfig, state: dict[str, torch.Tensor
     layers = {name.split(".")[2] for name in state if name.startswith("encoder.layers.")}
     if len(layers) != config.layers:
         raise ValueError(f"{where} says layers={config.layers}, but {path} holds {len(layers)} encoder layers")
+    norms = {name.split(".")[1] for name in state if name.startswith("feature_norms.")}
+    if len(norms) != len(config.hidden_layers):
+        raise ValueError(f"{where} names {len(config.hidden_layers)} hidden_layers, but {path} holds feature norms "
+                         f"for {len(norms)}")
     with torch.device("meta"):
         skeleton = BlockDrafter(config, torch.zeros(config.draft_vocab_size, dtype=torch.long))
     for name, expected in skeleton.state_dict().items():
@@ -322,7 +326,7 @@ def default_drafter_path() -> Path:
     return Path(__file__).resolve().parents[2] / "assets" / "drafter"
 
 
-def load_default_proposer(target: Target, dtype: torch.dtype | None = None):
+def load_default_proposer(target: Target, dtype: torch.dtype | None = None, branches: int | None = None):
     """The committed default drafter when present and built for this target's shape, else the stand-in.
 
     A damaged committed drafter raises (it must be fixed, not silently replaced).
@@ -335,4 +339,5 @@ def load_default_proposer(target: Target, dtype: torch.dtype | None = None):
     except ValueError:
         return GreedyRolloutProposer()  # the default drafter belongs to the default target only
     drafter = load_drafter(path, target)
-    return BlockProposer(drafter, name=f"block drafter (assets/drafter, K={drafter.depth})", dtype=dtype)
+    return BlockProposer(drafter, name=f"block drafter (assets/drafter, K={drafter.depth})", branches=branches,
+                         dtype=dtype)

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
+from tevcore.engine.sampled import parse_sampled
 from tevcore.engine.builders import BUILDER_NAMES, PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
 from tevcore.engine.tree import DraftTree
 from tevcore.parsing import comma_list
@@ -37,6 +38,7 @@ from tevcore.target.loading import Target, load_target
 from tevcore.target.session import TargetSession, one_logit_row
 from tevcore.target.tree_masks import frontier_mask
 from tevcore.proposers.base import ProposerBase
+from tevcore.proposers.kind import DrafterKind, LoadOptions, prefixed
 
 MODEL_PREFIX = "model:"
 DEFAULT_DEPTH = 6
@@ -116,7 +118,9 @@ class DraftLMProposer(ProposerBase):
     `propose_tree(session, builder, budget)` grows the round's tree for the
     builder the decode asks for ('best_first', 'chain' or 'width:...');
     `propose(session)` gives the rows of the draft's greedy chain, for callers
-    that build trees from rows themselves.
+    that build trees from rows themselves. A sampled builder draws from those
+    rows (the q of each depth along the draft's greedy chain, not each node's
+    own path-conditioned q): `propose_tree` leaves it to the loop.
     """
 
     hidden_layers: tuple[int, ...] = ()
@@ -142,7 +146,9 @@ class DraftLMProposer(ProposerBase):
         grown = self.grow(session, "chain", self.depth, keep_rows=True)
         return torch.stack([grown.rows[node] for node in range(len(grown.rows))])
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree:
+    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
+        if parse_sampled(builder) is not None:
+            return None  # drawn from `propose`'s rows by the loop's sampled builder
         return self.grow(session, builder, budget).tree
 
     @torch.inference_mode()
@@ -283,3 +289,13 @@ def load_draft_lm(spec: str, target: Target, depth: int = DEFAULT_DEPTH) -> Draf
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ValueError(f"draft LM {spec!r} is not a causal LM transformers can load: {reason}") from None
     return DraftLMProposer(draft, target, depth=depth)
+
+
+def _load_kind(source: str, target: Target, options: LoadOptions) -> DraftLMProposer:
+    proposer = load_draft_lm(source, target)
+    proposer.name = options.name or proposer.name
+    return proposer
+
+
+KIND = DrafterKind("draft-lm", MODEL_PREFIX + "<hub id or folder>", "a draft LM with the target's tokenizer",
+                   prefixed(MODEL_PREFIX), _load_kind)

@@ -27,7 +27,10 @@ import torch
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
 from tevcore.target.session import TargetSession
 from tevcore.proposer_protocol import Proposer
-from tevcore.proposers.base import ProposerBase
+from tevcore.proposers.base import NoDrafter, ProposerBase
+from tevcore.proposers.kind import DrafterKind, keyword
+
+SUFFIX = "+lookup"  # mixes the lookup into any proposer spec
 
 
 def lookup_continuation(context: list[int], length: int, min_ngram: int = 2, max_ngram: int = 4) -> list[int]:
@@ -142,3 +145,8 @@ def _mix(rows: torch.Tensor, chain: list[int], rates: list[float]) -> torch.Tens
         mixed[d] = rows[d] + math.log1p(-weight)
         mixed[d, token] = torch.logaddexp(mixed[d, token], torch.tensor(math.log(weight), dtype=rows.dtype))
     return mixed
+
+
+KIND = DrafterKind("lookup", "lookup", "the context lookup over flat rows, no drafter", keyword("lookup"),
+                   lambda source, target, options: ContextLookupProposer(NoDrafter(target.vocab_size)),
+                   ready=("lookup",))

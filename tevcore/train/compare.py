@@ -34,7 +34,8 @@ from tevcore.config import SAMPLING_TEMPERATURE, DecodeConfig
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
 from tevcore.outputs import write_json
 from tevcore.parsing import comma_list
-from tevcore.proposers.dflash_format import PREFIX as DFLASH_PREFIX
+from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, resolve_proposer
+from tevcore.proposers.registry import trainable_specs, trainer_for
 from tevcore.train.config import TrainConfig
 
 VARIANTS = {
@@ -52,8 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True)
     add_target_arguments(parser)
     parser.add_argument("--init", default=None,
-                        help="the common starting drafter: a block drafter folder or dflash:<folder or hub id> "
-                             "(default: a fresh block drafter, trained from scratch)")
+                        help=f"the common starting drafter: {trainable_specs()} (default: a fresh block drafter, "
+                             "trained from scratch)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help=f"comma-separated from {', '.join(VARIANTS)}; 'start' also evaluates the starting drafter")
     parser.add_argument("--steps", type=int, default=40)
@@ -73,18 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-set", type=count_at_least_one, default=4)
     parser.add_argument("--max-new-tokens", type=count_at_least_one, default=48)
     parser.add_argument("--threads", type=thread_count, default=1)
-
-
-def _proposer(folder: Path, dflash: bool, target, name: str):
-    """A trained (or the starting) drafter as the proposer that serves it."""
-    from tevcore.proposers.block import BlockProposer, load_drafter
-    from tevcore.proposers.dflash import DFlashProposer
-
-    if dflash:
-        proposer = DFlashProposer.load(str(folder), target)
-        proposer.name = name
-        return proposer
-    return BlockProposer(load_drafter(folder, target), name=name)
+    parser.add_argument("--branches", type=int, default=None,
+                        help="depth-1 tokens given a second, conditioned pass when evaluating (block drafters "
+                             "trained with a known slot)")
+    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,9 +88,10 @@ def run(args: argparse.Namespace) -> int:
     names = variant_names(args.variants)
     if args.init is None and "start" in names:
         raise ValueError("the 'start' variant needs --init (there is no starting drafter to evaluate)")
-    dflash = bool(args.init) and args.init.startswith(DFLASH_PREFIX)
-    if dflash and args.dropout is not None:
-        raise ValueError("--dropout applies to block drafters, not to a DFlash drafter")
+    drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
+    kind, trainer, _ = trainer_for(args.init)
+    if args.dropout is not None and "dropout" not in trainer.shape_fields:
+        raise ValueError(f"--dropout applies to block drafters, not to a {kind.name} drafter")
     budgets = comma_list(args.budgets, int, "budgets")
     if min(budgets) < 1:
         raise ValueError(f"--budgets must be integers >= 1, got {args.budgets!r}")
@@ -110,11 +104,11 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         start = time.time()
         if name == "start":
-            folder, trained = Path(args.init.removeprefix(DFLASH_PREFIX)), None
+            spec, trained = args.init, None
         else:
-            folder = train(configs[name], args.out / name, target)
+            spec = str(train(configs[name], args.out / name, target))
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
-        proposers[name] = _proposer(folder, dflash, target, name)
+        proposers[name] = resolve_proposer(spec, target, drafter_dtype, args.branches, name=name)
         cells = evaluate(target, proposers[name], prompts, args.temperature, budgets, args.max_new_tokens)
         tail = [m for m in (trained or [])[-10:] if "tree_E" in m]  # plain distillation builds no trees
         results[name] = {"cells": cells_to_json(cells), "seconds": round(time.time() - start, 1),
@@ -149,7 +143,7 @@ def variant_config(args: argparse.Namespace, name: str, shape: dict) -> TrainCon
     It builds no trees, so one distillation run (resumed, not retrained) serves
     comparisons that differ only in their tree settings.
     """
-    dropout = shape["dropout"] if args.dropout is None else args.dropout
+    dropout = shape.get("dropout", TrainConfig.dropout) if args.dropout is None else args.dropout
     trees = {"tree_anchors": args.tree_anchors, "tree_pool": args.tree_pool, "tree_alpha": args.tree_alpha} \
         if VARIANTS[name]["tree_lambda"] else {}
     return TrainConfig(
@@ -159,27 +153,23 @@ def variant_config(args: argparse.Namespace, name: str, shape: dict) -> TrainCon
 
 
 def _shape(init: str | None, data: str | None = None) -> dict:
-    """The TrainConfig shape fields of the starting drafter, or the defaults of a fresh one.
+    """The TrainConfig shape fields of the starting drafter (its kind's `shape`), or the defaults of a fresh one.
 
-    A DFlash drafter trains every draft position of its block and reads the
-    whole context, so its depth is the block's and its context the set's own
-    (a block drafter's setting, unused by the DFlash forward).
+    Fields the starting kind does not fix keep their defaults; a kind that
+    fixes no context (a DFlash drafter reads the whole context) takes the
+    set's own. A kind without "dropout" among them has no dropout to set.
     """
-    from tevcore.proposers.block import read_config
-    from tevcore.proposers.dflash_format import locate, read_spec
     from tevcore.train.data import read_manifests
 
     defaults = TrainConfig(data="-")
     fresh = {k: getattr(defaults, k) for k in ("depth", "context", "layers", "heads", "ffn", "dropout", "draft_vocab")}
     if init is None:
         return fresh
-    if init.startswith(DFLASH_PREFIX):
-        spec = read_spec(locate(init.removeprefix(DFLASH_PREFIX)))
-        context = int(read_manifests(data)[0]["config"]["context"]) if data is not None else defaults.context
-        return {**fresh, "depth": spec.depth, "context": context}
-    shape = read_config(Path(init))
-    return {"depth": shape.depth, "context": shape.context, "layers": shape.layers, "heads": shape.heads,
-            "ffn": shape.ffn, "dropout": shape.dropout, "draft_vocab": shape.draft_vocab_size}
+    _, trainer, source = trainer_for(init)
+    fixed = trainer.shape(source)
+    if "context" not in fixed and data is not None:
+        fixed["context"] = int(read_manifests(data)[0]["config"]["context"])
+    return {**{k: v for k, v in fresh.items() if k != "dropout"}, **fixed}
 
 
 def _write(args: argparse.Namespace, prompts: list, results: dict) -> None:

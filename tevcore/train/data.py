@@ -24,7 +24,8 @@ import torch
 from safetensors.torch import load_file
 from tqdm import tqdm
 
-from tevcore.diskwrite import save_tensors, write_failure, write_text_atomic
+from tevcore.diskwrite import save_tensors, write_text_atomic
+from tevcore.outputs import write_failure
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.datasets import DATASETS
 from tevcore.parsing import comma_list
@@ -36,7 +37,7 @@ from tevcore.train.generation import features_forward, generate_sequences, top_k
 from tevcore.train.prompts import all_training_prompts
 
 MANIFEST = "manifest.json"
-MANIFEST_KEYS = ("config", "target_name", "shards")
+MANIFEST_KEYS = ("target_name", "shards")
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def _check_manifest(folder: Path, target: Target, config: DataConfig, shards: in
             if any(folder.glob("shard_*.safetensors")):
                 raise ValueError(f"{err}; restore it, or build into a new folder") from None
             old = None
-        if old is not None and {**defaults, **old["config"]} != config_dict:
+        if old is not None and {**defaults, **old.get("config", {})} != config_dict:
             raise ValueError(f"{folder} was built with another config; use a new folder or the same settings")
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -327,8 +328,9 @@ def read_manifest(folder: Path) -> dict:
     except RecursionError:
         raise ValueError(f"{path} is damaged: it nests too deeply to be a manifest") from None
     missing = [key for key in MANIFEST_KEYS if not isinstance(manifest, dict) or key not in manifest]
-    if missing or not isinstance(manifest["config"], dict) or not isinstance(manifest["shards"], int):
-        raise ValueError(f"{path} is not a distillation-set manifest (it needs {', '.join(MANIFEST_KEYS)})")
+    if missing or not isinstance(manifest.get("config", {}), dict) or not isinstance(manifest["shards"], int):
+        raise ValueError(f"{path} is not a distillation-set manifest (it needs {', '.join(MANIFEST_KEYS)} and "
+                         "a config object)")
     return manifest
 
 

@@ -6,6 +6,10 @@ averaged over rounds; the block length is what the verifier accepted plus the
 bonus. They must agree within noise; a gap points at a bug, not a drafter.
 `paired_coverage` compares two proposers at the same round starts instead,
 which removes the chance of each decode sampling its own text.
+
+Every prompt's decode draws from its own seed, so under torchrun the ranks
+share the prompts (`tevcore.ranks.shard`) and gather their rounds, and every
+cell equals the one-process run's.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from tevcore.engine.flow import parent_edge_log_probs, path_log_probs, target_fl
 from tevcore.target.loading import Target
 from tevcore.decoding.oracle import oracle_tree
 from tevcore.engine.sampling import make_generator
+from tevcore.ranks import gather, is_first, shard
 from tevcore.target.session import TargetSession
 from tevcore.train.prompts import heldout_prompts
 
@@ -75,14 +80,17 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
         size = proposer.depth if budget == "chain" else int(budget)
         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, budget=size,
                               builder=builder, verifier="tev", seed=seed, record="lean")
+        measured = []  # (prompt, E, block) per round of this rank's prompts
+        for index, prompt in tqdm(shard(prompts), desc=f"T={temperature} B={budget}",
+                                  disable=not progress or not is_first(), leave=False):
+            for record in rounds(target, proposer, prompt_ids(target, _content(prompt)), config):
+                measured.append((index, record.flow.expected_length, record.block_length))
         per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, block, prompt) per round
         prompt_counts: dict[str, int] = defaultdict(int)
-        for index, prompt in enumerate(tqdm(prompts, desc=f"T={temperature} B={budget}", disable=not progress,
-                                            leave=False)):
-            name = prompt.dataset if isinstance(prompt, Prompt) else "given"
-            prompt_counts[name] += 1
-            for record in rounds(target, proposer, prompt_ids(target, _content(prompt)), config):
-                per_set[name].append((record.flow.expected_length, record.block_length, index))
+        for prompt in prompts:
+            prompt_counts[_set_of(prompt)] += 1
+        for index, e, block in sorted(gather(measured), key=lambda row: row[0]):  # stable: rounds stay in order
+            per_set[_set_of(prompts[index])].append((e, block, index))
         groups = {"all": [row for rows in per_set.values() for row in rows]}
         if by_set:
             groups.update(per_set)
@@ -92,6 +100,10 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
                                   mean(b for _, b, _ in rows),
                                   _clustered_se([e for e, _, _ in rows], [i for _, _, i in rows]), name))
     return cells
+
+
+def _set_of(prompt: PromptLike) -> str:
+    return prompt.dataset if isinstance(prompt, Prompt) else "given"
 
 
 RootLogits = Callable[[int, TargetSession], torch.Tensor]
@@ -106,10 +118,12 @@ def walk_decode(target: Target, prompts: list[PromptLike], temperature: float, m
     place (not rolled back) and return that tree's root row of logits; the
     next token is drawn from it and committed. Every measuring tool that
     needs the same round starts for all its subjects walks this one decode.
+    Prompt i draws from seed + i; under torchrun this rank walks only its
+    share of the prompts (the caller gathers what it measured).
     """
-    generator = make_generator(seed)
     stops = target.stop_token_ids()
-    for index, prompt in enumerate(tqdm(prompts, desc=desc, disable=not progress, leave=False)):
+    for index, prompt in tqdm(shard(prompts), desc=desc, disable=not progress or not is_first(), leave=False):
+        generator = make_generator(seed + index)
         session = TargetSession(target, hidden_layers=hidden_layers)
         session.prefill(prompt_ids(target, _content(prompt)), reserve=max_new_tokens + reserve + 1)
         walk(session, max_new_tokens, temperature, generator, stops, lambda s, index=index: measure(index, s))
@@ -125,20 +139,20 @@ def oracle_ceilings(target: Target, prompts: list[PromptLike], temperature: floa
     length column repeats E: the oracle tree is never verified.
     """
     largest = max(budgets)
-    totals: dict[int, list[float]] = {b: [] for b in budgets}
-    where: list[int] = []  # prompt index of each position
+    measured: list[tuple[int, list[float]]] = []  # (prompt, 1 + C per budget) per position
 
     def measure(index: int, session: TargetSession) -> torch.Tensor:
-        where.append(index)
         tree = oracle_tree(session, largest, temperature)
         logits = session.score_tree(tree).logits
         path_prob = target_flow(tree, logits, temperature).path_prob
-        for b in budgets:
-            totals[b].append(1.0 + float(path_prob[1:b + 1].sum()))
+        measured.append((index, [1.0 + float(path_prob[1:b + 1].sum()) for b in budgets]))
         return logits[0]
 
     walk_decode(target, prompts, temperature, max_new_tokens, seed, largest, measure, progress=progress,
                 desc=f"oracle T={temperature}")
+    positions = sorted(gather(measured), key=lambda row: row[0])
+    where = [index for index, _ in positions]  # prompt index of each position
+    totals = {b: [values[k] for _, values in positions] for k, b in enumerate(budgets)}
     return [EvalCell(float(temperature), f"oracle {b}", len(prompts), len(totals[b]), mean(totals[b]),
                      mean(totals[b]), _clustered_se(totals[b], where)) for b in budgets]
 
@@ -187,24 +201,26 @@ def paired_coverage(target: Target, baseline, other, prompts: list[PromptLike], 
     largest = max(check_budget(b) for b in budgets)
     layers = tuple(sorted(set(baseline.hidden_layers) | set(other.hidden_layers)))
     sets: list[str] = [p.dataset if isinstance(p, Prompt) else "given" for p in prompts]
-    lengths: dict[int, list[list[float]]] = {b: [[], []] for b in budgets}  # budget -> per proposer, per position
-    where: list[int] = []  # prompt index of each position
+    measured: list[tuple[int, list[list[float]]]] = []  # (prompt, per proposer 1 + C per budget) per position
 
     def measure(index: int, session: TargetSession) -> torch.Tensor:
-        where.append(index)
+        both = []
         for k, proposer in enumerate((baseline, other)):
             if k:
                 session.rollback()
             tree = best_first(session.root_token, proposer.propose(session), largest)
             logits = session.score_tree(tree).logits
             path_prob = path_log_probs(tree, parent_edge_log_probs(tree, logits, temperature)).exp()
-            for b in budgets:
-                lengths[b][k].append(1.0 + float(path_prob[1:b + 1].sum()))
+            both.append([1.0 + float(path_prob[1:b + 1].sum()) for b in budgets])
+        measured.append((index, both))
         return logits[0]
 
     reserve = max(baseline.depth, other.depth)
     walk_decode(target, prompts, temperature, max_new_tokens, seed, reserve, measure, layers, progress,
                 desc=f"paired T={temperature}")
+    positions = sorted(gather(measured), key=lambda row: row[0])
+    where = [index for index, _ in positions]  # prompt index of each position
+    lengths = {b: [[both[k][j] for _, both in positions] for k in range(2)] for j, b in enumerate(budgets)}
     groups = {"all": list(range(len(where)))}
     if by_set:
         for i, index in enumerate(where):

@@ -1,4 +1,8 @@
-"""`python -m tevcore eval-drafter`: E and mean block length of a drafter on held-out prompts (or two, paired)."""
+"""`python -m tevcore eval-drafter`: E and mean block length of a drafter on held-out prompts (or two, paired).
+
+Under `torchrun --nproc-per-node N -m tevcore -- eval-drafter ...` the ranks
+share the prompts and rank 0 prints the one table and writes the one JSON.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,10 @@ from pathlib import Path
 import torch
 
 from tevcore.outputs import write_json, written
-from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
+from tevcore.proposers import DRAFTER_DTYPE_HELP, default_drafter_path, parse_drafter_dtype, resolve_proposer
+from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
+from tevcore.proposers.registry import proposer_specs
+from tevcore.ranks import device_for_rank, is_first, world
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
 from tevcore.parsing import budget_or_chain, comma_list
 from tevcore.train.eval import (
@@ -28,8 +35,7 @@ from tevcore.train.eval import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("drafter", nargs="?", default=None,
-                        help="drafter folder (config.json + model.safetensors), or 'dflash:<folder or hub id>' "
-                             "(a published DFlash drafter; a DFlash folder is also detected); default: assets/drafter")
+                        help=f"the proposer to evaluate: {proposer_specs()}; default: assets/drafter")
     add_target_arguments(parser)
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="e.g. chain,4,8,16,32")
     parser.add_argument("--temperatures", default="0,1")
@@ -48,18 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also measure the ceiling: 1 + C of the best B-node tree under the target's own law "
                              "(one target forward per node, so slow)")
     parser.add_argument("--compare", default=None, metavar="OTHER",
-                        help="instead: score this drafter (A) and drafter folder OTHER (B) at the same round starts "
+                        help="instead: score this drafter (A) and OTHER (B, any proposer spec) at the same round starts "
                              "of one autoregressive decode, and report B - A with its standard error")
     parser.add_argument("--by-set", action="store_true", help="also report each held-out set's share of the prompts")
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
 
 
 def run(args: argparse.Namespace) -> int:
-    from tevcore.proposers.block import BlockProposer, default_drafter_path, load_drafter
-    from tevcore.proposers.dflash import DFlashProposer
-    from tevcore.proposers.dflash_format import PREFIX as DFLASH_PREFIX, is_dflash_folder
-    from tevcore.proposers.lookup import ContextLookupProposer
-
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
     if args.compare and (args.oracle or "chain" in budgets):
@@ -69,20 +70,15 @@ def run(args: argparse.Namespace) -> int:
         sets = args.greedy_sets if temperature == 0 else args.sample_sets
         plan.append((temperature, eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)))
     torch.set_num_threads(args.threads)
-    target = target_from_args(args)
-    folder = Path(args.drafter) if args.drafter else default_drafter_path()
+    target = target_from_args(args, device=device_for_rank(args.device))
+    spec = args.drafter or str(default_drafter_path())
 
-    def proposer_for(folder: Path):
-        spec = str(folder)
-        if spec.startswith(DFLASH_PREFIX) or is_dflash_folder(folder):
-            proposer = DFlashProposer.load(spec.removeprefix(DFLASH_PREFIX), target)
-        else:
-            proposer = BlockProposer(load_drafter(folder, target), name=spec, branches=args.branches,
-                                     dtype=drafter_dtype)
-        return ContextLookupProposer(proposer) if args.lookup else proposer
+    def proposer_for(spec: str):
+        return resolve_proposer(spec + (LOOKUP_SUFFIX if args.lookup else ""), target, drafter_dtype, args.branches,
+                                name=spec)
 
-    proposer = proposer_for(folder)
-    other = proposer_for(Path(args.compare)) if args.compare else None
+    proposer = proposer_for(spec)
+    other = proposer_for(args.compare) if args.compare else None
     cells, start = [], time.time()
     for temperature, prompts in plan:
         if other is not None:
@@ -94,11 +90,13 @@ def run(args: argparse.Namespace) -> int:
         sizes = [b for b in budgets if b != "chain"]
         if args.oracle and sizes:
             cells += oracle_ceilings(target, prompts, temperature, sizes, args.max_new_tokens, args.seed)
+    if not is_first():
+        return 0
     print(format_paired(cells) if other is not None else format_table(cells))
     if args.json:
-        record = {"drafter": str(folder), "compare": args.compare, "proposer": proposer.name, "target": target.name, "greedy_sets": args.greedy_sets,
+        record = {"drafter": spec, "compare": args.compare, "proposer": proposer.name, "target": target.name, "greedy_sets": args.greedy_sets,
                   "sample_sets": args.sample_sets, "per_set": args.per_set, "max_new_tokens": args.max_new_tokens,
-                  "seed": args.seed, "verifier": "tev", "threads": args.threads, "device": str(target.device),
+                  "seed": args.seed, "verifier": "tev", "threads": args.threads, "device": str(target.device), "processes": world()[1],
                   "machine": platform.machine(), "seconds": round(time.time() - start, 1),
                   "cells": cells_to_json(cells)}
         args.json.parent.mkdir(parents=True, exist_ok=True)

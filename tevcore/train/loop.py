@@ -1,49 +1,49 @@
-"""The training loop: distillation, optionally + lambda * ExitTrain tree loss; single process or DDP.
+"""The one training loop: distillation, optionally + lambda * ExitTrain tree loss, for every trainable kind.
+
+The kind of drafter comes from `config.init` through the proposer registry
+(none: a fresh block drafter); its `Trainer` checks the start before the run
+folder exists and its `TrainingAdapter` gives the rows of each batch and
+saves checkpoints in the kind's own layout. Everything else is here once:
+the run folder, its lock and status, batches, losses, trees, checkpoints,
+resume and metrics, in one process or under torchrun (DDP).
 
 Batches are drawn from a generator seeded by (seed, step), so a resumed or
 distributed run sees exactly the batches of an uninterrupted single-process
 run: rank r takes rows r, r+W, ... of each global batch, and DDP's gradient
-average over equal-sized shares equals the global mean.
+average over equal-sized shares equals the global mean. Only rank 0 writes.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from tevcore.diskwrite import write_text_atomic
 from tevcore.engine.builders import best_first
-from tevcore.proposers.block_config import DEFAULT_LAYERS, BlockDrafterConfig, layer_shape_of
-from tevcore.proposers.block import (
-    BlockDrafter,
-    check_growth,
-    load_drafter,
-    read_config,
-)
-from tevcore.proposers.target_record import target_record
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import seeded_torch_rng
+from tevcore.proposers.kind import TrainingAdapter
+from tevcore.proposers.registry import trainer_for
+from tevcore.ranks import barrier, world
 from tevcore.target.loading import Target
 from tevcore.train.anchors import AnchorBatch, AnchorSet
 from tevcore.train.config import TrainConfig
 from tevcore.train.data import check_data_target
-from tevcore.train.dflash_train import is_dflash_init, train_dflash
 from tevcore.train.losses import distill_loss, tree_objective
 from tevcore.train.rundir import (
     RunClock,
     append_metrics,
     held_run_folder,
     latest_checkpoint,
-    load_checkpoint,
+    load_trainer_state,
+    read_saved_config,
     reported_end,
     save_checkpoint,
     save_final,
@@ -51,14 +51,6 @@ from tevcore.train.rundir import (
     write_status,
 )
 from tevcore.train.treescore import PooledContexts
-
-
-def _dist() -> tuple[int, int]:
-    """(rank, world size); initialises the process group when launched by torchrun or spawn."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
@@ -70,29 +62,8 @@ def learning_rate(config: TrainConfig, step: int) -> float:
     return config.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
-def new_drafter(config: TrainConfig, anchors: AnchorSet, target: Target) -> BlockDrafter:
-    """A fresh drafter whose draft vocabulary is the tokens with the most teacher mass in the data."""
-    vocab = min(config.draft_vocab, target.vocab_size)
-    draft_ids = anchors.target_mass(target.vocab_size).topk(vocab).indices.sort().values
-    heads, ffn = layer_shape_of(target)
-    shape = BlockDrafterConfig(
-        target_vocab_size=target.vocab_size, target_hidden_size=int(target.model.config.hidden_size),
-        draft_vocab_size=vocab, hidden_layers=tuple(anchors.layers), context=config.context, depth=config.depth,
-        layers=config.layers or DEFAULT_LAYERS, heads=config.heads or heads, ffn=config.ffn or ffn, dropout=config.dropout,
-        target=target_record(target, tuple(anchors.layers)))
-    with seeded_torch_rng(config.seed):  # the initial weights, from the seed alone
-        drafter = BlockDrafter(shape, draft_ids)
-    return drafter.to(target.device).attach(target)
-
-
-def _vocab_map(drafter: BlockDrafter) -> torch.Tensor:
-    index = torch.full((drafter.config.target_vocab_size,), -1, dtype=torch.long)
-    index[drafter.draft_ids.cpu()] = torch.arange(drafter.config.draft_vocab_size)
-    return index
-
-
-def _step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: torch.Tensor | None,
-               rank: int, world: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: torch.Tensor | None,
+              rank: int, world_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """This rank's distillation rows, tree rows, and which distillation rows get their depth-1 token."""
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
     rows = torch.randint(len(anchors), (config.batch_size,), generator=generator)
@@ -102,21 +73,10 @@ def _step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: to
     known = torch.zeros(config.batch_size, dtype=torch.bool)
     if config.known_prob:
         known = torch.rand(config.batch_size, generator=generator) < config.known_prob
-    return rows[rank::world], tree_rows[rank::world], known[rank::world]
+    return rows[rank::world_size], tree_rows[rank::world_size], known[rank::world_size]
 
 
-def _known_inputs(batch: AnchorBatch, known: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, 1) depth-1 tokens given to the drafter (-1 = not given), and teacher probs without the given depth.
-
-    Rows past the end of their sequence have no depth-1 token to give and stay unconditioned.
-    """
-    given = batch.next_tokens[:, :1].where(known[:, None], torch.full_like(batch.next_tokens[:, :1], -1))
-    probs = batch.teacher_probs.clone()
-    probs[:, 0] *= (given < 0).float()
-    return given, probs
-
-
-def _tree_pool(config: TrainConfig, anchors: AnchorSet, target: Target) -> tuple[PooledContexts, torch.Tensor]:
+def tree_pool(config: TrainConfig, anchors: AnchorSet, target: Target) -> tuple[PooledContexts, torch.Tensor]:
     """A seeded pool of whole sequences for tree scoring, and the anchor rows that fall inside it."""
     keys = torch.unique(anchors.index[:, :2], dim=0)
     order = torch.randperm(len(keys), generator=torch.Generator().manual_seed(config.seed))[:config.tree_pool]
@@ -130,24 +90,16 @@ def _tree_pool(config: TrainConfig, anchors: AnchorSet, target: Target) -> tuple
     return PooledContexts(target, sequences), rows
 
 
-def _tree_terms(drafter: BlockDrafter, logq: torch.Tensor, batch: AnchorBatch, anchors: AnchorSet,
-                pool: PooledContexts, config: TrainConfig, vocab_map: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
-    """Mean tree loss over this rank's tree anchors, and diagnostics of the trees it built.
-
-    The trees come from an eval-mode forward (no dropout): the trees the drafter really builds.
-    """
-    device = logq.device
-    drafter.eval()
-    with torch.no_grad():
-        build_logq = drafter(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device))
-    drafter.train()
+def tree_terms(adapter: TrainingAdapter, logq: torch.Tensor, batch: AnchorBatch, anchors: AnchorSet,
+               pool: PooledContexts, config: TrainConfig) -> tuple[torch.Tensor, dict[str, float]]:
+    """Mean tree loss over this rank's tree anchors, and diagnostics of the trees the drafter built."""
+    built = adapter.tree_rows(batch, anchors, logq)
     losses, stats = [], {"mean_P": 0.0, "root_exit": 0.0, "tree_E": 0.0}
     for i, (s, q, t) in enumerate(batch.anchors.tolist()):
-        full = drafter.full_vocab(build_logq[i].float().cpu())
-        tree = best_first(int(batch.roots[i]), full, config.tree_budget)
+        tree = best_first(int(batch.roots[i]), built[i], config.tree_budget)
         logits = pool.score((s, q), anchors.full_position(s, q, t), tree)
         losses.append(tree_objective(logq[i], tree, logits, config.tree_weight, config.tree_temperature,
-                                     config.tree_alpha, vocab_map))
+                                     config.tree_alpha, adapter.vocab_map))
         flow = target_flow(tree, logits, config.tree_temperature)
         stats["mean_P"] += float(flow.path_prob[1:].mean()) if tree.size else 0.0
         stats["root_exit"] += float(flow.exit_mass[0])
@@ -176,22 +128,25 @@ def train(config: TrainConfig, out: Path, target: Target,
     `on_step` is called with each step's metrics (for progress displays); an
     exception raised from it stops the run like an interruption would.
     """
-    if config.init and config.layers is not None and not config.init.startswith("dflash:"):  # before the run folder
-        check_growth(read_config(Path(config.init)).layers, config.layers)
+    _, trainer, source = trainer_for(config.init)
+    checked = trainer.check(source, config, target)  # before the run folder: a bad start leaves nothing
     check_data_target(config.data, target)
-    if is_dflash_init(config):
-        return train_dflash(config, out, target)
-    rank, world = _dist()
-    if config.batch_size % world or config.tree_anchors % world:
-        raise ValueError(f"batch_size and tree_anchors must be divisible by the {world} processes")
+    rank, size = world()
+    if config.batch_size % size or config.tree_anchors % size:
+        raise ValueError(f"batch_size and tree_anchors must be divisible by the {size} processes")
     with held_run_folder(Path(out), owner=rank == 0) as folder:
-        return _train_locked(config, folder, target, rank, world, on_step)
+        if rank == 0:
+            _prepare_folder(config, folder)
+        barrier()  # the folder is checked before any rank reads its checkpoint
+        return _run(config, folder, target, lambda anchors: trainer.start(checked, config, anchors, target),
+                    lambda saved: trainer.load(saved, config, target), on_step)
 
 
 def _prepare_folder(config: TrainConfig, out: Path) -> None:
+    """Record the config in a new run folder; refuse to resume one that holds another config."""
     saved = out / "config.json"
     if saved.is_file():
-        old = TrainConfig.from_dict(json.loads(saved.read_text())).to_dict()  # keys added since: defaults
+        old = TrainConfig.from_dict(read_saved_config(out)).to_dict()  # keys added since: defaults
         if old != config.to_dict():
             changed = sorted(k for k in set(old) | set(config.to_dict()) if old.get(k) != config.to_dict().get(k))
             raise ValueError(f"{out} holds a run with another config (differs in {changed}); "
@@ -200,80 +155,65 @@ def _prepare_folder(config: TrainConfig, out: Path) -> None:
         write_json_atomic(saved, config.to_dict())
 
 
-def _train_locked(config: TrainConfig, out: Path, target: Target, rank: int, world: int,
-                  on_step: Callable[[dict], None] | None) -> Path:
+def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[AnchorSet], TrainingAdapter],
+         load: Callable[[Path], TrainingAdapter], on_step: Callable[[dict], None] | None) -> Path:
+    """The steps, in a locked and checked run folder: from its newest checkpoint when it has one."""
+    rank, size = world()
     torch.set_num_threads(config.threads)
     clock = RunClock.begin(out)
-    if rank == 0:
-        _prepare_folder(config, out)
+    writes = rank == 0
+    if writes:
         write_status(out, "starting", clock.start_step, config.steps, clock)
-    if world > 1:
-        dist.barrier()
     anchors = AnchorSet(config.data, config.context, config.depth, config.max_shards)
     checkpoint = latest_checkpoint(out)
-    start_step, opt_state = 0, None
-    if checkpoint is not None:
-        drafter, state = load_checkpoint(checkpoint, target)
-        start_step, opt_state = int(state["step"]), state["optimizer"]
-    elif config.init:
-        drafter = load_drafter(Path(config.init), target)
-        if config.layers is not None:
-            drafter.grow_encoder(config.layers)
-    else:
-        drafter = new_drafter(config, anchors, target)
-    if (drafter.config.depth, drafter.config.context, drafter.config.hidden_layers) != (
-            config.depth, config.context, anchors.layers):
-        raise ValueError("the starting drafter's depth, context or hidden layers differ from the config and data")
-    if config.known_prob:
-        drafter.enable_known_slots(1)
-    drafter.train()
-    vocab_map = _vocab_map(drafter)
-    params = [p for p in drafter.parameters() if p.requires_grad]
+    adapter = load(checkpoint) if checkpoint is not None else start(anchors)
+    state = load_trainer_state(checkpoint) if checkpoint is not None else {"step": 0, "optimizer": None}
+    start_step = int(state["step"])
+    params = [p for p in adapter.network.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    if opt_state is not None:
-        optimizer.load_state_dict(opt_state)
-    model = DistributedDataParallel(drafter, broadcast_buffers=False) if world > 1 else drafter
-    pool, pool_rows = (None, None)
-    if config.tree_anchors:
-        pool, pool_rows = _tree_pool(config, anchors, target)
-    if rank == 0:
+    if state["optimizer"] is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    model = DistributedDataParallel(adapter.network, broadcast_buffers=False) if size > 1 else adapter.network
+    pool, pool_rows = tree_pool(config, anchors, target) if config.tree_anchors else (None, None)
+    if writes:
         _trim_metrics(out / "metrics.jsonl", start_step)
         print(f"anchors {len(anchors)} from {anchors.tokens} tokens; steps {start_step}->{config.steps}; "
-              f"world {world}; tree pool {0 if pool_rows is None else len(pool_rows)} anchors")
+              f"world {size}; tree pool {0 if pool_rows is None else len(pool_rows)} anchors")
     bar = tqdm(range(start_step, config.steps), initial=start_step, total=config.steps, desc="train",
-               disable=rank != 0)
+               disable=not writes)
     device = target.device
+
+    def save(_, folder: Path) -> Path:
+        return adapter.save(folder)
+
     clock.steps_begin()
-    with reported_end(out, config.steps, clock, writes=rank == 0):
+    with reported_end(out, config.steps, clock, writes=writes):
         for step in bar:
-            rows, tree_rows, known = _step_rows(config, step, anchors, pool_rows, rank, world)
-            batch = anchors.batch(torch.cat([rows, tree_rows]), vocab_map)
+            rows, tree_rows, known = step_rows(config, step, anchors, pool_rows, rank, size)
+            batch = anchors.batch(torch.cat([rows, tree_rows]), adapter.vocab_map)
             n = len(rows)
-            teacher_probs, given = batch.teacher_probs, None
-            if drafter.config.known_slots:  # always given (maybe all -1): DDP expects every parameter to take part
-                given, teacher_probs = _known_inputs(batch, torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)]))
-                given = given.to(device)
+            known = torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)])
             with seeded_torch_rng(config.seed * 1_000_003 + step * 101 + rank, device):  # dropout: same masks after a resume
-                logq = model(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device),
-                             known=given)
+                logq, teacher_probs = adapter.rows(model, batch, anchors, known)
             distill = distill_loss(logq[:n], batch.teacher_ids[:n].to(device), teacher_probs[:n].to(device))
             loss, metrics = distill, {"step": step + 1, "lr": learning_rate(config, step), "distill": distill.item()}
             if len(tree_rows):
-                tree_batch = _slice_batch(batch, n)
-                tree, stats = _tree_terms(drafter, logq[n:], tree_batch, anchors, pool, config, vocab_map)
+                tree, stats = tree_terms(adapter, logq[n:], _slice_batch(batch, n), anchors, pool, config)
                 loss = loss + config.tree_lambda * tree
                 metrics.update(tree=tree.item(), **stats)
             metrics["loss"] = optimizer_step(optimizer, params, loss, metrics["lr"], config.grad_clip)
-            if rank == 0:
+            if writes:
                 append_metrics(out, metrics)
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", **({"E": f"{metrics['tree_E']:.2f}"}
                                                                  if "tree_E" in metrics else {}))
                 if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
-                    save_checkpoint(out, drafter, optimizer, step + 1)
+                    save_checkpoint(out, adapter.network, optimizer, step + 1, save=save)
                 write_status(out, "running", step + 1, config.steps, clock)
             if on_step is not None:
                 on_step(metrics)
-        return save_final(out, drafter) if rank == 0 else out / "drafter"
+        final = save_final(out, adapter.network, save) if writes else out / "drafter"
+        barrier()  # every rank returns once the drafter is on disk
+        return final
 
 
 def _slice_batch(batch: AnchorBatch, start: int) -> AnchorBatch:

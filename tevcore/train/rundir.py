@@ -142,8 +142,8 @@ def held_run_folder(folder: Path, owner: bool = True) -> Iterator[Path]:
     lock.acquire()
     fresh, before = not (folder / CONFIG).exists(), read_status(folder)
     try:
-        for stale in folder.glob(".checkpoint-*.tmp"):  # left by a killed writer: the lock says none is live
-            shutil.rmtree(stale, ignore_errors=True)
+        for stale in [*folder.glob(".*.tmp"), *folder.glob(".*.partial")]:  # a killed writer's: the lock says none lives
+            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
         yield folder
     except BaseException as err:
         _take_back_start(folder, fresh, before, err)
@@ -222,6 +222,20 @@ def read_status(folder: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return status if isinstance(status, dict) else {}
+
+
+def read_saved_config(folder: Path) -> dict:
+    """The config.json a run folder holds, or a one-line error naming it (a damaged file is never overwritten)."""
+    path = Path(folder) / CONFIG
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"{path} is damaged ({type(err).__name__}); restore it, or delete it to start "
+                         "this folder's run over") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a training config (a JSON object); restore it, or delete it to start "
+                         "this folder's run over")
+    return data
 
 
 def done_steps(folder: Path) -> int:

@@ -18,7 +18,7 @@ from tevcore.diskwrite import append_line
 from tevcore.filechecks import safetensors_problem, sha256_of
 
 LEDGER = "shards.jsonl"
-_TEMPORARY = re.compile(r"^\.shard_\d+\.safetensors\.(\d+)\.tmp$")  # diskwrite's name: .<name>.<pid>.tmp
+_TEMPORARY = re.compile(r"^\.shard_\d+\.safetensors\.(\d+)-[0-9a-f]+\.partial$")  # outputs.write_output's name
 
 
 def record(folder: Path, shard: Path, size: int | None = None) -> None:
@@ -71,7 +71,7 @@ def size_problem(shard: Path, ledger: dict[str, dict]) -> str | None:
 def remove_stale_temporaries(folder: Path) -> list[Path]:
     """Delete the temporary shards of writers that are gone (a killed or crashed build); return them."""
     removed = []
-    for path in Path(folder).glob("*shard_*.tmp"):
+    for path in [*Path(folder).glob("shard_*.tmp"), *Path(folder).glob(".shard_*.partial")]:  # older and newer names
         match = _TEMPORARY.match(path.name)
         if match and _alive(int(match.group(1))):
             continue  # another live build's shard in the making

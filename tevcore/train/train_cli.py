@@ -1,13 +1,12 @@
-"""`python -m tevcore train`: train a block drafter (distillation or ExitTrain) into a run folder.
+"""`python -m tevcore train`: train a drafter of any trainable kind (distillation or ExitTrain) into a run folder.
 
-Runs unchanged under `torchrun --nproc-per-node N -m tevcore -- train ...` (DDP; gloo on CPU, nccl on GPU).
+Runs unchanged under `torchrun --nproc-per-node N -m tevcore -- train ...` (DDP; gloo on CPU, NCCL on GPU).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 from dataclasses import fields
 from pathlib import Path
@@ -15,6 +14,8 @@ from pathlib import Path
 import torch
 
 from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
+from tevcore.proposers.registry import trainable_specs, trainer_for
+from tevcore.ranks import device_for_rank, is_first
 from tevcore.train.config import TrainConfig
 
 
@@ -30,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
         kind = {"seed": seed_value, "threads": thread_count}.get(f.name, kind)
-        parser.add_argument(flag, type=kind, default=None, help=f"TrainConfig.{f.name}")
+        helps = {"init": f"the drafter to start from: {trainable_specs()} (default: a fresh block drafter)"}
+        parser.add_argument(flag, type=kind, default=None, help=helps.get(f.name, f"TrainConfig.{f.name}"))
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -84,7 +86,6 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tevcore.proposers.block import load_drafter, save_drafter
     from tevcore.train.loop import train
     from tevcore.train.rundir import done_steps
 
@@ -93,24 +94,16 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     torch.set_num_threads(config.threads)
-    device = args.device
-    if device == "auto" and torch.cuda.is_available():  # one GPU per DDP rank
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
-        target = target_from_args(args, spec=config.target, device=device)
+        target = target_from_args(args, spec=config.target, device=device_for_rank(args.device))
         final = train(config, args.out, target)
     except KeyboardInterrupt:
         print(f"stopped after step {done_steps(args.out)} of {config.steps}; the same command resumes it")
         return STOPPED
     finally:
         signal.signal(signal.SIGTERM, previous)
-    if args.export and int(os.environ.get("RANK", "0")) == 0:
-        from tevcore.proposers.dflash_format import load_dflash, save_dflash
-
-        if config.init and config.init.startswith("dflash:"):
-            save_dflash(*load_dflash(final, target), args.export, dtype=torch.float16)
-        else:
-            save_drafter(load_drafter(final, target), args.export, dtype=torch.float16)
+    if args.export and is_first():
+        trainer_for(config.init)[1].load(final, config, target).save(args.export, dtype=torch.float16)
         print(f"exported fp16 drafter to {args.export}")
     return 0

@@ -7,6 +7,10 @@ tried (the other children of the tree are legal bonus tokens for it). Greedy
 follows the T = 0 law whatever the temperature. The foil is measured against
 X, the law it would need to be exact. The exit law comes from
 `flow.target_flow` (exact form); the rules themselves are not used here.
+The proposal-ratio rules (rrs, block) have, given one sampled tree, their own
+law read off their acceptance tables (`ratio_law`): exits by the tries'
+acceptance probabilities, the bonus from the residual at the exit. It is
+exact only over the tree's draws, which the enumeration tests prove.
 
 `chi_square` pools cells expected below 5 (smallest first) into one cell;
 a draw in a zero-probability cell is an infinite statistic.
@@ -25,6 +29,7 @@ from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.engine.sampling import masked_probs
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.rules import RULES
+from tevcore.verify.ratio_tables import block_tables, rrs_tables
 from tevcore.verify.scored import chain_subtree
 
 MIN_EXPECTED = 5.0
@@ -40,6 +45,7 @@ class VerdictLaw:
     flow: TargetFlow  # the flow of the tree the rule verifies (the chain's for chain-only)
     exit_probs: torch.Tensor  # (N+1,) float64 on the tree's node ids
     banned_tokens: dict[int, list[int]]  # exit node -> tokens its bonus may not be
+    bonus_rows: dict[int, torch.Tensor] | None = None  # exit node -> its own bonus law (a residual), if any
 
     @property
     def exit_mass(self) -> torch.Tensor:
@@ -52,6 +58,8 @@ class VerdictLaw:
 
     def bonus_probs(self, node: int) -> torch.Tensor:
         """(V,) float64 on CPU: the bonus law at exit `node`."""
+        if self.bonus_rows is not None and int(node) in self.bonus_rows:
+            return self.bonus_rows[int(node)].double().cpu()
         row = self.node_logits[node].double().cpu()
         banned = torch.zeros(row.numel(), dtype=torch.bool)
         banned[self.banned_tokens.get(int(node), [])] = True
@@ -91,20 +99,24 @@ OWN_LAWS = {"chain": chain_law, "greedy": greedy_law}
 
 def law_group(name: str) -> str:
     """How rule `name` is tested: 'X' (exact with the tree's exit law), 'own' (exact with its own law, see
-    `OWN_LAWS`) or 'foil' (not exact: tested against X, the law it would need)."""
+    `OWN_LAWS`), 'ratio' (exact over a sampled tree's draws: `ratio_law` on each realised tree) or 'foil' (not
+    exact: tested against X, the law it would need)."""
     if not RULES[name].exact:
         return "foil"
+    if RULES[name].trees != "any":
+        return "ratio"
     return "own" if name in OWN_LAWS else "X"
 
 
 OPTIMAL = "optimal"  # exact for the target at this temperature, exit law X: reaches 1 + C
 OWN_LAW = "own law"  # exact for the target with a law of its own (chain-only: X of the top-1 chain)
 T0_ONLY = "exact for T = 0 only"  # decodes the T = 0 target whatever the temperature: not this one at T > 0
+OVER_DRAWS = "exact over the draws"  # rrs, block: exact only over the sampled tree's randomness
 FOIL = "not exact"  # the teaching foil
 
 
 def standing(name: str, temperature: float) -> str:
-    """How verifier `name` relates to the target at `temperature`: OPTIMAL, OWN_LAW, T0_ONLY or FOIL.
+    """How verifier `name` relates to the target at `temperature`: OPTIMAL, OWN_LAW, T0_ONLY, OVER_DRAWS or FOIL.
 
     Read from the rule registry: a rule that is not exact is the foil; a greedy rule is optimal for the T = 0
     target (its law is then X) and for no other; chain-only keeps its own law.
@@ -112,6 +124,8 @@ def standing(name: str, temperature: float) -> str:
     rule = RULES[name]
     if not rule.exact:
         return FOIL
+    if rule.trees != "any":
+        return OVER_DRAWS
     if rule.greedy:
         return OPTIMAL if temperature == 0 else T0_ONLY
     return OWN_LAW if name in OWN_LAWS else OPTIMAL
@@ -124,11 +138,43 @@ def law_name(name: str, temperature: float) -> str:
         return f"{name}'s own law (X of the top-1 chain)"
     if kind == T0_ONLY:
         return f"{name}'s own law (the T = 0 exit)"
+    if kind == OVER_DRAWS:
+        return f"{name}'s own law on this sampled tree"
     return f"exit law X(v) at T = {temperature:g}"
+
+
+def ratio_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """rrs's or block's law on one sampled tree, from its tables: each try accepted with its probability in order
+    (rrs) or the last chain node whose Bernoulli(h) succeeds (block); the bonus is the residual at the exit."""
+    flow = target_flow(tree, node_logits, temperature, missing_k=0)
+    n = tree.num_nodes
+    exit_probs = torch.zeros(n, dtype=torch.float64)
+    if name == "block":
+        tables, banned = block_tables(tree, node_logits, flow.temperature), {}  # its bonus may repeat x_{tau+1}
+        stop = tables.accept[0, :n - 1].tolist()
+        for tau in range(n):
+            later = torch.tensor(stop[tau:], dtype=torch.float64)
+            exit_probs[tau] = (stop[tau - 1] if tau else 1.0) * float((1.0 - later).prod())
+    else:
+        tables = rrs_tables(tree, node_logits, flow.temperature)
+        reach = torch.zeros(n, dtype=torch.float64)
+        reach[0] = 1.0
+        for node in range(n):  # parents precede children
+            left = float(reach[node])
+            for child, accept in zip(tables.table[node].tolist(), tables.accept[node].tolist()):
+                if child < 0:
+                    break
+                reach[child] += left * accept
+                left *= 1.0 - accept
+            exit_probs[node] = left
+        banned = _child_tokens(tree)  # a rejected draw has no residual mass left
+    return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned, tables.residual)
 
 
 def rule_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """The law verifier `name` is tested against: its own if exact, X for the foil."""
+    if name in ("rrs", "block"):
+        return ratio_law(name, tree, node_logits, temperature)
     return OWN_LAWS.get(name, exit_law)(tree, node_logits, temperature)
 
 

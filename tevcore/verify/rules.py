@@ -12,6 +12,13 @@ the app's comparison its n = 1e5 case. All rules read the round's flow
 - naive_ratio (NOT exact, a foil): c accepted with min(1, a(c) / q(c)).
 - greedy: follow the argmax child of each row (the T = 0 target).
 - chain: predraw on the top-1 chain only; its bonus masks only the chain child.
+- rrs (sampled trees only): recursive rejection over each node's draws in draw order, exact over the tree's
+  draws; its bonus is the residual left at the exit (`ratio_tables.py`).
+- block (sampled chains only): block verification; its bonus is the block residual at the exit.
+
+Each rule says which trees it is exact on (`Rule.trees`): "any" tree (exact
+given the tree), "sampled" trees (exact over the draws from the q it divides
+by), a "sampled chain", or "none" (the foil).
 """
 
 from __future__ import annotations
@@ -34,6 +41,13 @@ def child_token_row(round_: ScoredRound, node: int) -> torch.Tensor:
     banned = torch.zeros(round_.vocab_size, dtype=torch.bool, device=round_.device)
     banned[tree.tokens[1:][tree.parents[1:] == node].to(round_.device)] = True
     return banned
+
+
+def foil_child_token_row(round_: ScoredRound, node: int) -> torch.Tensor:
+    """The foil's banned bonus tokens: the children, unless they are the whole vocabulary. The foil can reject
+    every child where an exact rule never exits (X = 0 there); its bonus then draws from the whole row."""
+    row = child_token_row(round_, node)
+    return torch.zeros_like(row) if bool(row.all()) else row
 
 
 def chain_child_token_row(round_: ScoredRound, node: int) -> torch.Tensor:
@@ -72,13 +86,16 @@ def exits_predraw(round_: ScoredRound, generator: torch.Generator, n: int) -> to
     return node
 
 
-def _exits_by_tries(round_: ScoredRound, generator: torch.Generator, n: int, bar: torch.Tensor) -> torch.Tensor:
-    """Children tried in index order, one uniform each: c is accepted when u * bar(c) < a(c).
+def _exits_by_tries(round_: ScoredRound, generator: torch.Generator, n: int, bar: torch.Tensor,
+                    table: torch.Tensor | None = None, p: torch.Tensor | None = None) -> torch.Tensor:
+    """Tries in table order (children by index unless a `table` is given), one uniform each: try c is
+    accepted when u * bar(c) < p(c) (p = a(c) unless given).
 
-    A child's bar depends only on its node, so all tries of all live draws
+    A try's bar depends only on its node, so all tries of all live draws
     are one (draws x K) comparison per level.
     """
-    table, p = round_.child_table, round_.child_probs
+    table = round_.child_table if table is None else table
+    p = round_.child_probs if p is None else p
     device = round_.device
     node = torch.zeros(n, dtype=torch.long, device=device)
     live = torch.arange(n, device=device)  # draws that accepted a child at the last level
@@ -133,15 +150,52 @@ def exits_chain(round_: ScoredRound, generator: torch.Generator, n: int) -> torc
     return chain[go_on.to(torch.long).cumprod(-1).sum(-1)]
 
 
+def exits_rrs(round_: ScoredRound, generator: torch.Generator, n: int) -> torch.Tensor:
+    """Recursive rejection: each node's draws tried in draw order with their fixed acceptance probabilities."""
+    tables = round_.rrs
+    table, accept = tables.table.to(round_.device), tables.accept.to(round_.device)
+    return _exits_by_tries(round_, generator, n, torch.ones_like(accept), table, accept)
+
+
+def exits_block(round_: ScoredRound, generator: torch.Generator, n: int) -> torch.Tensor:
+    """Block verification: the exit is the last chain node whose Bernoulli(h) succeeds (the root if none)."""
+    g = round_.tree.num_nodes - 1
+    if g == 0:
+        return torch.zeros(n, dtype=torch.long, device=round_.device)
+    stop = round_.block.accept[0, :g].to(round_.device)
+    success = uniform((n, g), generator, round_.device) < stop
+    return (success.to(torch.long) * torch.arange(1, g + 1, device=round_.device)).amax(-1)
+
+
+def rrs_bonus_row(round_: ScoredRound, node: int) -> torch.Tensor | None:
+    """The residual left after every draw at `node` was rejected; None where it drew nothing (p itself)."""
+    return round_.rrs.residual.get(node)
+
+
+def block_bonus_row(round_: ScoredRound, node: int) -> torch.Tensor | None:
+    """The block residual at chain node `node`; None at the chain's end (p itself)."""
+    return round_.block.residual.get(node)
+
+
+BonusRow = Callable[[ScoredRound, int], "torch.Tensor | None"]
+TREE_KINDS = {"any": "any tree", "sampled": "sampled trees", "sampled chain": "sampled chains", "none": "no tree"}
+
+
 @dataclass(frozen=True)
 class Rule:
-    """A verification rule: its exit sampler, the tokens its bonus may not be, and whether it is exact."""
+    """A verification rule: its exit sampler, the tokens its bonus may not be, and the trees it is exact on.
+
+    `bonus_row`, where given, is the rule's own bonus law at an exit (a
+    residual); where it gives None the shared masked draw of p applies.
+    """
 
     name: str
     exits: ExitSampler
     banned_at: BannedAt
     exact: bool = True
     greedy: bool = False  # decodes the T = 0 target whatever the temperature
+    trees: str = "any"  # a key of TREE_KINDS
+    bonus_row: BonusRow | None = None
 
 
 RULES: dict[str, Rule] = {
@@ -150,5 +204,7 @@ RULES: dict[str, Rule] = {
     "residual": Rule("residual", exits_residual, child_token_row),
     "greedy": Rule("greedy", exits_greedy, child_token_row, greedy=True),
     "chain": Rule("chain", exits_chain, chain_child_token_row),
-    "naive_ratio": Rule("naive_ratio", exits_naive_ratio, child_token_row, exact=False),
+    "rrs": Rule("rrs", exits_rrs, child_token_row, trees="sampled", bonus_row=rrs_bonus_row),
+    "block": Rule("block", exits_block, child_token_row, trees="sampled chain", bonus_row=block_bonus_row),
+    "naive_ratio": Rule("naive_ratio", exits_naive_ratio, foil_child_token_row, exact=False, trees="none"),
 }

@@ -18,6 +18,7 @@ import torch
 from tevcore.engine.flow import TargetFlow, check_node_logits, target_flow
 from tevcore.engine.sampling import check_temperature
 from tevcore.engine.tree import DraftTree
+from tevcore.verify.ratio_tables import RatioTables, block_tables, rrs_tables
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,16 @@ class ScoredRound:
         """(N+1) x K: a(c) of each child in `child_table`, 0 in the padding."""
         table = self.child_table
         return torch.where(table >= 0, self.edge_prob[table.clamp_min(0)], 0.0)
+
+    @cached_property
+    def rrs(self) -> RatioTables:
+        """Recursive rejection's tables of a sampled tree (its draws' acceptance and residuals)."""
+        return rrs_tables(self.tree, self.logits, self.temperature)
+
+    @cached_property
+    def block(self) -> RatioTables:
+        """Block verification's stop probabilities and residuals of a sampled chain."""
+        return block_tables(self.tree, self.logits, self.temperature)
 
     @cached_property
     def chain_nodes(self) -> torch.Tensor:

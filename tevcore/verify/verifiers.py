@@ -21,13 +21,14 @@ from typing import Protocol
 import torch
 
 from tevcore.engine.flow import TargetFlow
+from tevcore.engine.builders import get_builder
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.bonus import draw_bonus
 from tevcore.verify.rules import RULES, Rule
 from tevcore.verify.scored import ScoredRound, chain_subtree, scored_round
 
-__all__ = ["Verdict", "Verifier", "VERIFIERS", "EXACT_VERIFIERS", "NOT_EXACT", "get_rule", "get_verifier",
-           "verifier_label", "draw", "decide", "chain_subtree"]
+__all__ = ["Verdict", "Verifier", "VERIFIERS", "SAMPLED_VERIFIERS", "ALL_VERIFIERS", "EXACT_VERIFIERS", "NOT_EXACT",
+           "get_rule", "get_verifier", "verifier_label", "check_pairing", "draw", "decide", "chain_subtree"]
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,10 @@ def decide(rule: Rule, tree: DraftTree, node_logits: torch.Tensor, temperature: 
     return Verdict(tree.path(exit_node), exit_node, int(bonus[0]))
 
 
-VERIFIERS: dict[str, Verifier] = {name: partial(decide, rule) for name, rule in RULES.items()}
-EXACT_VERIFIERS = tuple(name for name, rule in RULES.items() if rule.exact)
+ALL_VERIFIERS: dict[str, Verifier] = {name: partial(decide, rule) for name, rule in RULES.items()}
+VERIFIERS: dict[str, Verifier] = {name: v for name, v in ALL_VERIFIERS.items() if RULES[name].trees in ("any", "none")}
+SAMPLED_VERIFIERS: dict[str, Verifier] = {name: v for name, v in ALL_VERIFIERS.items() if name not in VERIFIERS}
+EXACT_VERIFIERS = tuple(name for name, rule in RULES.items() if rule.exact and rule.trees == "any")
 NOT_EXACT = {name for name, rule in RULES.items() if not rule.exact}
 
 
@@ -80,7 +83,18 @@ def get_rule(name: str) -> Rule:
 def get_verifier(name: str) -> Verifier:
     """The verifier registered under `name`."""
     get_rule(name)
-    return VERIFIERS[name]
+    return ALL_VERIFIERS[name]
+
+
+def check_pairing(verifier: str, builder: str) -> None:
+    """Refuse a rule on trees it is not exact on: a proposal-ratio rule on a fixed builder, block off a chain."""
+    rule, made = get_rule(verifier), get_builder(builder)
+    if rule.trees == "sampled" and not made.sampled:
+        raise ValueError(f"verifier {verifier} divides by the q a tree was drawn from, but builder {builder!r} "
+                         "builds fixed trees: use sampled:K1,K2,... or sampled-wor:K1,K2,...")
+    if rule.trees == "sampled chain" and not made.sampled_chain:
+        raise ValueError(f"verifier {verifier} verifies a sampled chain, but builder {builder!r} does not build "
+                         "one: use sampled:1,1,...")
 
 
 def verifier_label(name: str) -> str:

@@ -1,0 +1,73 @@
+"""Fixed and sampled trees side by side in one bench run, and the sibling diagnostics (tiny target)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tevcore.engine.builders import parse_builder_list
+from tevcore.engine.flow import target_flow
+from tevcore.engine.records import RoundRecord
+from tevcore.engine.tree import DraftTree
+from tevcore.lab.bench import format_table, run_bench, valid_pairs
+from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
+from tevcore.proposers.base import GreedyRolloutProposer
+from tevcore.target.loading import load_target
+
+
+def test_builder_lists_keep_their_shapes_together():
+    assert parse_builder_list("best_first,sampled:3,2,1,chain,sampled-wor:2,2,width:2,1") == [
+        "best_first", "sampled:3,2,1", "chain", "sampled-wor:2,2", "width:2,1"]
+    with pytest.raises(ValueError, match="unknown builder"):
+        parse_builder_list("best_first,4")
+
+
+def test_valid_pairs_keep_each_rule_on_trees_it_is_exact_on():
+    pairs = valid_pairs(["best_first", "sampled:2,1", "sampled:1,1,1"], ["tev", "rrs", "block", "naive_ratio"])
+    assert pairs == [("best_first", "tev"), ("best_first", "naive_ratio"), ("sampled:2,1", "tev"),
+                     ("sampled:2,1", "rrs"), ("sampled:1,1,1", "tev"), ("sampled:1,1,1", "rrs"),
+                     ("sampled:1,1,1", "block")]
+    with pytest.raises(ValueError, match="no verifier of rrs is exact on the trees of chain"):
+        valid_pairs(["chain"], ["rrs"])
+
+
+def _record(tree: DraftTree, path: list[int]) -> RoundRecord:
+    logits = torch.zeros(tree.num_nodes, 9)
+    return RoundRecord(index=0, proposer="t", builder="t", budget=tree.size, temperature=1.0, context_length=1,
+                       tree=tree, flow=target_flow(tree, logits, 1.0, missing_k=0), token_texts=[], missing_texts=[],
+                       verifier="tev", path=path, exit_node=path[-1], bonus_token=8, emitted_tokens=[])
+
+
+def test_sibling_diagnostics_count_ranks_and_what_follows_a_pick():
+    # root -> 1 (top-1), 2 (rank 1); 1 -> 3; 2 -> 4 (top-1), 5 (rank 1)
+    tree = DraftTree(tokens=[0, 1, 2, 3, 4, 5], parents=[-1, 0, 0, 1, 2, 2],
+                     draft_logp=[0.0, -0.1, -2.0, -0.3, -0.2, -1.0])
+    records = [_record(tree, [0, 2, 5]), _record(tree, [0, 1]), _record(tree, [0, 2])]
+    found = sibling_diagnostics(records)
+    by_rank = {(r["depth"], r["rank"]): (r["accepted"], r["nodes"]) for r in found["by_rank"]}
+    assert by_rank == {(1, 0): (1, 3), (1, 1): (2, 3), (2, 0): (0, 6), (2, 1): (1, 3)}
+    after = {(r["depth"], r["pick"]): (r["next_accepted"], r["rounds"]) for r in found["after_pick"]}
+    assert after == {(1, "top-1"): (0, 1), (1, "other"): (1, 2)}
+    table = format_sibling_table("x", found)
+    assert "0.667 (3)" in table and "0.500 (2)" in table
+
+
+@pytest.fixture(scope="module")
+def bench_rows(tiny_model_folder):
+    target = load_target(str(tiny_model_folder("llama", chat_template=True)), device="cpu")
+    torch.manual_seed(0)
+    return run_bench(target, GreedyRolloutProposer(depth=3), ["gsm8k"], n=1, max_new_tokens=8, temperatures=[1.0],
+                     budgets=[4], verifiers=["tev", "rrs", "block"], peers=False,
+                     builders=["best_first", "sampled:2,1", "sampled:1,1,1"])
+
+
+@pytest.mark.slow  # six decodes and AR on a tiny model: ~10 s of CPU
+def test_bench_runs_every_valid_pair_at_one_budget(bench_rows):
+    spec = [(r["builder"], r["verifier"]) for r in bench_rows if r["method"] == "ours speculative"]
+    assert spec == [("best_first", "tev"), ("sampled:2,1", "tev"), ("sampled:2,1", "rrs"), ("sampled:1,1,1", "tev"),
+                    ("sampled:1,1,1", "rrs"), ("sampled:1,1,1", "block")]
+    for row in bench_rows[1:]:
+        assert row["budget"] == 4 and row["mean_tree_size"] <= 4 and row["speedup"] > 0
+        assert row["siblings"]["by_rank"] and row["mean_expected_length"] >= 1.0
+        assert row["length_gap_se"] is not None
+    assert "sampled:1,1,1" in format_table(bench_rows)

@@ -1,0 +1,79 @@
+"""Sibling diagnostics: which (depth, sibling rank) nodes a verifier accepts, and what follows a non-top-1 pick.
+
+A node's sibling rank is its place among its parent's children by the
+drafter's log-probability (0 = the drafter's top-1; ties by node index), on
+fixed and sampled trees alike. Two tables answer "does the tree's width pay":
+per (depth, rank) the share of such nodes that ended on the accepted path,
+and per depth how often the next depth was accepted after the accepted node
+there was the top-1 sibling, against after it was another sibling (counted
+only where the accepted node had children to go on to).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from tevcore.engine.records import RoundRecord
+
+
+def sibling_ranks(record: RoundRecord) -> list[int]:
+    """Each node's rank among its siblings by draft log-probability (0 at the root)."""
+    tree = record.tree
+    logp = tree.draft_logp.tolist()
+    ranks = [0] * tree.num_nodes
+    for kids in tree.children():
+        for rank, kid in enumerate(sorted(kids, key=lambda k: (-logp[k], k))):
+            ranks[kid] = rank
+    return ranks
+
+
+def sibling_diagnostics(records: Iterable[RoundRecord]) -> dict[str, list[dict]]:
+    """{'by_rank': [{depth, rank, nodes, accepted, share}], 'after_pick': [{depth, pick, rounds, next_accepted, share}]}."""
+    nodes: dict[tuple[int, int], int] = defaultdict(int)
+    accepted: dict[tuple[int, int], int] = defaultdict(int)
+    rounds: dict[tuple[int, str], int] = defaultdict(int)
+    went_on: dict[tuple[int, str], int] = defaultdict(int)
+    for record in records:
+        if not record.path:
+            continue
+        tree, ranks = record.tree, sibling_ranks(record)
+        depths, children = tree.depths.tolist(), tree.children()
+        on_path = set(record.path)
+        for node in range(1, tree.num_nodes):
+            key = (depths[node], ranks[node])
+            nodes[key] += 1
+            accepted[key] += node in on_path
+        for position, node in enumerate(record.path[1:], start=1):
+            if children[node]:
+                key = (depths[node], "top-1" if ranks[node] == 0 else "other")
+                rounds[key] += 1
+                went_on[key] += position + 1 < len(record.path)
+    by_rank = [{"depth": d, "rank": r, "nodes": n, "accepted": accepted[(d, r)], "share": accepted[(d, r)] / n}
+               for (d, r), n in sorted(nodes.items())]
+    after_pick = [{"depth": d, "pick": pick, "rounds": n, "next_accepted": went_on[(d, pick)],
+                   "share": went_on[(d, pick)] / n} for (d, pick), n in sorted(rounds.items())]
+    return {"by_rank": by_rank, "after_pick": after_pick}
+
+
+def format_sibling_table(label: str, diagnostics: dict[str, list[dict]], max_rank: int = 4) -> str:
+    """Accepted share per (depth, rank) (ranks past `max_rank` pooled in the last column) and the after-pick shares."""
+    cells: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
+    for row in diagnostics["by_rank"]:
+        cell = cells[(row["depth"], min(row["rank"], max_rank))]
+        cell[0] += row["accepted"]
+        cell[1] += row["nodes"]
+    depths = sorted({d for d, _ in cells})
+    ranks = [f"r{r}" if r < max_rank else f"r{max_rank}+" for r in range(max_rank + 1)]
+    lines = [f"{label}: accepted share by (depth, sibling rank); next depth accepted after a top-1 / other pick",
+             f"{'depth':>5} " + " ".join(f"{r:>12}" for r in ranks) + f"{'after top-1':>16}{'after other':>16}"]
+    picks = {(row["depth"], row["pick"]): row for row in diagnostics["after_pick"]}
+    for d in depths:
+        row_cells = []
+        for r in range(max_rank + 1):
+            got, total = cells.get((d, r), (0, 0))
+            row_cells.append(f"{got / total:.3f} ({total})".rjust(12) if total else "-".rjust(12))
+        after = [f"{picks[(d, p)]['share']:.3f} ({picks[(d, p)]['rounds']})".rjust(16) if (d, p) in picks
+                 else "-".rjust(16) for p in ("top-1", "other")]
+        lines.append(f"{d:>5} " + " ".join(row_cells) + "".join(after))
+    return "\n".join(lines)
