@@ -361,7 +361,7 @@ def test_verifier_charts_draw_the_foil_under_the_exact_verifiers():
                                   law_name="exit law X(v) at T = 1")
     names = [t.name for t in fig.data]
     assert names == ["exit law X(v) at T = 1", "naive_ratio (NOT exact)", "tev"]  # drawn in this order
-    foil = fig.data[1].marker
+    foil, tev = fig.data[1].marker, fig.data[2].marker
     assert foil.symbol.endswith("open")  # the exact marker inside it stays visible
     assert not tev.symbol.endswith("open") and tev.size < foil.size
     hist = figures.length_histogram_figure({"tev": [0, 0.4, 0.6], "greedy": [0, 0, 1.0]}, 1.6,
