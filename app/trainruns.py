@@ -1,10 +1,9 @@
 """Training runs seen from the app (no streamlit): list run folders, read progress, launch the CLI.
 
-A run folder (written by `python -m tevcore train`) holds config.json,
-metrics.jsonl, status.json ({state, pid, step, total_steps, started,
-updated, error?}), a `.lock` with the owner's pid while training, and
-checkpoint folders. The app only reads these files and starts the CLI as a
-background process; it never trains in the script thread.
+A run folder is written by `python -m tevcore train` and read here through
+`tevcore.train.rundir` only (its status, its usable drafters, its lock): one
+reader of the writer's layout. The app starts the CLI as a background
+process and never trains in the script thread.
 """
 
 from __future__ import annotations
@@ -20,35 +19,34 @@ from pathlib import Path
 
 import pandas as pd
 
+from tevcore.train import rundir
+from tevcore.train.data import MANIFEST, build_progress
+
 LOG_NAME = "train.log"
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True
-    return True
+STOPPED_STATES = ("interrupted", "stopped")  # a user's Ctrl-C or stop signal: the run resumes from its checkpoint
+SHOWN_STATES = {"interrupted": "stopped (resumable)", "stopped": "stopped (resumable)"}
 
 
 @dataclass
 class RunInfo:
-    """What the app knows about one run folder."""
+    """What the app knows about one run folder: its status.json as the training process wrote it."""
 
     folder: Path
     state: str  # running / finished / crashed / interrupted / starting / not started / unreadable
     step: int = 0
     total: int = 0
-    started: float | None = None
     updated: float | None = None
+    active_seconds: float | None = None  # time on the clock over every process that trained the run
+    start_step: int = 0  # the step this (or the last) process resumed from
+    steps_began: float | None = None  # when that process began its first step
     error: str | None = None
     pid: int | None = None
     checkpoints: list[Path] = field(default_factory=list)
     config: dict | None = None
+
+    @property
+    def shown_state(self) -> str:
+        return SHOWN_STATES.get(self.state, self.state)
 
     @property
     def fraction(self) -> float:
@@ -56,14 +54,19 @@ class RunInfo:
 
     @property
     def eta_seconds(self) -> float | None:
-        """Remaining seconds at the mean pace so far (None before the first step)."""
-        if not self.step or self.started is None or self.updated is None or self.step >= self.total:
+        """Remaining seconds of a running run at this process's own pace since its first step.
+
+        None unless a live process has made a step: a stopped, crashed or finished run has no ETA,
+        and a resumed process's loading time or earlier processes' pace are not guessed at.
+        """
+        steps = self.step - self.start_step
+        if self.state != "running" or steps <= 0 or self.steps_began is None or self.updated is None:
             return None
-        return (self.updated - self.started) / self.step * (self.total - self.step)
+        return (self.updated - self.steps_began) / steps * max(0, self.total - self.step)
 
     @property
     def resumable(self) -> bool:
-        return self.state in ("crashed", "interrupted", "stopped") and (self.folder / "config.json").is_file()
+        return self.state in ("crashed", *STOPPED_STATES) and (self.folder / "config.json").is_file()
 
     @property
     def running(self) -> bool:
@@ -78,44 +81,30 @@ def _read_json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def checkpoints(folder: Path) -> list[Path]:
-    """Usable drafter folders of a run: checkpoint-<step> folders and the final drafter/."""
-    found = []
-    for path in sorted(folder.glob("checkpoint-*"), key=lambda p: _step_of(p)):
-        if path.is_dir() and (path / "config.json").is_file():
-            found.append(path)
-    final = folder / "drafter"
-    if final.is_dir() and (final / "config.json").is_file():
-        found.append(final)
-    return found
-
-
-def _step_of(path: Path) -> int:
-    try:
-        return int(path.name.split("-", 1)[1])
-    except (IndexError, ValueError):
-        return -1
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def run_info(folder: Path) -> RunInfo:
     """Read a run folder; a missing or corrupt status is reported in `state`, never raised."""
     folder = Path(folder)
     config = _read_json(folder / "config.json")
-    status_path = folder / "status.json"
-    if not status_path.is_file():
+    drafters = rundir.usable_drafters(folder)
+    if not (folder / rundir.STATUS).exists():
         state = "not started" if config is not None else "unreadable"
-        return RunInfo(folder, state, config=config, checkpoints=checkpoints(folder),
-                       error=None if config is not None else "no status.json or config.json")
-    status = _read_json(status_path)
-    if status is None:
-        return RunInfo(folder, "unreadable", error="status.json is corrupt", config=config,
-                       checkpoints=checkpoints(folder))
-    state = str(status.get("state", "unknown"))
+        return RunInfo(folder, state, config=config, checkpoints=drafters,
+                       error=None if config is not None else f"no {rundir.STATUS} or config.json")
+    status = rundir.read_status(folder)  # {} when unreadable
+    if not status:
+        return RunInfo(folder, "unreadable", error=f"{rundir.STATUS} is corrupt", config=config, checkpoints=drafters)
     pid = status.get("pid")
-    info = RunInfo(folder, state, step=int(status.get("step") or 0), total=int(status.get("total_steps") or 0),
-                   started=status.get("started"), updated=status.get("updated"), error=status.get("error"),
-                   pid=pid, checkpoints=checkpoints(folder), config=config)
-    if info.running and not pid_alive(pid):
+    info = RunInfo(folder, str(status.get("state", "unknown")), step=int(_number(status.get("step")) or 0),
+                   total=int(_number(status.get("total_steps")) or 0), updated=_number(status.get("updated")),
+                   active_seconds=_number(status.get("active_seconds")),
+                   start_step=int(_number(status.get("start_step")) or 0),
+                   steps_began=_number(status.get("steps_began")), error=status.get("error"), pid=pid,
+                   checkpoints=drafters, config=config)
+    if info.running and not rundir.pid_alive(pid):
         info.state = "crashed"
         info.error = info.error or f"the training process {pid} is gone without finishing"
     return info
@@ -127,15 +116,15 @@ def list_runs(root: Path) -> list[RunInfo]:
     if not root.is_dir():
         return []
     runs = [run_info(p) for p in sorted(root.iterdir())
-            if p.is_dir() and ((p / "status.json").exists() or (p / "config.json").exists())
-            and not (p / "manifest.json").exists()]
+            if p.is_dir() and ((p / rundir.STATUS).exists() or (p / "config.json").exists())
+            and not (p / MANIFEST).exists()]
     return sorted(runs, key=lambda r: r.updated or 0, reverse=True)
 
 
 def runs_table(runs: list[RunInfo]) -> pd.DataFrame:
     rows = []
     for r in runs:
-        rows.append({"run": r.folder.name, "state": r.state, "step": f"{r.step}/{r.total}",
+        rows.append({"run": r.folder.name, "state": r.shown_state, "step": f"{r.step}/{r.total}",
                      "resumable": r.resumable, "checkpoints": len(r.checkpoints),
                      "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.updated)) if r.updated else "",
                      "error": r.error or ""})
@@ -160,7 +149,7 @@ def data_sets(root: Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "manifest.json").is_file())
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
 
 
 def busy_reason(folder: Path, own: subprocess.Popen | None = None) -> str | None:
@@ -172,14 +161,9 @@ def busy_reason(folder: Path, own: subprocess.Popen | None = None) -> str | None
     folder = Path(folder)
     if own is not None and own.poll() is None:
         return f"{folder} is already training (started from this app, process {own.pid})"
-    lock = folder / ".lock"
-    if lock.is_file():
-        try:
-            pid = int(lock.read_text().strip() or 0)
-        except (OSError, ValueError):
-            pid = 0
-        if pid_alive(pid):
-            return f"{folder} is in use by training process {pid} (its lock file is held)"
+    holder = rundir.lock_holder(folder)
+    if holder is not None:
+        return f"{folder} is in use by training process {holder} (its lock file is held)"
     info = run_info(folder) if folder.is_dir() else None
     if info is not None and info.running:
         return f"{folder} is already training (status: {info.state}, process {info.pid})"
@@ -364,11 +348,6 @@ def launch_data(folder: Path, shards: int, threads: int = 1) -> subprocess.Popen
         log.close()
 
 
-def data_progress(folder: Path) -> int:
-    """Shards written so far, by the engine's own shard names."""
-    from tevcore.train.data import shard_path
-
-    count = 0
-    while shard_path(Path(folder), count).is_file():
-        count += 1
-    return count
+def data_progress(folder: Path) -> tuple[int, int] | None:
+    """(shards written, shards planned) of a data-set build, by the plan its manifest records; None before that."""
+    return build_progress(Path(folder))

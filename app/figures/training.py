@@ -30,14 +30,18 @@ def training_curves_figure(metrics: pd.DataFrame) -> go.Figure:
 
 
 def eval_figure(rows: pd.DataFrame) -> go.Figure:
-    """E = 1 + C per budget, one line per checkpoint, with its standard error as error bars when given."""
+    """E = 1 + C per budget, one line per checkpoint (and proposer variant: alone, + lookup, dashed), with its
+    standard error as error bars when given."""
     fig = go.Figure()
     if len(rows):
-        for name, part in rows.groupby("checkpoint", sort=False):
+        keys = ["checkpoint", "proposer"] if "proposer" in rows else ["checkpoint"]
+        for key, part in rows.groupby(keys, sort=False):
+            key = key if isinstance(key, tuple) else (key,)
             part = part.sort_values("budget")
             bars = {"type": "data", "array": part["E s.e."].fillna(0).tolist()} if "E s.e." in part else None
-            fig.add_trace(go.Scatter(x=part["budget"], y=part["E"], mode="lines+markers", name=str(name),
-                                     error_y=bars))
+            dashed = len(key) > 1 and "lookup" in str(key[1])
+            fig.add_trace(go.Scatter(x=part["budget"], y=part["E"], mode="lines+markers", name=" ".join(map(str, key)),
+                                     error_y=bars, line={"dash": "dash" if dashed else "solid"}))
     fig.update_layout(title="E = 1 + C per budget", xaxis={"title": "budget", "type": "log"},
                       yaxis={"title": "E"}, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig

@@ -10,13 +10,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import shared_ui  # noqa: E402
-import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
-from tevcore.config import SAMPLING_TEMPERATURE  # noqa: E402
-from tevcore.parsing import budget_or_chain, comma_list  # noqa: E402
 from tevcore.train.config import TrainConfig  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 
+from exittrain_compare import compare_tab  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
 import trainruns  # noqa: E402
@@ -38,6 +36,26 @@ def started_processes() -> dict:
     return {}
 
 
+START_NEW = "new"  # start-from choices besides drafter folders
+START_OTHER = "other"
+
+
+def start_label(choice: str) -> str:
+    if choice == START_NEW:
+        return "a new drafter (random weights)"
+    if choice == START_OTHER:
+        return "another drafter folder (type it beside)"
+    return f"the committed drafter ({choice})" if Path(choice) == trainruns.DEFAULT_DRAFTER else choice
+
+
+def config_warnings(values: dict) -> list[str]:
+    """The engine's warnings for these settings (none while the settings are refused: the plan says why)."""
+    try:
+        return TrainConfig.from_dict({"data": "-", **{k: v for k, v in values.items() if v is not None}}).warnings()
+    except (ValueError, TypeError):
+        return []
+
+
 def fmt_seconds(seconds: float | None) -> str:
     if seconds is None:
         return "—"
@@ -51,27 +69,33 @@ tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare checkpoint
 
 # ------------------------------------------------------------------ a small data set, without a terminal
 @st.fragment(run_every=REFRESH_SECONDS)
-def show_data_build(folder: Path, shards: int) -> None:
-    """Progress of a `build-data` started from this page (shards written / planned), read from the folder
-    when this process holds no handle on the build (another session, a reload, a script run cut short)."""
+def show_data_build(folder: Path) -> None:
+    """Progress of a `build-data` started from this page: shards written of those its own plan (the manifest it
+    writes before the first shard) holds; read from the folder when this process holds no handle on the build
+    (another session, a reload, a script run cut short)."""
     proc = started_processes().get(f"data:{folder.resolve()}")
     if proc is None and not (folder / trainruns.DATA_LOG).is_file():
         return
-    done = trainruns.data_progress(folder)
-    if proc is not None:
-        code = proc.poll()  # also reaps the finished process
-    else:
-        code = 0 if done >= shards else None
-    if code is None:
-        st.progress(min(1.0, done / shards), text=f"building {folder.name}: {done}/{shards} shards")
-    elif code == 0:
+    code = proc.poll() if proc is not None else None  # poll() also reaps the finished process
+    progress = trainruns.data_progress(folder)
+    done, planned = progress or (0, 0)
+    if progress is not None and done >= planned and (proc is None or code == 0):
         if ss.get("et_data_ready") != str(folder):  # once: rerun the page so the new set is offered, and chosen
             ss.et_data_ready = str(folder)
             ss.et_data = str(folder)
             st.rerun(scope="app")
         st.success(f"{folder.name} is ready ({done} shards): it is the distillation set below.")
-    else:
+    elif code not in (None, 0):
         st.error(f"build-data exited with status {code}; its log: {folder / trainruns.DATA_LOG}")
+    elif proc is not None:  # running here
+        text = (f"building {folder.name}: {done}/{planned} shards" if progress is not None
+                else f"building {folder.name}: loading the target and planning the shards")
+        st.progress(done / planned if planned else 0.0, text=text)
+    elif progress is not None:
+        st.info(f"{folder.name}: {done}/{planned} shards written, and no build of it runs from this app "
+                "(▶ Build resumes it).")
+    else:
+        st.info(f"{folder.name} has no plan yet (no manifest); its log: {folder / trainruns.DATA_LOG}")
 
 
 def data_build_form(root: Path, have_sets: bool) -> None:
@@ -94,7 +118,7 @@ def data_build_form(root: Path, have_sets: bool) -> None:
                     ss.pop("et_data_ready", None)
                 except OSError as err:
                     st.error(f"Could not start build-data: {err}")
-        show_data_build(folder, int(shards) if not problem else 1)
+        show_data_build(folder)
 
 
 # ------------------------------------------------------------------ new run
@@ -108,6 +132,16 @@ with tab_new:
                                                                       "`python -m tevcore build-data`)"],
                         key="et_data")
     steps = c3.number_input("steps", value=200, step=50, key="et_steps")
+    s1, s2, s3 = st.columns([3, 2, 1])
+    starts = [*([str(trainruns.DEFAULT_DRAFTER)] if trainruns.DEFAULT_DRAFTER.is_dir() else []),
+              *(str(p) for r in trainruns.list_runs(runs_root) for p in r.checkpoints), START_NEW, START_OTHER]
+    start_from = s1.selectbox("start from", starts, key="et_init", format_func=start_label,
+                              help="the drafter whose weights training begins with (`--init`): the committed "
+                                   "drafter, a checkpoint of a run, any drafter folder, or new random weights")
+    other_init = s2.text_input("drafter folder to start from", value="", key="et_init_other",
+                               disabled=start_from != START_OTHER)
+    init = {START_NEW: None, START_OTHER: other_init.strip() or None}.get(start_from, start_from)
+    warmup = s3.number_input("warmup (steps)", value=TRAIN_DEFAULTS["warmup"], step=10, key="et_warmup")
     c4, c5, c6, c7 = st.columns(4)
     lam = c4.number_input("λ (tree loss weight; 0 = plain distillation)", value=0.1, step=0.05,
                           key="et_lambda")
@@ -126,7 +160,9 @@ with tab_new:
     values = {"data": data if sets else None, "steps": int(steps), "tree_lambda": float(lam), "tree_weight": weight,
               "tree_alpha": float(alpha), "tree_budget": int(tree_budget), "tree_anchors": int(anchors),
               "batch_size": int(batch), "max_shards": int(shards) if shards else None,
-              "checkpoint_every": int(every), "threads": int(threads)}
+              "checkpoint_every": int(every), "threads": int(threads), "warmup": int(warmup), "init": init}
+    for warning in config_warnings(values):
+        st.warning(f"Warning: {warning}.")
     folder = runs_root / name.strip()
     command, command_error = None, None
     if not name.strip() or "/" in name or name.strip().startswith("."):
@@ -167,13 +203,20 @@ with tab_new:
                            "Follow it in the Runs tab.")
 
 # ------------------------------------------------------------------ runs
-def show_progress(folder: Path) -> None:
-    info = trainruns.run_info(folder)
-    label = (f"{info.state}: step {info.step}/{info.total} · elapsed "
-             f"{fmt_seconds((info.updated or 0) - (info.started or 0) if info.started else None)} · "
-             f"ETA {fmt_seconds(info.eta_seconds)}")
-    st.progress(info.fraction, text=label)
-    if info.error:
+def progress_label(info: trainruns.RunInfo, launched: bool = False) -> str:
+    """State, step, the run's time on the clock over all its processes, and (only while it runs) the ETA.
+
+    `launched`: this app started a process on the run that has not written its status yet (it loads the target).
+    """
+    state = "resuming (the new process is loading)" if launched and not info.running else info.shown_state
+    label = f"{state}: step {info.step}/{info.total} · elapsed {fmt_seconds(info.active_seconds)}"
+    return label + (f" · ETA {fmt_seconds(info.eta_seconds)}" if info.state == "running" else "")
+
+
+def show_progress(info: trainruns.RunInfo, launched: bool) -> None:
+    folder = info.folder
+    st.progress(info.fraction, text=progress_label(info, launched))
+    if info.error:  # the status holds only its own process's error: a resume or an end clears it
         st.error(f"{info.folder.name}: {info.error}")
     metrics = trainruns.metrics_frame(folder)
     if len(metrics):
@@ -208,13 +251,14 @@ def show_runs(root: Path) -> None:
         ss.et_pick = names[0]
     pick = st.selectbox("run", names, key="et_pick")
     chosen = runs[names.index(pick)]
-    show_progress(chosen.folder)
+    own = procs.get(str(chosen.folder.resolve()))
+    show_progress(chosen, own is not None and own.poll() is None)
     if chosen.running:
         st.caption(f"refreshing every {REFRESH_SECONDS:g} s")
-    code = ss.get("et_exits", {}).get(str(chosen.folder.resolve()))
-    if code:
+    key = str(chosen.folder.resolve())
+    code = ss.get("et_exits", {}).get(key)
+    if code and chosen.state not in (*trainruns.STOPPED_STATES, "finished"):  # a stop is no failure
         st.error(f"The training process of {chosen.folder.name} exited with status {code}: see its log.")
-    own = procs.get(str(chosen.folder.resolve()))
     r1, r2 = st.columns(2)
     if chosen.resumable and r1.button("↻ Resume this run", key="et_resume"):
         reason = trainruns.busy_reason(chosen.folder, own)
@@ -223,13 +267,14 @@ def show_runs(root: Path) -> None:
         else:
             try:
                 cmd = trainruns.build_command(chosen.folder, {"config": chosen.folder / "config.json"})
-                procs[str(chosen.folder.resolve())] = trainruns.launch(cmd, chosen.folder)
-                st.success("resumed")
+                procs[key] = trainruns.launch(cmd, chosen.folder)
+                ss.get("et_exits", {}).pop(key, None)  # the earlier process's exit is no news of this one
+                st.success("resumed from its newest checkpoint")
             except (ValueError, OSError) as err:
                 st.error(f"Could not resume: {err}")
     if own is not None and own.poll() is None and r2.button("■ Stop (started from this app)", key="et_stop"):
-        own.terminate()
-        st.info(f"sent a stop signal to process {own.pid}")
+        own.terminate()  # SIGTERM: the trainer ends as on Ctrl-C, with status "interrupted" (resumable)
+        st.info(f"sent a stop signal to process {own.pid}; the run can be resumed from its newest checkpoint")
     if chosen.checkpoints:
         ck = st.selectbox("checkpoint", [str(p) for p in chosen.checkpoints], key="et_ckpt")
         if st.button("Make this the explorer's drafter", key="et_activate"):
@@ -246,70 +291,4 @@ with tab_runs:
 
 # ------------------------------------------------------------------ compare checkpoints
 with tab_compare:
-    runs_now = trainruns.list_runs(runs_root)
-    all_ckpts = [str(p) for r in runs_now for p in r.checkpoints]
-    starting_pair = trainruns.default_comparison(runs_now)
-    all_ckpts += [p for p in starting_pair if p not in all_ckpts]
-    extra = st.text_input("another drafter folder (optional)", value="", key="et_cmp_extra")
-    if extra.strip():
-        all_ckpts.append(extra.strip())
-    if ss.get("et_cmp_start") != starting_pair or any(p not in all_ckpts for p in ss.get("et_cmp", [])):
-        ss.et_cmp_start = starting_pair  # a new newest checkpoint (or runs folder): start from the new pair
-        ss.et_cmp = list(starting_pair)
-    picks = st.multiselect("checkpoints", all_ckpts, key="et_cmp",
-                           help="starts with the newest checkpoint against the committed default drafter")
-    same = trainruns.identical_weights(picks)
-    for first, second in same:
-        st.error(f"{second} has exactly the same weights as {first} (identical files): comparing them shows one "
-                 "drafter twice. Pick two different drafters.")
-    e1, e2, e3, e4 = st.columns(4)
-    budgets_text = e1.text_input("budgets", value="4,8,16", key="et_cmp_budgets")
-    per_set = e2.number_input("held-out prompts per set", value=1, key="et_cmp_n")
-    cmp_temp = e3.number_input("temperature", value=SAMPLING_TEMPERATURE, step=0.1, key="et_cmp_temp")
-    cmp_tokens = e4.number_input("max new tokens", value=32, step=8, key="et_cmp_tokens")
-    problems = [problem for problem in (
-        inputs.range_problem("held-out prompts per set", per_set, inputs.NumberRange(1, 50, integer=True)),
-        inputs.range_problem("temperature", cmp_temp, inputs.decode_range("temperature", 5.0)),
-        inputs.range_problem("max new tokens", cmp_tokens, inputs.decode_range("max_new_tokens", 1024)))
-        if problem]
-    for problem in problems:
-        st.error(f"Refused: {problem}.")
-    try:
-        budgets = comma_list(budgets_text, budget_or_chain, "budgets (positive integers or 'chain')")
-    except ValueError as err:
-        st.error(str(err))
-        budgets = []
-    ready = bool(picks) and bool(budgets) and not problems and not same
-    if st.button("Evaluate E per budget", disabled=not ready, key="et_cmp_run"):
-        from tevcore.train import eval as engine_eval
-
-        rows, errors = [], []
-        with st.status("evaluating checkpoints (the real decoding loop, TEV verifier)…", expanded=True) as status:
-            bar = st.progress(0.0)
-            try:
-                target = shared_ui.get_target(shared_ui.target_spec())
-                prompts = engine_eval.eval_prompts(engine_eval.MIX, int(per_set))
-            except (ValueError, OSError) as err:  # a missing model or prompt file
-                errors.append(f"Could not prepare the evaluation: {err}")
-                prompts = []
-            jobs = [(path, b) for path in picks for b in budgets] if prompts else []
-            for i, (path, budget) in enumerate(jobs):
-                try:
-                    proposer = shared_ui.get_proposer(path, shared_ui.target_spec())
-                    cell = engine_eval.evaluate(target, proposer, prompts, float(cmp_temp), [budget],
-                                               int(cmp_tokens), 0, progress=False)[0]
-                    rows.append({"checkpoint": path, "budget": budget if budget != "chain" else 1,
-                                 "budget label": str(budget), "E": cell.expected_length,
-                                 "E s.e.": cell.expected_length_se,
-                                 "block length": cell.block_length, "rounds": cell.rounds})
-                except Exception as err:  # a damaged checkpoint is reported, the others still run
-                    errors.append(f"{path} ({type(err).__name__}): {err}")
-                bar.progress((i + 1) / len(jobs), text=f"{Path(path).name}, budget {budget}")
-            status.update(label="evaluation finished" + (" with errors (below)" if errors else ""),
-                          state="error" if errors else "complete", expanded=False)
-        for message in errors:  # outside the collapsed box, where they are seen
-            st.error(message)
-        ss.et_eval_rows = pd.DataFrame(rows)
-    if ss.get("et_eval_rows") is not None and len(ss.et_eval_rows):
-        st.plotly_chart(figures.eval_figure(ss.et_eval_rows), key="et_eval_fig")
-        st.dataframe(ss.et_eval_rows, hide_index=True, key="et_eval_table")
+    compare_tab(runs_root)

@@ -11,6 +11,7 @@ found: ../shared/datasets beside the checkout, or TEVCORE_DATASETS).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -375,6 +376,123 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
     assert page.locator(".js-plotly-plot").count() == 0
     kit.no_exception(page)
     lap("workshop keeps the edit across a preset switch")
+
+
+def _progress_text(page) -> str:
+    bar = page.locator('[data-testid="stProgress"]').first
+    return bar.inner_text() if bar.count() else ""
+
+
+def _wait_for_progress(page, pattern: str, timeout_s: float, log: Path) -> str:
+    """Until the run's progress text matches `pattern` (no reload); a run shown as crashed fails at once."""
+    deadline = time.time() + timeout_s
+    while True:
+        text = _progress_text(page)
+        tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
+        assert "crashed" not in page.locator("body").inner_text(), f"the page says crashed; {log}:\n{tail}"
+        if re.search(pattern, text):
+            return text
+        if time.time() > deadline:
+            pytest.fail(f"{pattern!r} not shown within {timeout_s:.0f} s (last: {text!r}); {log}:\n{tail}")
+        page.wait_for_timeout(500)
+
+
+def _seconds(text: str) -> float:
+    """The seconds of the page's '1h02m' or '3m05s'."""
+    hours = re.fullmatch(r"(\d+)h(\d+)m", text)
+    if hours:
+        return int(hours[1]) * 3600 + int(hours[2]) * 60
+    minutes = re.fullmatch(r"(\d+)m(\d+)s", text)
+    assert minutes, text
+    return int(minutes[1]) * 60 + int(minutes[2])
+
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory) -> Path:
+    """A runs folder holding a one-shard distillation set of the default target (the engine's `build-data`)."""
+    root = tmp_path_factory.mktemp("resume-runs")
+    subprocess.run([sys.executable, "-m", "tevcore", "build-data", str(root / "data-small"), "--max-shards", "1",
+                    "--threads", "1"], cwd=REPO, env=dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO)),
+                   check=True, capture_output=True, timeout=900)
+    return root
+
+
+def test_a_stopped_and_resumed_run_and_compare_keeps_the_picked_pair(app_url, browser_page, small_set, shots):
+    """A real run started from the page, stopped and resumed there: never "crashed", "stopped (resumable)" with
+    no ETA while stopped, and an ETA after the resume within 2x of the time it really took. Then Compare
+    evaluates exactly the pair the user took, though a newer checkpoint appeared before the click."""
+    page = browser_page
+    if not page.url.startswith(app_url):
+        page.goto(app_url, wait_until="domcontentloaded")
+        page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=60_000)
+    kit.open_page(page, "ExitTrain")
+    root = page.get_by_label("runs folder", exact=True)
+    root.wait_for(timeout=180_000)  # run on its own, the page's first import of torch and the engine is slow
+    root.fill(str(small_set))
+    root.press("Enter")
+    kit.wait_idle(page)
+    page.get_by_role("tab", name="New run").click()
+    for label, value in (("steps", 16), ("warmup (steps)", 2), ("checkpoint every (steps)", 6),
+                         ("batch size (anchors)", 8), ("tree anchors per step", 2)):
+        kit.set_number(page, label, value)
+    name = page.get_by_label("run name (folder under the runs folder)", exact=True)
+    name.fill("resumed")
+    name.press("Enter")
+    kit.wait_idle(page)
+    run, log = small_set / "resumed", small_set / "resumed" / "train.log"
+    assert page.get_by_text("The training CLI refuses", exact=False).count() == 0
+    page.get_by_role("button", name="▶ Start training").click()
+    page.get_by_text("Started process", exact=False).wait_for(timeout=60_000)
+    page.get_by_role("tab", name="Runs").click()
+    _wait_for_progress(page, r"running: step ([7-9]|1[0-5])/16", 600, log)  # past the checkpoint of step 6
+    page.get_by_role("button", name="■ Stop (started from this app)").click()
+    stopped = _wait_for_progress(page, r"stopped \(resumable\): step \d+/16", 120, log)
+    assert "ETA" not in stopped
+    page.wait_for_timeout(2500)  # two refreshes: still stopped, still no error shown
+    assert "ETA" not in _progress_text(page) and page.locator('[data-testid="stAlertContentError"]:visible').count() == 0
+    page.screenshot(path=str(shots / "exittrain-stopped.png"))
+    page.get_by_role("button", name="↻ Resume this run").click()
+    shown = _wait_for_progress(page, r"running: step (9|1[0-5])/16 · .* · ETA \d", 600, log)  # 2+ steps resumed
+    read_at = time.time()
+    eta = _seconds(re.search(r"ETA (\S+)", shown)[1])
+    page.screenshot(path=str(shots / "exittrain-resumed.png"))
+    _wait_for_progress(page, r"finished: step 16/16", 600, log)
+    truth = time.time() - read_at
+    print(f"[browser test] ETA {eta:.0f} s shown at {shown!r}; the run took {truth:.0f} s more")
+    assert truth / 2 <= eta <= 2 * truth, f"ETA {eta:.0f} s shown at {shown!r}; the run took {truth:.0f} s more"
+    kit.no_exception(page)
+
+    # Compare: take the newest checkpoint (this run's final drafter) against the committed one; then a newer
+    # checkpoint appears in another run; Evaluate must still evaluate exactly the two picked drafters
+    page.get_by_role("tab", name="Compare checkpoints").click()
+    page.get_by_role("button", name="↺ newest checkpoint vs the committed drafter").click()
+    picks = page.locator('[data-testid="stMultiSelect"]').first
+    deadline = time.time() + 60  # the click's rerun is over (before the newer checkpoint exists)
+    while str(run / "drafter") not in picks.inner_text():
+        assert time.time() < deadline, picks.inner_text()
+        page.wait_for_timeout(300)
+    kit.wait_idle(page)
+    later = small_set / "later"
+    (later / "checkpoint-2").mkdir(parents=True)
+    for item in (run / "checkpoint-16").iterdir():
+        (later / "checkpoint-2" / item.name).write_bytes(item.read_bytes())
+    (later / "config.json").write_text((run / "config.json").read_text())
+    (later / "latest.json").write_text('{"checkpoint": "checkpoint-2", "step": 2}')
+    (later / "status.json").write_text('{"state": "finished", "step": 2, "total_steps": 2, "updated": %f}'
+                                       % (time.time() + 60))
+    for label, value in (("held-out prompts per set", 1), ("max new tokens", 8)):
+        kit.set_number(page, label, value)
+    budgets = page.get_by_label("budgets", exact=True)
+    budgets.fill("4")
+    budgets.press("Enter")
+    kit.wait_idle(page)
+    page.get_by_role("button", name="Evaluate E per budget").click()
+    evaluated = page.get_by_text("evaluated:", exact=False)
+    evaluated.wait_for(timeout=600_000)
+    committed = REPO / "assets" / "drafter"
+    assert evaluated.inner_text().strip() == f"evaluated: {run / 'drafter'} · {committed}"
+    kit.no_exception(page)
+    page.screenshot(path=str(shots / "exittrain-compare.png"))
 
 
 JUNK_LOOKING = ["'", '"', "$", "%", "#"]  # plotly strips these: "' #23" would read as the number 23

@@ -206,7 +206,8 @@ def _fake_runs(root: Path) -> None:
     (b / "status.json").write_text("garbage")
     data = root / "data-x"
     data.mkdir()
-    (data / "manifest.json").write_text(json.dumps({"shards": 1, "target_name": "tiny"}))
+    (data / "manifest.json").write_text(json.dumps({"shards": 1, "target_name": "tiny",  # as build-data writes it
+                                                    "config": {"hidden_layers": [8, 16, 24, 30]}}))
 
 
 def test_exittrain_lists_runs_and_reports_broken_ones(tmp_path):
@@ -381,3 +382,125 @@ def test_explorer_opens_with_the_engines_defaults_and_builders():
     assert not at.exception
     assert any("Invalid settings" in e.value and "widths" in e.value for e in at.error), [e.value for e in at.error]
     assert at.session_state["ex_records"] == []
+
+
+def test_exittrain_shows_a_stopped_run_as_stopped_resumable_without_eta(tmp_path):
+    run = tmp_path / "stopped-run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"data": "x", "steps": 200}))
+    (run / "status.json").write_text(json.dumps({  # what the trainer writes on a stop (its process is gone)
+        "state": "interrupted", "pid": 2**22 + 12345, "step": 100, "total_steps": 200, "started": 10.0,
+        "updated": 110.0, "active_seconds": 100.0, "start_step": 0, "steps_began": 10.0}))
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    assert not at.exception
+    assert [e.value for e in at.error if "distillation set" not in e.value] == []  # (the New run tab wants a set)
+    assert at.dataframe[0].value["state"].tolist() == ["stopped (resumable)"]
+    [bar] = at.get("progress")
+    assert bar.text == "stopped (resumable): step 100/200 · elapsed 1m40s"  # no ETA, no "crashed"
+    assert at.button(key="et_resume")
+
+
+def test_exittrain_starts_from_the_committed_drafter_and_warns_when_warmup_covers_the_run(tmp_path):
+    _fake_runs(tmp_path)
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    committed = str(APP.parent / "assets" / "drafter")
+    assert at.selectbox(key="et_init").value == committed
+    assert any(f"--init {committed}" in c.value for c in at.code)  # the command starts from it
+    assert not any("warmup" in w.value for w in at.warning)
+    at.number_input(key="et_steps").set_value(20).run()
+    assert any("warmup (50) >= steps (20)" in w.value for w in at.warning)
+    at.selectbox(key="et_init").set_value("new").run()
+    assert not any("--init" in c.value for c in at.code)
+
+
+def test_exittrain_a_finished_data_set_is_ready_whatever_the_shards_box_says(tmp_path):
+    from tevcore.train.data import MANIFEST, shard_path
+
+    folder = tmp_path / "data-small"
+    folder.mkdir()
+    (folder / "build-data.log").write_text("done\n")
+    (folder / MANIFEST).write_text(json.dumps({"shards": 1, "target_name": "tiny",
+                                               "config": {"hidden_layers": [8, 16, 24, 30]}}))
+    shard_path(folder, 0).write_bytes(b"x")
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    at.number_input(key="et_dshards").set_value(2).run()  # the box now asks for 2: the build planned 1
+    assert not at.exception
+    assert any("data-small is ready (1 shards)" in s.value for s in at.success)
+    assert not [p for p in at.get("progress") if "building" in p.text]
+
+
+def test_exittrain_compare_keeps_the_picked_pair_when_a_new_checkpoint_appears(tmp_path, monkeypatch):
+    import shared_ui
+    from tevcore.train import eval as engine_eval
+
+    def checkpoint(run: Path, step: int, payload: bytes, updated: float) -> Path:
+        folder = run / f"checkpoint-{step}"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(payload)
+        (folder / "trainer.pt").write_bytes(b"x")
+        (run / "config.json").write_text("{}")
+        (run / "latest.json").write_text(json.dumps({"checkpoint": folder.name, "step": step}))
+        (run / "status.json").write_text(json.dumps({"state": "finished", "step": step, "total_steps": step,
+                                                     "updated": updated}))
+        return folder
+
+    first = checkpoint(tmp_path / "run-a", 50, b"weights 50", 100.0)
+    committed = str(APP.parent / "assets" / "drafter")
+    evaluated = []
+    monkeypatch.setattr(shared_ui, "get_target", lambda spec: "target")
+    monkeypatch.setattr(shared_ui, "get_proposer", lambda spec, target: spec)
+    monkeypatch.setattr(engine_eval, "eval_prompts", lambda sets, n: ["a prompt"])
+    monkeypatch.setattr(engine_eval, "evaluate", lambda target, proposer, *a, **k: evaluated.append(proposer) or [
+        engine_eval.EvalCell(1.0, "4", 1, 3, 2.0, 2.0, float("nan"))])
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    assert at.multiselect(key="et_cmp").value == [str(first), committed]
+    at.text_input(key="et_cmp_budgets").set_value("4").run()
+    checkpoint(tmp_path / "run-b", 10, b"weights 10", 200.0)  # a run writes a newer checkpoint meanwhile
+    at.run()
+    assert at.multiselect(key="et_cmp").value == [str(first), committed]  # the picks are the user's
+    at.button(key="et_cmp_run").click().run()
+    assert not at.exception
+    assert evaluated == [str(first), str(first) + "+lookup", committed, committed + "+lookup"]
+    assert any(c.value == f"evaluated: `{first}` · `{committed}`" for c in at.caption)
+    at.button(key="et_cmp_newest").click().run()  # asked for: the newest checkpoint against the committed drafter
+    assert at.multiselect(key="et_cmp").value == [str(tmp_path / "run-b" / "checkpoint-10"), committed]
+
+
+def test_exittrain_paired_comparison_shows_the_cli_command_and_the_prompts_it_needs(tmp_path, monkeypatch):
+    import shared_ui
+    from tevcore.train import eval as engine_eval
+
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "config.json").write_text("{}")
+    (other / "model.safetensors").write_bytes(b"other weights")
+    committed = str(APP.parent / "assets" / "drafter")
+    calls = []
+    monkeypatch.setattr(shared_ui, "get_target", lambda spec: "target")
+    monkeypatch.setattr(shared_ui, "get_proposer", lambda spec, target: spec)
+    monkeypatch.setattr(engine_eval, "eval_prompts", lambda sets, n: [f"{s}-{i}" for s in sets for i in range(n)])
+
+    def paired(target, a, b, prompts, temperature, budgets, *args, **kwargs):
+        calls.append((a, b, len(prompts), budgets))
+        return [engine_eval.PairedCell(temperature, budget, "all", len(prompts), 40, a, b, 2.0, 2.04, 0.04, 0.03)
+                for budget in budgets]
+
+    monkeypatch.setattr(engine_eval, "paired_coverage", paired)
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    at.text_input(key="et_cmp_extra").set_value(str(other)).run()
+    assert at.selectbox(key="et_pair_a").value == committed and at.selectbox(key="et_pair_b").value == str(other)
+    assert any(c.value.startswith(f"python -m tevcore eval-drafter {committed} --compare {other} --budgets 8,16")
+               and c.value.endswith("--lookup") for c in at.code)
+    at.button(key="et_pair_run").click().run()
+    assert not at.exception
+    assert calls == [(committed + "+lookup", str(other) + "+lookup", 6, [8, 16])]  # 2 prompts x 3 sets, + lookup
+    [table] = [d.value for d in at.dataframe if "B - A" in d.value.columns]
+    assert table["prompts per set for s.e. ≤ δ/2"].tolist() == [18, 18]  # 6 x (0.03 / 0.01)^2 = 54 over 3 sets
+    at.selectbox(key="et_pair_b").set_value(committed).run()
+    assert any("A and B are the same drafter" in e.value for e in at.error)

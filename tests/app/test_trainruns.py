@@ -18,11 +18,54 @@ def _status(folder: Path, **fields) -> None:
 
 
 def test_running_run_has_progress_and_eta(tmp_path):
-    _status(tmp_path / "r", state="running", pid=os.getpid(), step=25, total_steps=100, started=0.0, updated=50.0)
+    _status(tmp_path / "r", state="running", pid=os.getpid(), step=25, total_steps=100, started=0.0, updated=60.0,
+            steps_began=10.0, start_step=0, active_seconds=60.0)
     info = trainruns.run_info(tmp_path / "r")
     assert info.running and info.fraction == 0.25
-    assert info.eta_seconds == pytest.approx(150.0)
+    assert info.eta_seconds == pytest.approx(150.0)  # 2 s a step since the first step, 75 steps left
     assert "already training" in trainruns.busy_reason(tmp_path / "r")
+
+
+def _clock(monkeypatch):
+    from tevcore.train import rundir
+
+    now = [1000.0]
+    monkeypatch.setattr(rundir.time, "time", lambda: now[0])
+    return rundir, now
+
+
+def test_a_resumed_run_shows_the_elapsed_time_of_every_process_and_its_own_pace(tmp_path, monkeypatch):
+    """What the engine writes (`rundir`), read as the page reads it: the case of 'step 105/200, ETA 0m09s'."""
+    rundir, now = _clock(monkeypatch)
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"data": "x"}))
+    first = rundir.RunClock.begin(run)
+    first.steps_begin()
+    now[0] += 100.0  # 1 s a step
+    rundir.write_status(run, "interrupted", 100, 200, first)
+    (run / rundir.LATEST).write_text(json.dumps({"checkpoint": "checkpoint-100", "step": 100}))
+    stopped = trainruns.run_info(run)
+    assert stopped.shown_state == "stopped (resumable)" and stopped.resumable and stopped.eta_seconds is None
+    assert not stopped.running and stopped.error is None
+    now[0] += 3600.0  # an hour stopped
+    second = rundir.RunClock.begin(run)
+    now[0] += 4.0  # the new process loads
+    second.steps_begin()
+    now[0] += 5.0
+    rundir.write_status(run, "running", 105, 200, second)
+    info = trainruns.run_info(run)
+    assert info.state == "running" and info.active_seconds == pytest.approx(109.0)
+    assert info.eta_seconds == pytest.approx(95.0)  # 1 s a step, 95 steps left (a pace over all 105 steps: 10 s)
+
+
+def test_a_stopped_run_is_stopped_not_crashed_and_has_no_eta(tmp_path):
+    _status(tmp_path / "r", state="interrupted", pid=2**22 + 4321, step=30, total_steps=100, started=0.0,
+            updated=30.0, steps_began=1.0, start_step=0, active_seconds=30.0)
+    info = trainruns.run_info(tmp_path / "r")  # its process is gone, as a stopped run's is
+    assert info.state == "interrupted" and info.shown_state == "stopped (resumable)" and info.resumable
+    assert info.eta_seconds is None and info.error is None
+    assert trainruns.runs_table([info])["state"].tolist() == ["stopped (resumable)"]
 
 
 def test_dead_process_is_reported_crashed_and_resumable(tmp_path):
@@ -60,7 +103,7 @@ def test_finished_run_is_not_restarted(tmp_path):
 def test_command_uses_the_cli_flags_and_the_plan_validates(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    (data / "manifest.json").write_text(json.dumps({"shards": 3, "target_name": "tiny"}))
+    (data / "manifest.json").write_text(json.dumps({"shards": 3, "target_name": "tiny", "config": {}}))
     cmd = trainruns.build_command(tmp_path / "run", {"data": str(data), "steps": 5, "tree_lambda": 0.1,
                                                      "tree_anchors": 2, "tree_weight": "exit", "max_shards": None})
     assert cmd[1:4] == ["-m", "tevcore", "train"] and cmd[4] == str(tmp_path / "run")
@@ -100,6 +143,8 @@ def _drafter(folder: Path, payload: bytes) -> Path:
 
 def test_identical_weight_files_are_found_and_compare_starts_with_two_drafters(tmp_path):
     a = _drafter(tmp_path / "run" / "checkpoint-20", b"weights A")
+    (a / "trainer.pt").write_bytes(b"x")
+    (tmp_path / "run" / "latest.json").write_text(json.dumps({"checkpoint": "checkpoint-20", "step": 20}))
     b = _drafter(tmp_path / "run" / "drafter", b"weights A")
     c = _drafter(tmp_path / "other", b"weights C")
     assert trainruns.identical_weights([str(a), str(b), str(c)]) == [(str(a), str(b))]
@@ -108,3 +153,47 @@ def test_identical_weight_files_are_found_and_compare_starts_with_two_drafters(t
     pair = trainruns.default_comparison(trainruns.list_runs(tmp_path))
     assert pair == [str(b), str(trainruns.DEFAULT_DRAFTER)]  # the newest checkpoint against the committed drafter
     assert trainruns.identical_weights(pair) == []
+
+
+def test_data_progress_comes_from_the_builds_own_plan(tmp_path):
+    from tevcore.train.data import MANIFEST, shard_path
+
+    folder = tmp_path / "set"
+    folder.mkdir()
+    assert trainruns.data_progress(folder) is None  # no plan yet: no guess from an input box
+    (folder / MANIFEST).write_text(json.dumps({"shards": 1, "config": {}, "target_name": "tiny"}))
+    shard_path(folder, 0).write_bytes(b"x")
+    assert trainruns.data_progress(folder) == (1, 1)  # finished, whatever the page's shards box says now
+    (folder / MANIFEST).write_text(json.dumps({"shards": 3, "config": {}, "target_name": "tiny"}))
+    assert trainruns.data_progress(folder) == (1, 3)
+    (folder / MANIFEST).write_text("{torn")
+    assert trainruns.data_progress(folder) is None
+
+
+def test_paired_table_counts_the_prompts_a_meaningful_standard_error_needs():
+    import drafter_compare
+    from tevcore.train.eval import PairedCell, prompts_for_se
+
+    cell = PairedCell(1.0, 8, "all", 6, 180, "A", "B", 2.0, 2.04, 0.04, 0.03)
+    assert prompts_for_se(cell, 0.01) == 54  # 6 * (0.03 / 0.01)^2
+    assert prompts_for_se(PairedCell(1.0, 8, "all", 1, 30, "A", "B", 2.0, 2.1, 0.1, float("nan")), 0.01) is None
+    table = drafter_compare.paired_table([cell], resolution=0.01, sets=3)
+    row = table.iloc[0]
+    assert row["prompts per set for s.e. ≤ δ/2"] == 18  # s.e. <= 1% of E(A) / 2 = 0.01: 54 prompts over 3 sets
+    assert row["prompts per set to resolve B - A"] == 5  # s.e. <= 0.04 / 2: ceil(6 * 2.25) = 14 -> 5 per set
+    assert row["B - A %"] == pytest.approx(2.0)
+
+
+def test_the_paired_command_is_the_clis(tmp_path):
+    import drafter_compare
+    from tevcore.train.eval_cli import add_arguments
+    import argparse
+
+    cmd = drafter_compare.paired_command("a", "b", [8, 16], 4, 1.0, 32, lookup=True)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(cmd[4:])
+    assert (args.drafter, args.compare, args.budgets, args.per_set, args.lookup) == ("a", "b", "8,16", 4, True)
+    assert args.temperatures == "1" and args.sample_sets == "mt-bench,humaneval,gsm8k"
+    greedy = parser.parse_args(drafter_compare.paired_command("a", "b", [8], 2, 0.0, 16, lookup=False)[4:])
+    assert greedy.greedy_sets == "humaneval" and not greedy.lookup

@@ -157,6 +157,29 @@ def test_sigkill_while_a_checkpoint_is_written_leaves_the_previous_one_loadable(
     assert _same(_weights(run), uninterrupted)
 
 
+def test_a_stop_signal_ends_the_run_as_stopped_and_the_resume_keeps_its_clock(tiny_run_inputs, uninterrupted, tmp_path):
+    """SIGTERM (the app's Stop) is a user's stop, not a crash: status "interrupted" with no error and exit 130;
+    the resumed process counts on from the stopped one's active seconds and starts at the checkpoint's step."""
+    from tevcore.train.rundir import read_status
+
+    run = tmp_path / "run"
+    paused = _start_paused(tiny_run_inputs, run, ("tevcore.train.loop", "save_checkpoint", 1, "after", ""),
+                           tmp_path / "paused")
+    paused.send_signal(signal.SIGTERM)
+    assert paused.wait(timeout=60) == 130
+    err = paused.stderr.read()
+    paused.stderr.close()
+    assert "Traceback" not in err, err[-2000:]
+    stopped = read_status(run)
+    assert stopped["state"] == "interrupted" and "error" not in stopped and stopped["active_seconds"] > 0
+    assert not (run / ".lock").exists()
+    assert _train(tiny_run_inputs, run) == 0
+    finished = read_status(run)
+    assert finished["state"] == "finished" and finished["start_step"] == 2  # resumed at checkpoint-2
+    assert finished["active_seconds"] > stopped["active_seconds"]
+    assert _same(_weights(run), uninterrupted)
+
+
 # ---------------------------------------------------------------- a run that fails before its first step
 # In-process on the tiny target: each form of failure must leave no config.json behind (so the corrected command
 # is accepted in the same folder), keep the error in status.json, and keep everything of a run with steps done.

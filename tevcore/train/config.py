@@ -104,3 +104,11 @@ class TrainConfig:
     @property
     def exit_train(self) -> bool:
         return self.tree_lambda > 0
+
+    def warnings(self) -> list[str]:
+        """Settings that are valid but probably not what the user meant (printed by the plan, shown by the app)."""
+        found = []
+        if self.warmup >= self.steps:
+            found.append(f"warmup ({self.warmup}) >= steps ({self.steps}): the learning rate rises for the whole run "
+                         "and never reaches its cosine decay; lower --warmup")
+        return found

@@ -332,3 +332,13 @@ def read_manifest(folder: Path) -> dict:
         raise ValueError(f"{path} is not a distillation-set manifest (it needs {', '.join(MANIFEST_KEYS)} and "
                          "a config object)")
     return manifest
+
+
+def build_progress(folder: Path) -> tuple[int, int] | None:
+    """(shards written, shards planned) of a build: the plan is the manifest's, written before the first shard,
+    so a reader needs no guess at it. None while there is no readable manifest yet."""
+    try:
+        planned = read_manifest(folder)["shards"]
+    except (OSError, ValueError):
+        return None
+    return sum(shard_path(Path(folder), i).is_file() for i in range(planned)), planned

@@ -237,6 +237,19 @@ def paired_coverage(target: Target, baseline, other, prompts: list[PromptLike], 
     return cells
 
 
+def prompts_for_se(cell: PairedCell, wanted_se: float) -> int | None:
+    """Held-out prompts the paired difference of `cell` needs for a standard error of `wanted_se`.
+
+    Prompts are the independent units (the s.e. is clustered by prompt), so
+    the s.e. falls as 1/sqrt(prompts): from the spread measured over
+    `cell.prompts` prompts, n = ceil(prompts * (s.e. / wanted)^2). None when
+    the spread is unknown (fewer than two prompts) or `wanted_se` is not positive.
+    """
+    if not (wanted_se > 0) or cell.prompts < 2 or math.isnan(cell.difference_se):
+        return None
+    return max(2, math.ceil(cell.prompts * (cell.difference_se / wanted_se) ** 2))
+
+
 def format_paired(cells: list[PairedCell]) -> str:
     if not cells:
         return ""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -39,6 +38,7 @@ from tevcore.train.config import TrainConfig
 from tevcore.train.data import check_data_target
 from tevcore.train.losses import distill_loss, tree_objective
 from tevcore.train.rundir import (
+    RunClock,
     append_metrics,
     held_run_folder,
     latest_checkpoint,
@@ -160,10 +160,10 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
     """The steps, in a locked and checked run folder: from its newest checkpoint when it has one."""
     rank, size = world()
     torch.set_num_threads(config.threads)
-    started = time.time()
+    clock = RunClock.begin(out)
     writes = rank == 0
     if writes:
-        write_status(out, "starting", 0, config.steps, started)
+        write_status(out, "starting", clock.start_step, config.steps, clock)
     anchors = AnchorSet(config.data, config.context, config.depth, config.max_shards)
     checkpoint = latest_checkpoint(out)
     adapter = load(checkpoint) if checkpoint is not None else start(anchors)
@@ -186,7 +186,8 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
     def save(_, folder: Path) -> Path:
         return adapter.save(folder)
 
-    with reported_end(out, config.steps, started, writes=writes):
+    clock.steps_begin()
+    with reported_end(out, config.steps, clock, writes=writes):
         for step in bar:
             rows, tree_rows, known = step_rows(config, step, anchors, pool_rows, rank, size)
             batch = anchors.batch(torch.cat([rows, tree_rows]), adapter.vocab_map)
@@ -207,7 +208,7 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
                                                                  if "tree_E" in metrics else {}))
                 if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
                     save_checkpoint(out, adapter.network, optimizer, step + 1, save=save)
-                write_status(out, "running", step + 1, config.steps, started)
+                write_status(out, "running", step + 1, config.steps, clock)
             if on_step is not None:
                 on_step(metrics)
         final = save_final(out, adapter.network, save) if writes else out / "drafter"

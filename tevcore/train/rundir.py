@@ -1,13 +1,20 @@
 """The run folder: config, status.json, a lock against a second run, atomic checkpoints.
 
 Layout: config.json, metrics.jsonl, status.json, .lock, checkpoint-<step>/
-(drafter files + trainer.pt) with `latest` naming the newest complete one,
+(drafter files + trainer.pt) with `latest.json` naming the newest complete one,
 and drafter/ at the end. A checkpoint folder is written under a temporary
-name and renamed, and `latest` is replaced atomically, so an interruption at
+name and renamed, and `latest.json` is replaced atomically, so an interruption at
 any moment (or a full disk) leaves the previous checkpoint usable and no
 empty or half-written checkpoint folder. A run that fails before its first
 step takes back the config.json it wrote, so the corrected command is
 accepted in the same folder (see `held_run_folder`).
+
+status.json is written by the training process only and read by anyone
+(the app): {state, pid, step, total_steps, started, updated, error?} plus
+the clock of `RunClock` (active_seconds, start_step, steps_began), so a
+reader can show elapsed time and an ETA that stay true across resumes
+without guessing. The readers below (`read_status`, `usable_drafters`,
+`lock_holder`) are the one way to look into a run folder from outside.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -31,6 +39,8 @@ TRAINER_STATE = "trainer.pt"
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"
 STATUS = "status.json"
+LATEST = "latest.json"
+FINAL_DRAFTER = "drafter"
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -41,12 +51,15 @@ def append_metrics(folder: Path, metrics: dict) -> None:
     append_line(Path(folder) / METRICS, json.dumps(metrics))
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether process `pid` exists (one owned by another user counts as alive)."""
+    if not pid:
+        return False
     try:
-        os.kill(pid, 0)
+        os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError, ValueError, TypeError):
         return True
     return True
 
@@ -84,7 +97,7 @@ class RunLock:
                 os.close(fd)  # the owner released (unlinked) it between our open and our flock: try again
                 continue
             owner = self._owner()
-            if owner and owner != os.getpid() and _pid_alive(owner):
+            if owner and owner != os.getpid() and pid_alive(owner):
                 os.close(fd)
                 self._refuse(owner)
             os.ftruncate(fd, 0)
@@ -157,16 +170,47 @@ def _take_back_start(folder: Path, fresh: bool, before: dict, err: BaseException
             (folder / name).unlink(missing_ok=True)
 
 
-def write_status(folder: Path, state: str, step: int, total: int, started: float, **extra) -> None:
+@dataclass
+class RunClock:
+    """The time a run has spent on the clock, across the processes that trained it.
+
+    A resumed run keeps the active seconds its earlier processes spent (read
+    from the status they left), and this process's own pace counts only from
+    its first step (`steps_began`, after loading), so elapsed time and ETA stay
+    true after a resume: a reader needs no guess about earlier processes.
+    """
+
+    started: float  # this process began (wall clock)
+    earlier_seconds: float = 0.0  # active seconds of the processes before this one
+    start_step: int = 0  # the step this process resumes from (its checkpoint's)
+    steps_began: float | None = None  # when this process began its first step
+
+    @classmethod
+    def begin(cls, folder: Path) -> RunClock:
+        """The clock of a process starting on `folder` (reads the status and checkpoint pointer it finds)."""
+        earlier = read_status(folder).get("active_seconds")
+        earlier = float(earlier) if isinstance(earlier, (int, float)) and not isinstance(earlier, bool) else 0.0
+        return cls(time.time(), earlier, checkpoint_step(folder))
+
+    def steps_begin(self) -> None:
+        self.steps_began = time.time()
+
+    def fields(self, now: float) -> dict:
+        return {"started": self.started, "active_seconds": self.earlier_seconds + now - self.started,
+                "start_step": self.start_step, "steps_began": self.steps_began}
+
+
+def write_status(folder: Path, state: str, step: int, total: int, clock: RunClock, **extra) -> None:
+    now = time.time()
     write_json_atomic(Path(folder) / STATUS, {
-        "state": state, "pid": os.getpid(), "step": step, "total_steps": total,
-        "started": started, "updated": time.time(), **extra})
+        "state": state, "pid": os.getpid(), "step": step, "total_steps": total, "updated": now,
+        **clock.fields(now), **extra})
 
 
-def _last_words(folder: Path, state: str, total: int, started: float, **extra) -> None:
+def _last_words(folder: Path, state: str, total: int, clock: RunClock, **extra) -> None:
     """A status written while a run fails: best effort, so a full disk never hides the failure's own error."""
     try:
-        write_status(folder, state, done_steps(folder), total, started, **extra)
+        write_status(folder, state, done_steps(folder), total, clock, **extra)
     except OSError:
         pass
 
@@ -201,21 +245,21 @@ def done_steps(folder: Path) -> int:
 
 
 @contextmanager
-def reported_end(folder: Path, total: int, started: float, writes: bool = True) -> Iterator[None]:
-    """The run's last status, however its steps end: finished, interrupted (Ctrl-C) or crashed (with the
-    error). `writes` is False on the DDP ranks that do not own the folder."""
+def reported_end(folder: Path, total: int, clock: RunClock, writes: bool = True) -> Iterator[None]:
+    """The run's last status, however its steps end: finished, interrupted (Ctrl-C, or a stop signal the CLI
+    turns into one) or crashed (with the error). `writes` is False on the DDP ranks that do not own the folder."""
     try:
         yield
     except KeyboardInterrupt:
         if writes:
-            _last_words(folder, "interrupted", total, started)
+            _last_words(folder, "interrupted", total, clock)
         raise
     except BaseException as err:
         if writes:
-            _last_words(folder, "crashed", total, started, error=f"{type(err).__name__}: {err}")
+            _last_words(folder, "crashed", total, clock, error=f"{type(err).__name__}: {err}")
         raise
     if writes:
-        write_status(folder, "finished", done_steps(folder), total, started)
+        write_status(folder, "finished", done_steps(folder), total, clock)
 
 
 def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, step: int,
@@ -227,7 +271,7 @@ def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, ste
     with folder_in_place(final) as tmp:
         (save or save_drafter)(drafter, tmp)
         save_torch(tmp / TRAINER_STATE, {"step": step, "optimizer": optimizer.state_dict()})
-    write_json_atomic(folder / "latest.json", {"checkpoint": final.name, "step": step})
+    write_json_atomic(folder / LATEST, {"checkpoint": final.name, "step": step})
     for old in folder.glob("checkpoint-*"):
         if old != final:
             shutil.rmtree(old, ignore_errors=True)
@@ -236,14 +280,14 @@ def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, ste
 
 def save_final(folder: Path, drafter, save: Callable[[object, Path], object] | None = None) -> Path:
     """drafter/ = the trained drafter as `save` writes it, put in place whole (never an empty or partial folder)."""
-    final = Path(folder) / "drafter"
+    final = Path(folder) / FINAL_DRAFTER
     with folder_in_place(final) as tmp:
         (save or save_drafter)(drafter, tmp)
     return final
 
 
 def latest_checkpoint(folder: Path) -> Path | None:
-    pointer = Path(folder) / "latest.json"
+    pointer = Path(folder) / LATEST
     if not pointer.is_file():
         return None
     path = Path(folder) / json.loads(pointer.read_text())["checkpoint"]
@@ -263,3 +307,32 @@ def load_trainer_state(path: Path) -> dict:
     except Exception as err:  # torch raises several types for a damaged pickle
         raise ValueError(f"{path / TRAINER_STATE} is damaged ({err}); delete the checkpoint to start over") from None
     return state
+
+
+def checkpoint_step(folder: Path) -> int:
+    """The step of the checkpoint `latest.json` names (0 when none): where the next process resumes."""
+    try:
+        return int(json.loads((Path(folder) / LATEST).read_text()).get("step", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
+
+
+def usable_drafters(folder: Path) -> list[Path]:
+    """The drafters a run folder offers: the newest complete checkpoint (by `latest.json`), then the final one."""
+    found = []
+    try:
+        newest = latest_checkpoint(folder)
+    except (OSError, ValueError, KeyError, TypeError):
+        newest = None  # a damaged pointer or an incomplete checkpoint offers nothing
+    if newest is not None and (newest / "config.json").is_file():
+        found.append(newest)
+    final = Path(folder) / FINAL_DRAFTER
+    if (final / "config.json").is_file():
+        found.append(final)
+    return found
+
+
+def lock_holder(folder: Path) -> int | None:
+    """The live process holding the folder's lock, if any (a stale lock file names a dead pid: None)."""
+    owner = RunLock(folder)._owner()
+    return owner if pid_alive(owner) else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 from dataclasses import fields
 from pathlib import Path
 
@@ -47,28 +48,61 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig.from_dict(values)
 
 
+def _check_init(config: TrainConfig, manifest: dict) -> None:
+    """A block drafter to start from must fit the run: its depth and context, and the data's hidden layers."""
+    if not config.init or config.init.startswith("dflash:"):
+        return
+    from tevcore.proposers.block import read_config
+
+    shape = read_config(Path(config.init))
+    layers = tuple(manifest.get("config", {}).get("hidden_layers") or ())
+    if (shape.depth, shape.context) != (config.depth, config.context) or tuple(shape.hidden_layers) != layers:
+        raise ValueError(f"--init {config.init} has depth {shape.depth}, context {shape.context} and hidden layers "
+                         f"{list(shape.hidden_layers)}; this run has depth {config.depth}, context {config.context} "
+                         f"and data with hidden layers {list(layers)}")
+
+
 def _plan(config: TrainConfig) -> str:
     from tevcore.train.data import read_manifests
 
     manifests = read_manifests(config.data)
+    _check_init(config, manifests[0])
     kind = f"ExitTrain (lambda={config.tree_lambda}, w={config.tree_weight}, B={config.tree_budget})" \
         if config.exit_train else "distillation only"
+    start = f"from {config.init}" if config.init else "from a new drafter (random weights)"
     return (f"{kind}: {config.steps} steps x {config.batch_size} anchors"
-            f"{f' + {config.tree_anchors} tree anchors' if config.tree_anchors else ''}; data {config.data} "
+            f"{f' + {config.tree_anchors} tree anchors' if config.tree_anchors else ''}, {start}; data {config.data} "
             f"({sum(m['shards'] for m in manifests)} shards planned, target {manifests[0]['target_name']})\n"
+            + "".join(f"warning: {text}\n" for text in config.warnings())
             + json.dumps(config.to_dict(), indent=2))
+
+
+STOPPED = 130  # the exit status of a run stopped by the user (Ctrl-C or SIGTERM), as a shell reports SIGINT
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    """A stop signal (the app's Stop button, `kill`) ends the run as Ctrl-C does: status "interrupted", resumable."""
+    raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace) -> int:
     from tevcore.train.loop import train
+    from tevcore.train.rundir import done_steps
 
     config = config_from_args(args)
     print(_plan(config))
     if args.dry_run:
         return 0
     torch.set_num_threads(config.threads)
-    target = target_from_args(args, spec=config.target, device=device_for_rank(args.device))
-    final = train(config, args.out, target)
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        target = target_from_args(args, spec=config.target, device=device_for_rank(args.device))
+        final = train(config, args.out, target)
+    except KeyboardInterrupt:
+        print(f"stopped after step {done_steps(args.out)} of {config.steps}; the same command resumes it")
+        return STOPPED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if args.export and is_first():
         trainer_for(config.init)[1].load(final, config, target).save(args.export, dtype=torch.float16)
         print(f"exported fp16 drafter to {args.export}")
