@@ -102,5 +102,6 @@ def test_every_rule_has_one_law_group():
 
     groups = {name: law_group(name) for name in RULES}
     assert {n for n, g in groups.items() if g == "own"} == set(OWN_LAWS) == {"chain", "greedy"}
+    assert {n for n, g in groups.items() if g == "ratio"} == {"rrs", "block"}  # exact over a sampled tree's draws
     assert {n for n, g in groups.items() if g == "foil"} == {n for n, r in RULES.items() if not r.exact}
     assert {"tev", "predraw", "residual"} <= {n for n, g in groups.items() if g == "X"}
