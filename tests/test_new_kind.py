@@ -9,10 +9,10 @@ only place a kind has to be named.
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
+from tiny_models import save_tiny_distillation_set
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
@@ -24,7 +24,6 @@ from tevcore.proposers.base import ProposerBase
 from tevcore.proposers.kind import DrafterKind, prefixed
 from tevcore.proposers.registry import KINDS
 from tevcore.target.loading import load_target
-from tevcore.train.data import DataConfig, Job, build_dataset
 
 pytestmark = pytest.mark.slow  # trains, benches and evaluates (tiny models, ~20 s in all)
 
@@ -118,11 +117,7 @@ def setup(tiny_model_folder, tmp_path_factory):
     folder = tiny_model_folder("llama")
     target = load_target(str(folder), device="cpu")
     root = tmp_path_factory.mktemp("new-kind")
-    rng = random.Random(0)
-    text = [Job("text", tuple(rng.randrange(3, 128) for _ in range(rng.randrange(20, 30))), 2) for _ in range(4)]
-    config = DataConfig(target=str(folder), hidden_layers=(1, 2), context=4, top_k=8, max_new_tokens=6,
-                        gen_batch=2, text_batch=2)
-    build_dataset(target, config, root / "data", plan=[text[:2], text[2:]])
+    save_tiny_distillation_set(target, folder, root / "data")
     torch.manual_seed(0)
     table = Table(target.vocab_size, DEPTH)
     table.logits.data.normal_()

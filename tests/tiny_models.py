@@ -122,3 +122,17 @@ def save_tiny_gguf(path: Path, seed: int = 0, hidden: int = 32, layers: int = 2,
     writer.write_tensors_to_file()
     writer.close()
     return Path(path)
+
+
+def save_tiny_distillation_set(target, target_folder: Path, out: Path) -> Path:
+    """A two-shard teacher-forced distillation set of four seeded random texts, features of layers 1 and 2."""
+    import random
+
+    from tevcore.train.data import DataConfig, Job, build_dataset
+
+    rng = random.Random(0)
+    text = [Job("text", tuple(rng.randrange(3, 128) for _ in range(rng.randrange(20, 30))), 2) for _ in range(4)]
+    config = DataConfig(target=str(target_folder), hidden_layers=(1, 2), context=4, top_k=8, max_new_tokens=6,
+                        gen_batch=2, text_batch=2)
+    build_dataset(target, config, out, plan=[text[:2], text[2:]])
+    return out

@@ -8,9 +8,9 @@ it with the rows the trained drafter had in memory.
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
+from tiny_models import save_tiny_distillation_set
 import torch
 from safetensors.torch import load_file
 
@@ -21,7 +21,6 @@ from tevcore.proposers import resolve_proposer
 from tevcore.proposers.dflash import DFlashProposer
 from tevcore.target.loading import load_target
 from tevcore.target.session import TargetSession
-from tevcore.train.data import DataConfig, Job, build_dataset
 
 PROMPT = [1, 40, 41, 50, 60, 70, 41, 42, 43]
 
@@ -38,11 +37,7 @@ def setup(tiny_model_folder, tmp_path_factory):
     folder = tiny_model_folder("qwen3")
     target = load_target(str(folder), device="cpu")
     root = tmp_path_factory.mktemp("dflash-train")
-    rng = random.Random(0)
-    text = [Job("text", tuple(rng.randrange(3, 128) for _ in range(rng.randrange(20, 30))), 2) for _ in range(4)]
-    config = DataConfig(target=str(folder), hidden_layers=(1, 2), context=4, top_k=8, max_new_tokens=6,
-                        gen_batch=2, text_batch=2)
-    build_dataset(target, config, root / "data", plan=[text[:2], text[2:]])
+    save_tiny_distillation_set(target, folder, root / "data")
     checkpoint = write_dflash(root / "dflash", dflash_config(64, 128, 2, block_size=4), seed=5)
     return folder, target, root / "data", checkpoint
 

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tiny_models import save_tiny_distillation_set
 from safetensors.torch import load_file
 
 from dflash_checkpoints import dflash_config, write_dflash
 from tevcore.cli import main
 from tevcore.target.loading import load_target
-from tevcore.train.data import DataConfig, Job, build_dataset
 
 pytestmark = [pytest.mark.ddp, pytest.mark.slow]
 
@@ -47,11 +46,7 @@ def setup(tiny_model_folder, tmp_path_factory):
     folder = tiny_model_folder("qwen3")
     target = load_target(str(folder), device="cpu")
     root = tmp_path_factory.mktemp("torchrun")
-    rng = random.Random(0)
-    text = [Job("text", tuple(rng.randrange(3, 128) for _ in range(rng.randrange(20, 30))), 2) for _ in range(4)]
-    config = DataConfig(target=str(folder), hidden_layers=(1, 2), context=4, top_k=8, max_new_tokens=6,
-                        gen_batch=2, text_batch=2)
-    build_dataset(target, config, root / "data", plan=[text[:2], text[2:]])
+    save_tiny_distillation_set(target, folder, root / "data")
     checkpoint = write_dflash(root / "dflash", dflash_config(64, 128, 2, block_size=4), seed=5)
     prompts = root / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ("abcabcab", "hello there", "12 + 12 = 2")))
