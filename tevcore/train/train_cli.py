@@ -14,6 +14,9 @@ from pathlib import Path
 import torch
 
 from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
+from tevcore.proposers import block_training
+from tevcore.proposers.block import read_config
+from tevcore.proposers.block_training import drafter_folder
 from tevcore.proposers.registry import trainable_specs, trainer_for
 from tevcore.ranks import device_for_rank, is_first
 from tevcore.train.config import TrainConfig
@@ -49,12 +52,12 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def _check_init(config: TrainConfig, manifest: dict) -> None:
-    """A block drafter to start from must fit the run: its depth and context, and the data's hidden layers."""
-    if not config.init or config.init.startswith("dflash:"):
+    """A block drafter to start from must fit the run: its depth and context, and the data's hidden layers
+    (other kinds check their own shape when their trainer loads them)."""
+    kind, _, source = trainer_for(config.init)
+    if source is None or kind is not block_training.KIND:
         return
-    from tevcore.proposers.block import read_config
-
-    shape = read_config(Path(config.init))
+    shape = read_config(drafter_folder(source))
     layers = tuple(manifest.get("config", {}).get("hidden_layers") or ())
     if (shape.depth, shape.context) != (config.depth, config.context) or tuple(shape.hidden_layers) != layers:
         raise ValueError(f"--init {config.init} has depth {shape.depth}, context {shape.context} and hidden layers "
