@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tevcore.lab.bench import MethodStats, draw_seed, format_table, git_commit, run_bench
+from tevcore.lab.bench import MethodStats, draw_seed, git_commit, run_bench
+from tevcore.lab.bench_table import format_table
 from tevcore.cli import main
 
 

@@ -35,6 +35,7 @@ from tqdm import tqdm
 from tevcore.config import DecodeConfig
 from tevcore.engine.builders import get_builder, parse_builder_list
 from tevcore.lab.datasets import load_prompts
+from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
@@ -266,38 +267,6 @@ def git_commit(folder: Path = Path(__file__).parent) -> str:
         return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-
-
-_SHORT_STAGE = {"tree_build": "build", "tree_forward": "fwd", "verify_decision": "verify"}
-
-
-def format_table(rows: list[dict]) -> str:
-    header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'builder':<15}{'verifier':<9}{'trim':<5}{'tok/s':>7}{'speedup':>8}"
-              f"{'E[L]':>7}{'1+C':>7}{'gap% (se)':>14}{'nodes':>6}{'plain':>6}"
-              f"  % of wall time ({'/'.join(_SHORT_STAGE.get(s, s) for s in (*STAGES, 'other'))})")
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""
-        plain = f"{100 * r['skipped_share']:.0f}%" if r.get("skipped_share") is not None else "-"
-        lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{_cell(r['budget'], 5, 'd')} "
-                     f"{(r.get('builder') or '-')[:14]:<15}{r['verifier'] or '-':<9}{r.get('trim') or '-':<5}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
-                     f"{_cell(r['mean_block_length'], 7, '.2f')}{_cell(r['mean_expected_length'], 7, '.2f')}"
-                     f"{_gap_cell(r)}"
-                     f"{_cell(r.get('mean_tree_size'), 6, '.1f')}{plain:>6}  {shares}")
-    return "\n".join(lines)
-
-
-def _gap_cell(row: dict) -> str:
-    """E[L] - (1 + C) in percent of 1 + C, with its standard error."""
-    if row.get("length_gap") is None:
-        return "-".rjust(14)
-    scale = 100 / row["mean_expected_length"]
-    return f"{row['length_gap'] * scale:+.1f} ({row['length_gap_se'] * scale:.1f})".rjust(14)
-
-
-def _cell(value, width: int, spec: str) -> str:
-    """A right-aligned table cell; '-' where a method has no such figure."""
-    return format(value, f">{width}{spec}") if value is not None else "-".rjust(width)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
