@@ -23,7 +23,7 @@ TOP_KEYS = frozenset({"step", "meta", "summary", "rows"})
 META_KEYS = frozenset({"commit", "device", "device_name", "torch", "transformers", "python", "dtype", "rehearsal",
                        "timer", "time", "seconds", "note"})
 
-_VERIFIER_ROW = {"geometry", "vocab", "budget", "trees", "mean_nodes", "mean_depth", "mean_parent_rows",
+_VERIFIER_ROW = {"geometry", "vocab", "budget", "builder", "trees", "mean_nodes", "mean_depth", "mean_parent_rows",
                  "mean_expected_length", "forward_ms_median", "verifier", "label"} | {
     f"{mode}_{what}" for mode in MODES for what in ("median_ms", "p90_ms", "vs_residual", "fraction_of_forward")}
 ROW_KEYS: dict[str, frozenset[str]] = {

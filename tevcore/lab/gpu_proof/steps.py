@@ -115,7 +115,7 @@ def verifiers(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, li
         for index in range(plan.verifier_trees):
             tree = _peaked_tree(session.root_token, target.vocab_size, budget, seed=1000 * budget + index)
             logits, forward_s = _scored(session, tree)
-            trees.append(ScoredTree(budget, tree, logits, forward_s))
+            trees.append(ScoredTree(budget, "best_first", tree, logits, forward_s))
         timings = time_decisions(trees, names, plan.verifier_rounds, SAMPLING_TEMPERATURE, seed=budget,
                                  timer=event_seconds_of)
         rows.extend({"geometry": QWEN3_8B, "vocab": target.vocab_size, **row}
