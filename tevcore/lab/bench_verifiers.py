@@ -85,12 +85,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="results/verifiers.json", help="JSON file for the results")
 
 
-def _score(session: TargetSession, tree: DraftTree, repeats: int = 3) -> tuple[torch.Tensor, float]:
-    """Node logits of `tree`, left scored in the session, and the median of `repeats` timed forwards."""
+def timed_score(session: TargetSession, tree: DraftTree, repeats: int = 3,
+                timer: Callable = seconds_of) -> tuple[torch.Tensor, float]:
+    """Node logits of `tree`, left scored in the session, and the median of `repeats` timed forwards
+    (`timer` is `seconds_of` or another of its signature, such as CUDA events)."""
     times = []
     for _ in range(repeats):
         session.rollback()
-        scores, seconds = seconds_of(lambda: session.score_tree(tree), session.device)
+        scores, seconds = timer(lambda: session.score_tree(tree), session.device)
         times.append(seconds)
     return scores.logits, statistics.median(times)
 
@@ -109,7 +111,7 @@ def collect_trees(target: Target, prompts: list[str], budgets: list[int], positi
         for budget in budgets:
             for name, build in made.items():
                 tree = build(session.root_token, depth_logq, budget, temperature, generator)
-                logits, forward_s = _score(session, tree)
+                logits, forward_s = timed_score(session, tree)
                 trees[(budget, name)].append(ScoredTree(budget, name, tree, logits, forward_s))
         return logits[0]  # the last tree stays scored; the walk commits its root's greedy token
 

@@ -9,7 +9,6 @@ and the verifier timing is bench-verifiers' own interleaved loop.
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ import torch
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.decoding.autobudget import curve_from_timings, random_context, tree_forward_times
 from tevcore.engine.builders import best_first
-from tevcore.lab.bench_verifiers import ScoredTree, goals, summarise, time_decisions
+from tevcore.lab.bench_verifiers import ScoredTree, goals, summarise, time_decisions, timed_score
 from tevcore.lab.gpu_proof.models import build_target
 from tevcore.lab.gpu_proof.plans import QWEN3_8B, Plan
 from tevcore.target.session import TargetSession
@@ -92,16 +91,6 @@ def _peaked_tree(root: int, vocab: int, budget: int, seed: int, depth: int = 8):
     return best_first(root, torch.log_softmax(3 * torch.randn(depth, vocab, generator=generator), -1), budget)
 
 
-def _scored(session: TargetSession, tree, repeats: int = 3) -> tuple[torch.Tensor, float]:
-    """The tree's node logits, left scored, and the median of `repeats` timed forwards."""
-    times = []
-    for _ in range(repeats):
-        session.rollback()
-        scores, seconds = event_seconds_of(lambda: session.score_tree(tree), session.device)
-        times.append(seconds)
-    return scores.logits, statistics.median(times)
-
-
 def verifiers(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, list[dict], str]:
     """Every exact rule in the verifier registry at run time, on trees of the Qwen3-8B geometry's vocabulary:
     its decision given the round's flow and including the flow, against that tree's forward."""
@@ -114,7 +103,7 @@ def verifiers(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, li
         trees = []
         for index in range(plan.verifier_trees):
             tree = _peaked_tree(session.root_token, target.vocab_size, budget, seed=1000 * budget + index)
-            logits, forward_s = _scored(session, tree)
+            logits, forward_s = timed_score(session, tree, timer=event_seconds_of)
             trees.append(ScoredTree(budget, "best_first", tree, logits, forward_s))
         timings = time_decisions(trees, names, plan.verifier_rounds, SAMPLING_TEMPERATURE, seed=budget,
                                  timer=event_seconds_of)
