@@ -29,7 +29,7 @@ from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.engine.sampling import masked_probs
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.rules import RULES
-from tevcore.verify.ratio_tables import block_tables, rrs_tables
+from tevcore.verify.ratio_tables import BlockTables, RrsTables
 from tevcore.verify.scored import chain_subtree
 
 MIN_EXPECTED = 5.0
@@ -150,25 +150,26 @@ def ratio_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature
     n = tree.num_nodes
     exit_probs = torch.zeros(n, dtype=torch.float64)
     if name == "block":
-        tables, banned = block_tables(tree, node_logits, flow.temperature), {}  # its bonus may repeat x_{tau+1}
-        stop = tables.accept[0, :n - 1].tolist()
+        tables, banned = BlockTables(tree, node_logits, flow.temperature, flow.edge_prob), {}  # may repeat x_{tau+1}
+        stop = tables.stops().tolist()
         for tau in range(n):
             later = torch.tensor(stop[tau:], dtype=torch.float64)
             exit_probs[tau] = (stop[tau - 1] if tau else 1.0) * float((1.0 - later).prod())
     else:
-        tables = rrs_tables(tree, node_logits, flow.temperature)
+        tables = RrsTables(tree, node_logits, flow.temperature, flow.edge_prob)
         reach = torch.zeros(n, dtype=torch.float64)
         reach[0] = 1.0
+        accepts = tables.accept.tolist()
         for node in range(n):  # parents precede children
             left = float(reach[node])
-            for child, accept in zip(tables.table[node].tolist(), tables.accept[node].tolist()):
+            for child, accept in zip(tables.table[node].tolist(), accepts[node]):
                 if child < 0:
                     break
                 reach[child] += left * accept
                 left *= 1.0 - accept
             exit_probs[node] = left
         banned = _child_tokens(tree)  # a rejected draw has no residual mass left
-    return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned, tables.residual)
+    return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned, tables.residuals())
 
 
 def rule_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:

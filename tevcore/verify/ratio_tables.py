@@ -1,14 +1,14 @@
-"""The tables the proposal-ratio rules decide from: acceptance probabilities and residual rows of a sampled tree.
+"""The tables the proposal-ratio rules decide from, computed only where a decision reads them.
 
 Recursive rejection (rrs) at node v with proposal q and target row p tries
 v's draws in draw order with the residual r (r = p at first): draw i is
 accepted with min(1, r(x_i) / q_i(x_i)), else r = normalise(max(r - q_i, 0)).
 q_i is q for i.i.d. draws and q without the earlier draws, renormalised,
 for draws without replacement. Given that the first i - 1 draws at v were
-rejected, r and so the acceptance of draw i are fixed numbers: one
-(nodes x draws) table of acceptance probabilities decides every round at
-once, like the sequential residual rule's, and the residual left after all
-of v's draws is the bonus law of an exit at v.
+rejected, r and so the acceptance of draw i are fixed numbers: a
+(nodes x draws) table of acceptance probabilities decides every verdict,
+like the sequential residual rule's, and the residual left after all of
+v's draws is the bonus law of an exit at v.
 
 Block verification (Sun et al., ICLR 2025) on a sampled chain x_1..x_g, with
 p_i, q_i the target's and the drafter's rows before x_i: w_0 = 1,
@@ -18,6 +18,18 @@ h_i = r_i / (r_i + 1 - w_i) (0 where both are 0), h_g = w_g. The accepted
 length is the last i whose independent Bernoulli(h_i) succeeds (0 if none);
 the bonus comes from normalise(max(w_tau p_{tau+1} - q_{tau+1}, 0)), or
 p_{g+1} at tau = g.
+
+Why lazily: every entry past a draw's first needs a pass over a float64
+row of the whole vocabulary, and one verdict reads few of them. The first
+try's acceptance is min(1, a(x_1) / q(x_1)), with a(x_1) the round's flow
+edge probability (no row pass); a node's residual advances one try at a
+time only when a verdict reaches that try; block's stop probabilities are
+read from the chain's end, where the last success is decided; the bonus
+row is built at the exit only. The values are the formulas above, term by
+term, whichever entries are asked for, so the law is the same as
+computing the whole table (which `accept`, `stops` and `residuals` do, for
+the laws and for many draws). Where r = q_i the ratio is 1 up to rounding
+and rejection leaves r as it is.
 
 Both need the very q the tree was drawn from, kept in its `DrawRecord`.
 """
@@ -32,64 +44,11 @@ from tevcore.engine.sampling import probs
 from tevcore.engine.tree import DraftTree
 
 
-@dataclass(frozen=True)
-class RatioTables:
-    """Per node, its tries in order (child node ids, -1 padded) and their acceptance probabilities;
-    per node that can end a round with a residual, the bonus law there (float64 on the CPU)."""
-
-    table: torch.Tensor  # (N+1) x D long
-    accept: torch.Tensor  # (N+1) x D float64
-    residual: dict[int, torch.Tensor]
-
-
 def require_draws(tree: DraftTree, rule: str) -> None:
     """A tree with nodes must carry its draws (the root alone, a skipped draft, needs none)."""
     if tree.draws is None and tree.size:
         raise ValueError(f"{rule} divides by the q the tree was drawn from: it needs a sampled tree "
                          "(builder sampled:K1,... or sampled-wor:K1,...), this one is fixed")
-
-
-def rrs_tables(tree: DraftTree, logits: torch.Tensor, temperature: float) -> RatioTables:
-    """Recursive rejection's acceptance table and residuals, with or without replacement as drawn.
-
-    Every node that drew takes its i-th try at once: one (nodes x V) pass per
-    try index, so a tree costs as many passes as its most-drawing node has
-    draws, not one per draw.
-    """
-    require_draws(tree, "rrs")
-    draws = tree.draws
-    n = tree.num_nodes
-    if draws is None:
-        return RatioTables(torch.full((1, 1), -1, dtype=torch.long), torch.zeros(1, 1, dtype=torch.float64), {})
-    per_node = [draws.at(node)[0] for node in range(n)]
-    width = max(1, max(len(children) for children in per_node))
-    table = torch.tensor([children + [-1] * (width - len(children)) for children in per_node], dtype=torch.long)
-    accept = torch.zeros(n, width, dtype=torch.float64)
-    drew = [node for node in range(n) if per_node[node]]
-    if not drew:
-        return RatioTables(table, accept, {})
-    rows = torch.tensor(drew)
-    r = probs(logits.detach().index_select(0, rows.to(logits.device)).double().cpu(), temperature)
-    q = draws.rows[draws.row_of[rows]].double()
-    tries = table[rows]
-    tokens = tree.tokens[tries.clamp_min(0)]
-    removed = torch.zeros_like(q, dtype=torch.bool)
-    picked = torch.arange(len(drew))
-    for i in range(width):
-        valid, token = tries[:, i] >= 0, tokens[:, i]
-        q_i = q if draws.mode == "iid" else _normalised_rows(q.masked_fill(removed, 0.0))
-        leftover = (r - q_i).clamp_min(0.0)
-        mass = leftover.sum(-1)
-        ratio = (r[picked, token] / q_i[picked, token]).clamp_max(1.0)
-        accept[rows, i] = torch.where(valid, torch.where(mass > 0, ratio, 1.0), 0.0)
-        moved = valid & (mass > 0)
-        r = torch.where(moved[:, None], leftover / mass.clamp_min(1e-300)[:, None], r)
-        removed[picked[valid], token[valid]] = True
-    return RatioTables(table, accept, dict(zip(drew, r.unbind(0))))
-
-
-def _normalised_rows(rows: torch.Tensor) -> torch.Tensor:
-    return rows / rows.sum(-1, keepdim=True).clamp_min(1e-300)
 
 
 def require_chain(tree: DraftTree) -> None:
@@ -100,31 +59,179 @@ def require_chain(tree: DraftTree) -> None:
                          "than one draw")
 
 
-def block_tables(tree: DraftTree, logits: torch.Tensor, temperature: float) -> RatioTables:
-    """Block verification as a one-row table: row 0 holds the stop probabilities h_1..h_g of chain nodes 1..g.
+def _tries(tree: DraftTree) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N+1) x D: each node's drawn child nodes in draw order (-1 padded) and q of each draw (0 padded)."""
+    draws, n = tree.draws, tree.num_nodes
+    parents = draws.parents if draws is not None else torch.zeros(0, dtype=torch.long)
+    counts = torch.bincount(parents, minlength=n)
+    width = max(1, int(counts.max()) if parents.numel() else 1)
+    table = torch.full((n, width), -1, dtype=torch.long)
+    drawn_q = torch.zeros(n, width, dtype=torch.float64)
+    if parents.numel():
+        order = torch.argsort(parents, stable=True)
+        at = parents[order]
+        slot = torch.arange(at.numel()) - (counts.cumsum(0) - counts)[at]
+        table[at, slot] = draws.children[order]
+        drawn_q[at, slot] = draws.q[order]
+    return table, drawn_q
 
-    A round's exit is the last chain node whose Bernoulli(h) succeeds; the
-    residual at chain node i (i < g) is the bonus law of that exit.
+
+def _normalised(row: torch.Tensor) -> torch.Tensor:
+    return row / row.sum().clamp_min(1e-300)
+
+
+@dataclass
+class _Residual:
+    """One node's recursive-rejection state: r after rejecting its first `step` tries, and q_step."""
+
+    r: torch.Tensor
+    proposal: torch.Tensor
+    step: int = 0
+
+
+class RrsTables:
+    """Recursive rejection on one sampled tree: the tries (`table`, (N+1) x D child node ids in draw order,
+    -1 padded) and, on demand, their acceptance probabilities and the residuals (float64 on the CPU).
+
+    `edge_prob` is the flow's a(v), float64: p of each node's token in its
+    parent's row, which gives every first try's acceptance.
     """
-    require_chain(tree)
-    draws = tree.draws
-    g = tree.num_nodes - 1
-    stop = torch.zeros(1, max(g, 1), dtype=torch.float64)
-    table = torch.full((1, max(g, 1)), -1, dtype=torch.long)
-    if g == 0:
-        return RatioTables(table, stop, {})
-    p = probs(logits.detach()[:g].double().cpu(), temperature)  # p_{i+1} is the row of chain node i
-    q = draws.rows[draws.row_of[:g]].double()  # q_{i+1}: what chain node i drew its child from
-    tokens = tree.tokens[1:]
-    ratios = (p[torch.arange(g), tokens] / q[torch.arange(g), tokens]).tolist()
-    weights = [1.0]
-    for ratio in ratios:
-        weights.append(min(1.0, weights[-1] * ratio))
-    w = torch.tensor(weights[:g], dtype=torch.float64)
-    leftover = (w[:, None] * p[:g] - q).clamp_min(0.0)  # chain node i's residual toward x_{i+1}, i < g
-    mass = leftover.sum(-1)
-    denominator = mass[1:] + 1.0 - w[1:]
-    stop[0, :g - 1] = torch.where(denominator > 0, mass[1:] / denominator.clamp_min(1e-300), 0.0)
-    stop[0, g - 1] = weights[g]
-    table[0, :g] = torch.arange(1, g + 1)
-    return RatioTables(table, stop, dict(enumerate(_normalised_rows(leftover).unbind(0))))
+
+    def __init__(self, tree: DraftTree, logits: torch.Tensor, temperature: float, edge_prob: torch.Tensor) -> None:
+        require_draws(tree, "rrs")
+        self.tree, self.logits, self.temperature = tree, logits.detach(), temperature
+        self.table, drawn_q = _tries(tree)
+        first = self.table[:, 0]
+        ratio = edge_prob.detach().to("cpu", torch.float64)[first.clamp_min(0)] / drawn_q[:, 0]
+        self._accept = torch.full(self.table.shape, float("nan"), dtype=torch.float64)
+        self._accept[self.table < 0] = 0.0
+        self._accept[:, 0] = torch.where(first >= 0, ratio.clamp_max(1.0), 0.0)
+        self._states: dict[int, _Residual] = {}
+
+    @property
+    def width(self) -> int:
+        return int(self.table.shape[1])
+
+    def accept_column(self, nodes: torch.Tensor, i: int) -> torch.Tensor:
+        """Acceptance of try i at each of `nodes` (0 where a node has fewer tries), computing missing entries."""
+        column = self._accept[:, i]
+        for node in torch.unique(nodes[column[nodes].isnan()]).tolist():
+            self._record(node, self._advance(node, i))
+        return column[nodes]
+
+    @property
+    def accept(self) -> torch.Tensor:
+        """The whole (N+1) x D acceptance table."""
+        every = torch.arange(self.tree.num_nodes)
+        for i in range(1, self.width):
+            self.accept_column(every, i)
+        return self._accept
+
+    def first_accepted(self, nodes: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+        """Per row j, the first try i at nodes[j] with uniforms[j, i] < its acceptance (D if none): the
+        entries past a row's first acceptance are never computed."""
+        nodes, uniforms = nodes.cpu(), uniforms.cpu()
+        first = torch.full((nodes.numel(),), self.width, dtype=torch.long)
+        open_ = torch.arange(nodes.numel())
+        for i in range(self.width):
+            if not open_.numel():
+                break
+            hit = uniforms[open_, i] < self.accept_column(nodes[open_], i)
+            first[open_[hit]] = i
+            open_ = open_[~hit]
+        return first
+
+    def residual(self, node: int) -> torch.Tensor | None:
+        """The bonus law of an exit at `node`: r after all its tries were rejected; None where it drew nothing."""
+        tries = int((self.table[node] >= 0).sum())
+        return self._advance(node, tries).r if tries else None
+
+    def residuals(self) -> dict[int, torch.Tensor]:
+        """Every node's residual (the nodes that drew)."""
+        return {node: self.residual(node) for node in range(self.tree.num_nodes) if int(self.table[node, 0]) >= 0}
+
+    def _advance(self, node: int, step: int) -> _Residual:
+        """The node's state after rejecting its first `step` tries, moving on from where it is; the
+        acceptance of every try it moves past is recorded first, so no entry is left behind."""
+        state = self._states.get(node)
+        draws = self.tree.draws
+        if state is None:
+            row = self.logits[node].to("cpu", torch.float64)
+            state = self._states[node] = _Residual(probs(row, self.temperature), draws.proposal(node))
+        while state.step < step:
+            self._record(node, state)
+            leftover = (state.r - state.proposal).clamp_min_(0.0)
+            mass = leftover.sum()
+            if mass > 0:
+                state.r = leftover.div_(mass)
+            if draws.mode != "iid":
+                tried = self.tree.tokens[self.table[node, :state.step + 1]]
+                state.proposal = _normalised(draws.proposal(node).index_fill(0, tried, 0.0))
+            state.step += 1
+        return state
+
+    def _record(self, node: int, state: _Residual) -> None:
+        """min(1, r(x) / q_i(x)) of the try `state` stands at, unless already known (the first try's, from a)."""
+        if bool(self._accept[node, state.step].isnan()):
+            token = int(self.tree.tokens[int(self.table[node, state.step])])
+            self._accept[node, state.step] = min(1.0, float(state.r[token] / state.proposal[token]))
+
+
+class BlockTables:
+    """Block verification on one sampled chain: its stop probabilities h_1..h_g and residuals, on demand
+    (float64 on the CPU). `edge_prob` is the flow's a(v): p_i(x_i) of chain node i."""
+
+    def __init__(self, tree: DraftTree, logits: torch.Tensor, temperature: float, edge_prob: torch.Tensor) -> None:
+        require_chain(tree)
+        self.tree, self.logits, self.temperature = tree, logits.detach(), temperature
+        self.length = tree.num_nodes - 1
+        _, drawn_q = _tries(tree)
+        ratios = (edge_prob.detach().to("cpu", torch.float64)[1:] / drawn_q[:self.length, 0]).tolist()
+        self.weights = [1.0]
+        for ratio in ratios:
+            self.weights.append(min(1.0, self.weights[-1] * ratio))
+        self._stops: dict[int, float] = {}
+        self._leftovers: dict[int, torch.Tensor] = {}
+
+    def stop(self, i: int) -> float:
+        """h_i, for chain node i in 1..g."""
+        if i == self.length:
+            return self.weights[i]
+        if i not in self._stops:
+            mass = float(self._leftover(i).sum())
+            denominator = mass + 1.0 - self.weights[i]
+            self._stops[i] = mass / denominator if denominator > 0 else 0.0
+        return self._stops[i]
+
+    def stops(self) -> torch.Tensor:
+        """(g,) float64: h_1..h_g."""
+        return torch.tensor([self.stop(i) for i in range(1, self.length + 1)], dtype=torch.float64)
+
+    def last_success(self, uniforms: torch.Tensor) -> torch.Tensor:
+        """Per row j, the last chain node i with uniforms[j, i - 1] < h_i (0 if none), read from the chain's end:
+        the stop probabilities below a row's last success are never computed."""
+        uniforms = uniforms.cpu()
+        last = torch.zeros(uniforms.shape[0], dtype=torch.long)
+        open_ = torch.arange(uniforms.shape[0])
+        for i in range(self.length, 0, -1):
+            if not open_.numel():
+                break
+            hit = uniforms[open_, i - 1] < self.stop(i)
+            last[open_[hit]] = i
+            open_ = open_[~hit]
+        return last
+
+    def residual(self, node: int) -> torch.Tensor | None:
+        """The bonus law of an exit at chain node `node`; None at the chain's end (p itself)."""
+        return _normalised(self._leftover(node)) if node < self.length else None
+
+    def residuals(self) -> dict[int, torch.Tensor]:
+        return {node: self.residual(node) for node in range(self.length)}
+
+    def _leftover(self, i: int) -> torch.Tensor:
+        """max(w_i p_{i+1} - q_{i+1}, 0): chain node i's residual toward x_{i+1}, i < g."""
+        if i not in self._leftovers:
+            row = self.logits[i].to("cpu", torch.float64)
+            p = probs(row, self.temperature)
+            self._leftovers[i] = p.mul_(self.weights[i]).sub_(self.tree.draws.proposal(i)).clamp_min_(0.0)
+        return self._leftovers[i]

@@ -86,29 +86,43 @@ def exits_predraw(round_: ScoredRound, generator: torch.Generator, n: int) -> to
     return node
 
 
+FirstAccepted = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _walk_tries(round_: ScoredRound, generator: torch.Generator, n: int, table: torch.Tensor,
+                first_accepted: FirstAccepted) -> torch.Tensor:
+    """Tries in table order, one uniform each: level by level, every live draw takes (K,) uniforms and
+    `first_accepted(nodes, uniforms)` says which try at its node is accepted first (K if none)."""
+    device = round_.device
+    node = torch.zeros(n, dtype=torch.long, device=device)
+    live = torch.arange(n, device=device)  # draws that accepted a child at the last level
+    for _ in range(round_.tree.max_depth):
+        at = node[live]
+        first = first_accepted(at, uniform((live.numel(), table.shape[1]), generator, device)).to(device)
+        moved = first < table.shape[1]
+        live, at, first = live[moved], at[moved], first[moved]
+        node[live] = table[at, first]
+        if not live.numel():
+            break
+    return node
+
+
 def _exits_by_tries(round_: ScoredRound, generator: torch.Generator, n: int, bar: torch.Tensor,
                     table: torch.Tensor | None = None, p: torch.Tensor | None = None) -> torch.Tensor:
-    """Tries in table order (children by index unless a `table` is given), one uniform each: try c is
-    accepted when u * bar(c) < p(c) (p = a(c) unless given).
+    """Tries in table order (children by index unless a `table` is given): try c is accepted when
+    u * bar(c) < p(c) (p = a(c) unless given).
 
     A try's bar depends only on its node, so all tries of all live draws
     are one (draws x K) comparison per level.
     """
     table = round_.child_table if table is None else table
     p = round_.child_probs if p is None else p
-    device = round_.device
-    node = torch.zeros(n, dtype=torch.long, device=device)
-    live = torch.arange(n, device=device)  # draws that accepted a child at the last level
-    for _ in range(round_.tree.max_depth):
-        at = node[live]
-        accepted = uniform((live.numel(), table.shape[1]), generator, device) * bar[at] < p[at]
-        moved = accepted.any(-1)
-        first = accepted.to(torch.uint8).argmax(-1)
-        live, at, first = live[moved], at[moved], first[moved]
-        node[live] = table[at, first]
-        if not live.numel():
-            break
-    return node
+
+    def first_accepted(at: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+        accepted = uniforms * bar[at] < p[at]
+        return torch.where(accepted.any(-1), accepted.to(torch.uint8).argmax(-1), table.shape[1])
+
+    return _walk_tries(round_, generator, n, table, first_accepted)
 
 
 def exits_residual(round_: ScoredRound, generator: torch.Generator, n: int) -> torch.Tensor:
@@ -151,10 +165,10 @@ def exits_chain(round_: ScoredRound, generator: torch.Generator, n: int) -> torc
 
 
 def exits_rrs(round_: ScoredRound, generator: torch.Generator, n: int) -> torch.Tensor:
-    """Recursive rejection: each node's draws tried in draw order with their fixed acceptance probabilities."""
+    """Recursive rejection: each node's draws tried in draw order with their acceptance probabilities,
+    computed only for the tries a verdict reaches."""
     tables = round_.rrs
-    table, accept = tables.table.to(round_.device), tables.accept.to(round_.device)
-    return _exits_by_tries(round_, generator, n, torch.ones_like(accept), table, accept)
+    return _walk_tries(round_, generator, n, tables.table.to(round_.device), tables.first_accepted)
 
 
 def exits_block(round_: ScoredRound, generator: torch.Generator, n: int) -> torch.Tensor:
@@ -162,19 +176,17 @@ def exits_block(round_: ScoredRound, generator: torch.Generator, n: int) -> torc
     g = round_.tree.num_nodes - 1
     if g == 0:
         return torch.zeros(n, dtype=torch.long, device=round_.device)
-    stop = round_.block.accept[0, :g].to(round_.device)
-    success = uniform((n, g), generator, round_.device) < stop
-    return (success.to(torch.long) * torch.arange(1, g + 1, device=round_.device)).amax(-1)
+    return round_.block.last_success(uniform((n, g), generator, round_.device)).to(round_.device)
 
 
 def rrs_bonus_row(round_: ScoredRound, node: int) -> torch.Tensor | None:
     """The residual left after every draw at `node` was rejected; None where it drew nothing (p itself)."""
-    return round_.rrs.residual.get(node)
+    return round_.rrs.residual(node)
 
 
 def block_bonus_row(round_: ScoredRound, node: int) -> torch.Tensor | None:
     """The block residual at chain node `node`; None at the chain's end (p itself)."""
-    return round_.block.residual.get(node)
+    return round_.block.residual(node)
 
 
 BonusRow = Callable[[ScoredRound, int], "torch.Tensor | None"]

@@ -18,7 +18,7 @@ import torch
 from tevcore.engine.flow import TargetFlow, check_node_logits, target_flow
 from tevcore.engine.sampling import check_temperature
 from tevcore.engine.tree import DraftTree
-from tevcore.verify.ratio_tables import RatioTables, block_tables, rrs_tables
+from tevcore.verify.ratio_tables import BlockTables, RrsTables
 
 
 @dataclass(frozen=True)
@@ -58,14 +58,14 @@ class ScoredRound:
         return torch.where(table >= 0, self.edge_prob[table.clamp_min(0)], 0.0)
 
     @cached_property
-    def rrs(self) -> RatioTables:
-        """Recursive rejection's tables of a sampled tree (its draws' acceptance and residuals)."""
-        return rrs_tables(self.tree, self.logits, self.temperature)
+    def rrs(self) -> RrsTables:
+        """Recursive rejection's tables of a sampled tree (its draws' acceptance and residuals, on demand)."""
+        return RrsTables(self.tree, self.logits, self.temperature, self.flow.edge_prob)
 
     @cached_property
-    def block(self) -> RatioTables:
-        """Block verification's stop probabilities and residuals of a sampled chain."""
-        return block_tables(self.tree, self.logits, self.temperature)
+    def block(self) -> BlockTables:
+        """Block verification's stop probabilities and residuals of a sampled chain, on demand."""
+        return BlockTables(self.tree, self.logits, self.temperature, self.flow.edge_prob)
 
     @cached_property
     def chain_nodes(self) -> torch.Tensor:
