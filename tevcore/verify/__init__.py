@@ -4,9 +4,9 @@ scored.py validates a round once (`ScoredRound`: tree, node logits,
 temperature and the round's target flow); rules.py holds each rule as a
 batched exit sampler over n draws (tev: one categorical over X; predraw,
 residual, greedy follow, chain-only, rrs and block from ratio_tables.py's
-acceptance tables of a sampled tree, and the naive foil); bonus.py is the
-masked bonus draw every rule shares; verifiers.py makes the decoding
-verifiers (n = 1) and the registry; laws.py holds the exit and bonus law of
-every rule and the one chi-square test of counts against a law, used by the
-app and the tests.
+acceptance tables of a sampled tree, computed only where a verdict reads
+them, and the naive foil); bonus.py is the masked bonus draw every rule
+shares; verifiers.py makes the decoding verifiers (n = 1) and the
+registry; laws.py holds the exit and bonus law of every rule and the one
+chi-square test of counts against a law, used by the app and the tests.
 """
