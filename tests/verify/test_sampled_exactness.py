@@ -28,7 +28,7 @@ from test_exactness import _distance, _draft_rows, _seeded_logits, compose_round
 from tevcore.engine.builders import fixed_width, get_builder
 from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.draws import DrawRecord
-from tevcore.engine.sampled import grow_sampled, parse_sampled
+from tevcore.engine.sampled import depth_rows, grow_sampled, parse_sampled
 from tevcore.engine.sampling import log_probs, make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.laws import chi_square, chi_square_pvalue
@@ -89,7 +89,7 @@ def enumerate_trees(builder: str, context: tuple[int, ...], budget: int | None,
                 raise _NeedDraw(q, k, replace) from None
 
         try:
-            out.append((weight, grow_sampled(context[-1], rows, shape, budget, temperature, draw)))
+            out.append((weight, grow_sampled(context[-1], depth_rows(rows, shape), shape, budget, temperature, draw)))
         except _NeedDraw as need:
             for tokens, prob in _outcomes(need.q, need.k, need.replace):
                 if prob > 0:

@@ -29,7 +29,8 @@ class ProposerBase:
     def has_cheap_evidence(self, session: TargetSession) -> bool:
         return False
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
+    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+                     generator: torch.Generator) -> DraftTree | None:
         return None
 
     def observe_round(self, session: TargetSession, record: RoundRecord) -> None:
