@@ -44,7 +44,7 @@ from tevcore.target.kv_cache import roomy_cache, truncate
 from tevcore.target.loading import Target, load_target
 from tevcore.target.session import TargetSession, one_logit_row
 from tevcore.target.tree_masks import frontier_mask
-from tevcore.proposers.base import ProposerBase
+from tevcore.proposers.base import HFAssistant, ProposerBase
 from tevcore.proposers.kind import DrafterKind, LoadOptions, prefixed
 
 MODEL_PREFIX = "model:"
@@ -139,6 +139,11 @@ class DraftLMProposer(ProposerBase):
         self.cache: DynamicCache | None = None
         self.cached_tokens: list[int] = []  # the tokens whose keys and values the draft cache holds
         self._lock = threading.Lock()  # one cache: decodes sharing this proposer (app sessions) take turns
+
+    @property
+    def hf_assistant(self) -> HFAssistant:
+        """The draft model as transformers' assisted generation takes it (`bench` runs it as a peer row)."""
+        return HFAssistant(self.model, f"HF assisted generation ({self.draft.name})")
 
     def propose(self, session: TargetSession) -> torch.Tensor:
         """(depth x V) draft log-probs along the draft's own greedy chain."""
