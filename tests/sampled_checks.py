@@ -9,7 +9,7 @@ the seeds pass together when none is tiny and their spread is uniform (KS).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from scipy import stats

@@ -14,6 +14,7 @@ from scipy.stats import chisquare
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import DynamicCache
 
+from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, rounds
 from tevcore.engine.builders import chain
@@ -24,7 +25,6 @@ from tevcore.proposers.draft_lm import DraftLMProposer, load_draft_lm
 from tevcore.target.loading import load_target
 from tevcore.target.session import TargetSession
 from tevcore.verify.laws import chi_square, chi_square_pvalue
-from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
 
 SHARPEN = 20.0  # random tiny heads give near-uniform rows; scaled up, a few tokens carry most of the mass
 PROMPT = [1, 40, 71, 90, 33, 5, 101, 64, 12, 77, 50]

@@ -38,7 +38,8 @@ SAMPLED_BUILDER_NAMES = ("sampled:K1,K2,...", "sampled-wor:K1,K2,...")
 # draw(q, k, replace) -> k drawn token ids from the (V,) probability row q
 DrawFn = Callable[[torch.Tensor, int, bool], list[int]]
 # level_rows(nodes, tokens, parents) -> (R x V draft log-probs, the index of each node's row among the R): the
-# rows the nodes of one depth draw their children from, given the tree so far (token and parent of every node)
+# rows the nodes of one depth draw their children from, given the tree so far (token and parent of every node;
+# read, never changed)
 LevelRows = Callable[[list[int], list[int], list[int]], tuple[torch.Tensor, list[int]]]
 
 
@@ -100,7 +101,6 @@ def grow_sampled(root_token: int, level_rows: LevelRows, shape: SampledShape, bu
     drawn_child: list[int] = []
     drawn_q: list[float] = []
     level: dict[int, int] = {}  # node of the depth being drawn -> its row among `raw`
-    raw = torch.zeros(0)
     kept: dict[int, int] = {}  # row among `raw` -> its index in `proposals`
     room = math.inf if budget is None else int(budget)
     node = 0
