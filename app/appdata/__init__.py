@@ -1,4 +1,5 @@
-"""The app's services (no streamlit): example records, traces, replay rows, workshop trees, results.
+"""The app's services (no streamlit): example records, traces, replay rows, workshop trees, results, sampled rounds
+on a toy target and the workshop's coupling preset.
 
 Pages call these and never build target sessions or laws themselves.
 
@@ -6,8 +7,10 @@ Every flow quantity is computed by `tevcore.engine.flow.target_flow`; these
 modules only shape inputs for it (trees, node logits) and read its outputs.
 """
 
+from appdata.coupling import COUPLING_COLUMNS, Coupling, coupling, coupling_presets, coupling_rates
 from appdata.replay import OTHER, CompactRound, approximate_round, exact_round, rescored_logits
 from appdata.results import bench_rows, read_jsonl_frame
+from appdata.sampled import SampledRounds, rules_for, rules_over_rounds, sampled_rounds
 from appdata.synthetic import synthetic_record, synthetic_records
 from appdata.traces import load_trace, trace_bytes, trace_from_bytes
 from appdata.workshop import ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_presets, workshop_texts, workshop_tree
@@ -15,5 +18,7 @@ from appdata.workshop import ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_pres
 __all__ = [
     "OTHER", "CompactRound", "approximate_round", "exact_round", "rescored_logits", "bench_rows", "read_jsonl_frame",
     "synthetic_record", "synthetic_records", "load_trace", "trace_bytes", "trace_from_bytes", "ROOT",
-    "WORKSHOP_COLUMNS", "WorkshopTree", "workshop_presets", "workshop_texts", "workshop_tree",
+    "WORKSHOP_COLUMNS", "WorkshopTree", "workshop_presets", "workshop_texts", "workshop_tree", "SampledRounds",
+    "rules_for", "rules_over_rounds", "sampled_rounds", "COUPLING_COLUMNS", "Coupling", "coupling",
+    "coupling_presets", "coupling_rates",
 ]
