@@ -10,7 +10,7 @@ modules only shape inputs for it (trees, node logits) and read its outputs.
 from appdata.coupling import COUPLING_COLUMNS, Coupling, coupling, coupling_presets, coupling_rates
 from appdata.replay import OTHER, CompactRound, approximate_round, exact_round, rescored_logits
 from appdata.results import bench_rows, read_jsonl_frame
-from appdata.sampled import SampledRounds, rules_for, rules_over_rounds, sampled_rounds
+from appdata.sampled_rounds import SampledRounds, rules_for, rules_over_rounds, sampled_rounds
 from appdata.synthetic import synthetic_record, synthetic_records
 from appdata.traces import load_trace, trace_bytes, trace_from_bytes
 from appdata.workshop import ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_presets, workshop_texts, workshop_tree

@@ -87,8 +87,15 @@ else:
     texts = [f"t{i}" for i in range(logits.shape[-1])]
     compact = appdata.CompactRound(record.tree, logits, texts, approximate=False)
 
-if sampled is not None:
-    temperature = sampled.temperature  # the rules divide by the q the trees were drawn from, at that temperature
+# the builder of a sampled tree whose proposals are at hand (rrs and block can run on it), else None
+drawn_with = sampled.builder if sampled is not None else (
+    record.builder if not compact.approximate and compact.tree.sampled and compact.tree.draws.rows is not None
+    else None)
+if drawn_with is not None:  # the rules divide by the q the tree was drawn from, at the temperature it was drawn at
+    temperature = sampled.temperature if sampled is not None else float(record.temperature)
+    if sampled is None:
+        st.caption(f"A sampled tree ({drawn_with}): studied at its round's T = {temperature:g}, the temperature its "
+                   "children were drawn at, since rrs and block divide by that very q.")
 elif compact.approximate:
     st.warning("APPROXIMATE rows: traces store no node logits, so each p(.|v) is rebuilt from the children's "
                "probabilities, the recorded top missing tokens and one '(other)' bucket, at T = 1 on the already "
@@ -103,9 +110,9 @@ tree, node_logits = compact.tree, compact.node_logits
 c1, c2, c3 = st.columns(3)
 n_draws = int(c1.number_input("draws per verifier", 1000, 2_000_000, 100_000, step=10_000, key="vc_n"))
 seed = int(c2.number_input("seed", 0, 2**31 - 1, 0, key="vc_seed"))
-options = appdata.rules_for(sampled.builder) if sampled is not None else list(VERIFIERS)
+options = appdata.rules_for(drawn_with) if drawn_with is not None else list(VERIFIERS)
 chosen = c3.multiselect("verifiers", options, default=options, format_func=verifier_label,
-                        key="vc_names" if sampled is None else f"vc_names_{len(options)}")
+                        key="vc_names" if drawn_with is None else f"vc_names_{len(options)}")
 try:
     law = exit_law(tree, node_logits, temperature)
 except ValueError as err:
@@ -243,7 +250,7 @@ else:
     if bonus_rows:
         st.dataframe(pd.DataFrame(bonus_rows), hide_index=True, key="vc_bonus_table")
     st.plotly_chart(figures.latency_figure(latencies), key="vc_latency")
-    if sampled is not None:
+    if drawn_with is not None:
         sampled_view.tree_against_rrs(results, labels, law, own_law("rrs") if "rrs" in results else None)
 
 if sampled is not None:

@@ -1,6 +1,6 @@
 """Sampled trees in the app: the verifier comparison's sampled rounds and the workshop's coupling preset.
 
-AppTest runs of both pages, the services behind them (`appdata.sampled`,
+AppTest runs of both pages, the services behind them (`appdata.sampled_rounds`,
 `appdata.coupling`) checked against the engine, and their figures' category
 axes.
 """
@@ -117,6 +117,37 @@ def test_a_sampled_chain_runs_block_and_bad_builders_are_refused():
         at.text_input(key="vc_s_builder").set_value(bad).run()
         assert not at.exception
         assert any("Refused" in e.value and message in e.value for e in at.error), (bad, [e.value for e in at.error])
+
+
+def test_a_live_sampled_round_from_the_explorer_runs_rrs_on_its_rescored_rows(tiny_model_folder):
+    """A round the decoding loop drew with a sampled builder on a tiny target: the page re-scores its tree and
+    offers the rules the registry pairs with that builder, at the temperature the tree was drawn at."""
+    from tevcore.config import DecodeConfig
+    from tevcore.decoding.loop import rounds
+    from tevcore.proposers.base import GreedyRolloutProposer
+    from tevcore.target.loading import load_target
+
+    folder = str(tiny_model_folder("llama"))
+    prompt = [5, 9, 13, 21, 8]
+    config = DecodeConfig(max_new_tokens=6, temperature=0.8, budget=6, builder="sampled:2,2", verifier="rrs", seed=3)
+    records = list(rounds(load_target(folder, device="cpu"), GreedyRolloutProposer(depth=2), prompt, config))
+    index = next(i for i, r in enumerate(records) if r.tree.size > 1)
+    at = page("2_Verifier_comparison.py")
+    for key, value in dict(ex_records=records, ex_prompt_ids=prompt, ex_target_spec=folder, ex_wall_start=1.0,
+                           ex_selected_round=index).items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("re-scored" in c.value for c in at.caption)
+    assert any("A sampled tree (sampled:2,2): studied at its round's T = 0.8" in c.value for c in at.caption)
+    assert "rrs" in at.multiselect[0].options and "block" not in at.multiselect[0].options
+    at.number_input(key="vc_n").set_value(4_000)
+    at.button(key="vc_run").click().run()
+    assert not at.exception and not at.error
+    summary = at.dataframe[0].value
+    rrs = summary[summary["verifier"] == "rrs"]
+    assert float(rrs["exit χ² p (vs its law)"].iloc[0]) > 1e-4
+    assert "one realised tree: TEV's exit law against rrs's outcomes" in specs(at)
 
 
 def test_sampled_rounds_share_one_prefix_deterministic_target():
