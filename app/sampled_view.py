@@ -97,7 +97,13 @@ def across_rounds(ss, sampled: appdata.SampledRounds, chosen: list[str], seed: i
                      "first token χ² p (vs the target's row)": result.first_token_pvalue(context)})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="vc_s_rounds_table")
     any_result = next(iter(found.values()))
+    fixed = sampled.best_first_length
     st.plotly_chart(figures.rounds_length_figure({n: r.mean_block_length() for n, r in found.items()},
                                                  any_result.mean_expected_length(),
-                                                 {n: verifier_label(n) for n in found}),
+                                                 {n: verifier_label(n) for n in found},
+                                                 ("fixed best-first + TEV, same budget", fixed)),
                     key="vc_s_rounds_chart")
+    st.caption(f"The dotted line is the other school on the same toy drafter, target and context: the fixed "
+               f"best-first tree of {sampled.best_first[0].size} nodes, where TEV's E[L] is its 1 + C = {fixed:.3f}. "
+               "A toy pair shows the mechanics, not which school wins on a real model (`tevcore bench --builders` "
+               "measures that).")

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from tevcore.engine.builders import get_builder
+from tevcore.engine.builders import best_first, get_builder
+from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, probs
 from tevcore.engine.tree import DraftTree
 from tevcore.lab.simulate import RoundsResult, verify_rounds
@@ -36,6 +37,13 @@ class SampledRounds:
     temperature: float
     rounds: list[tuple[DraftTree, torch.Tensor]]  # (tree, node logits) per round
     vocab_texts: list[str]
+    best_first: tuple[DraftTree, torch.Tensor]  # the fixed best-first tree at the same budget and context, scored
+
+    @property
+    def best_first_length(self) -> float:
+        """1 + C of the fixed best-first tree: E[L] of TEV there (the other school, same drafter and budget)."""
+        tree, logits = self.best_first
+        return target_flow(tree, logits, self.temperature, missing_k=0).expected_length
 
     @property
     def context_probs(self) -> torch.Tensor:
@@ -70,9 +78,8 @@ def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: f
     draft_logits = toy_draft_logits(seed, vocab, depth)
     generator = make_generator(seed)
     cache: dict[tuple[int, ...], torch.Tensor] = {}
-    out = []
-    for _ in range(int(rounds)):
-        tree = made(ROOT_TOKEN, torch.log_softmax(draft_logits, -1), budget, temperature, generator)
+
+    def scored(tree: DraftTree) -> tuple[DraftTree, torch.Tensor]:
         tokens = tree.tokens.tolist()
         rows = []
         for node in range(tree.num_nodes):
@@ -80,8 +87,12 @@ def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: f
             if prefix not in cache:
                 cache[prefix] = _prefix_logits(draft_logits, prefix, seed)
             rows.append(cache[prefix])
-        out.append((tree, torch.stack(rows)))
-    return SampledRounds(builder, float(temperature), out, [f"t{i}" for i in range(vocab)])
+        return tree, torch.stack(rows)
+
+    draft = torch.log_softmax(draft_logits, -1)
+    out = [scored(made(ROOT_TOKEN, draft, budget, temperature, generator)) for _ in range(int(rounds))]
+    fixed = scored(best_first(ROOT_TOKEN, draft, budget if budget is not None else 4 * depth))
+    return SampledRounds(builder, float(temperature), out, [f"t{i}" for i in range(vocab)], fixed)
 
 
 def rules_for(builder: str) -> list[str]:

@@ -40,9 +40,11 @@ def tev_against_rrs_figure(node_labels: Sequence[str], exit_law: Sequence[float]
 
 
 def rounds_length_figure(lengths: Mapping[str, tuple[float, float]], yardstick: tuple[float, float],
-                         labels: Mapping[str, str] | None = None) -> go.Figure:
+                         labels: Mapping[str, str] | None = None,
+                         reference: tuple[str, float] | None = None) -> go.Figure:
     """Each rule's E[L] over the rounds (error bars: 1.96 standard errors) against the rounds' E[1 + C] (a line,
-    its band 1.96 standard errors wide): every rule verified the same trees."""
+    its band 1.96 standard errors wide): every rule verified the same trees. `reference` (label, value) is a
+    dotted line for another design, e.g. the fixed best-first tree with TEV at the same budget."""
     labels = labels or {}
     names = list(lengths)
     xs = distinct([labels.get(n, n) for n in names])
@@ -51,6 +53,9 @@ def rounds_length_figure(lengths: Mapping[str, tuple[float, float]], yardstick: 
     fig.add_hrect(y0=mean_c - 1.96 * se_c, y1=mean_c + 1.96 * se_c, fillcolor="rgba(0, 0, 0, 0.08)", line_width=0)
     fig.add_hline(y=mean_c, line={"color": "black", "dash": "dash", "width": 2},
                   annotation_text=f"E[1 + C] of the realised trees = {mean_c:.3f}", annotation_position="bottom right")
+    if reference is not None:
+        fig.add_hline(y=reference[1], line={"color": "#2ca02c", "dash": "dot", "width": 2},
+                      annotation_text=f"{reference[0]} = {reference[1]:.3f}", annotation_position="top left")
     colours = [EXIT_COLOUR if n == NAIVE_NAME else RRS_COLOUR if n in ("rrs", "block") else "#1f77b4" for n in names]
     fig.add_trace(go.Scatter(x=xs, y=[lengths[n][0] for n in names], mode="markers", name="E[L] (one verdict a round)",
                              error_y={"type": "data", "array": [1.96 * lengths[n][1] for n in names]},
