@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from figures.common import BONUS_COLOUR, EXIT_COLOUR, PATH_COLOUR, X_RING_COLOUR, short
+from figures.draws import node_draws_text
 from figures.folding import FOLD_PREFIX, Fold, fold_fans
 
 NODE_SIZE = 11
@@ -179,11 +180,13 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
     for v in shown:
         text = token_texts[v] if v < len(token_texts) else "?"
         missing = _missing_summary(missing_texts, flow.missing_probs, v, k=5)
+        drawn = node_draws_text(tree, v)
         hover.append(
             f"<b>node {v}</b> {html.escape(repr(text))} (depth {int(tree.depths[v])})<br>"
             f"draft log q = {logq[v]:.3f}, rank {ranks[v]} among siblings<br>"
             f"a = {a[v]:.4f}   P = {P[v]:.4f}<br>m = {m[v]:.4f}   X = {X[v]:.4f}"
-            + (f"<br>top missing: {html.escape(missing)}" if missing else ""))
+            + (f"<br>top missing: {html.escape(missing)}" if missing else "")
+            + (f"<br>{html.escape(drawn)}" if drawn else ""))
     rings = [ring_size(X[v]) for v in shown]
     fig.add_trace(go.Scatter(
         x=xs, y=ys, mode="markers", name="exit mass X(v) (ring size)", hoverinfo="skip",
