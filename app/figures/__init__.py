@@ -14,7 +14,7 @@ from figures.rounds import (block_length_figure, exit_depth_figure, exit_mass_by
                             text_by_round_html)
 from figures.siblings import after_pick_figure, sibling_rank_figure
 from figures.training import eval_figure, training_curves_figure
-from figures.tree import node_table, record_tree_figure, sibling_ranks, tree_figure, tree_graph, tree_layout
+from figures.tree import node_table, record_tree_figure, tree_figure, tree_graph, tree_layout
 from figures.verifiers import bench_figures, bonus_figure, exit_law_figure, latency_figure, length_histogram_figure
 from figures.workshop import flow_bars_figure
 
@@ -23,7 +23,7 @@ __all__ = [
     "after_pick_figure", "sibling_rank_figure", "icicle_figure", "icicle_rows", "record_icicle_figure",
     "next_token_figure", "node_distribution", "timings_figure", "block_length_figure", "exit_depth_figure",
     "exit_mass_by_depth", "speed_figure", "speed_table", "text_by_round_html", "eval_figure",
-    "training_curves_figure", "node_table", "record_tree_figure", "sibling_ranks", "tree_figure",
+    "training_curves_figure", "node_table", "record_tree_figure", "tree_figure",
     "tree_graph", "tree_layout", "bench_figures", "bonus_figure", "exit_law_figure", "latency_figure",
     "length_histogram_figure", "flow_bars_figure",
 ]
