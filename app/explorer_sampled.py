@@ -1,5 +1,5 @@
-"""The explorer's sampled-tree parts: which verifiers a builder admits, a round's draws and rrs trail, and the
-sibling diagnostics of the rounds so far.
+"""The explorer's tree choice and sampled-tree parts: the builder and the verifiers it admits, a round's draws
+and rrs trail, and the sibling diagnostics of the rounds so far.
 
 The pairing rule is the engine's `check_pairing`, the trail the engine's
 `rrs_trail` (through `appdata.round_trail`), the diagnostics `lab.siblings`'
@@ -15,11 +15,14 @@ import torch
 
 import appdata
 import figures
-from tevcore.engine.builders import get_builder
-from tevcore.verify.verifiers import SAMPLED_VERIFIERS, VERIFIERS, check_pairing
+from tevcore.engine.builders import BUILDER_NAMES, SAMPLED_BUILDER_NAMES, get_builder
+from tevcore.verify.verifiers import SAMPLED_VERIFIERS, VERIFIERS, check_pairing, verifier_label
 
 # round index -> its node logits (a ValueError says why a round has none)
 LogitsFor = Callable[[int], torch.Tensor]
+WIDTH_PATTERN = next(name for name in BUILDER_NAMES if name.startswith("width:"))  # "width:W1,W2,..."
+EXAMPLE_WIDTHS = "4,2,2,1"  # what the widths box opens with when the fixed-width builder is chosen
+EXAMPLE_DRAWS = "3,2,1"  # what the draw-counts box opens with when a sampled builder is chosen
 
 
 def builder_problem(builder: str) -> str | None:
@@ -31,20 +34,43 @@ def builder_problem(builder: str) -> str | None:
     return None
 
 
-def verifier_options(builder: str) -> tuple[list[str], list[str]]:
+def verifier_options(builder: str) -> tuple[list[str], dict[str, str]]:
     """The verifiers offered with `builder`: every rule exact on any tree, and each proposal-ratio rule that
     `check_pairing` admits; and, for each one it refuses, the engine's one-line reason."""
-    offered, refused = list(VERIFIERS), []
-    if builder_problem(builder) is not None:
-        return offered, [f"{', '.join(SAMPLED_VERIFIERS)}: wait for a valid builder"]
+    offered, refused = list(VERIFIERS), {}
     for name in SAMPLED_VERIFIERS:
         try:
             check_pairing(name, builder)
         except ValueError as err:
-            refused.append(f"{name} not offered: {err}")
+            refused[name] = str(err)
         else:
             offered.append(name)
     return offered, refused
+
+
+def tree_choice() -> tuple[str, str]:
+    """The sidebar's builder (a shape's widths or draw counts in a text box, checked by the engine's parser) and
+    the verifier among those the builder admits; returns the builder name and the verifier."""
+    builder = st.selectbox("builder", BUILDER_NAMES + SAMPLED_BUILDER_NAMES, key="ex_builder",
+                           help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths; "
+                                "sampled:K1,K2,... = K draws per node from the drafter's q at each depth (i.i.d.; "
+                                "sampled-wor without replacement)")
+    if builder == WIDTH_PATTERN:
+        widths = st.text_input("widths W1,W2,... (nodes per depth)", value=EXAMPLE_WIDTHS, key="ex_widths")
+        builder = "width:" + widths.strip()
+    elif builder in SAMPLED_BUILDER_NAMES:
+        counts = st.text_input("draws K1,K2,... (per node, at each depth)", value=EXAMPLE_DRAWS, key="ex_draws")
+        builder = builder.split(":")[0] + ":" + counts.strip()
+    problem = builder_problem(builder)
+    if problem:
+        st.error(f"Refused: {problem}")
+    verifiers, refused = verifier_options(builder)
+    verifier = st.selectbox("verifier", verifiers, format_func=verifier_label, key="ex_verifier")
+    if refused:
+        with st.expander("not offered with this builder: " + ", ".join(refused)):
+            for name, reason in refused.items():
+                st.caption(f"{name}: {reason}")
+    return builder, verifier
 
 
 def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_rescore: bool, seed: int) -> None:

@@ -18,8 +18,6 @@ import explorer_state  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig  # noqa: E402
-from tevcore.engine.builders import BUILDER_NAMES, SAMPLED_BUILDER_NAMES  # noqa: E402
-from tevcore.verify.verifiers import verifier_label  # noqa: E402
 from tevcore.proposers.registry import proposer_specs, ready_specs  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
@@ -33,9 +31,6 @@ ss.setdefault("ex_done", False)
 ss.setdefault("ex_source", None)
 ss.setdefault("ex_seen", 0)
 
-WIDTH_PATTERN = next(name for name in BUILDER_NAMES if name.startswith("width:"))  # "width:W1,W2,..."
-EXAMPLE_WIDTHS = "4,2,2,1"  # what the widths box opens with when the fixed-width builder is chosen
-EXAMPLE_DRAWS = "3,2,1"  # what the draw-counts box opens with when a sampled builder is chosen
 FAN_SHOWN = 6  # children the node-link tree draws per node before folding the rest of a fan into "+N more"
 
 # ------------------------------------------------------------------ settings (sidebar)
@@ -67,23 +62,7 @@ with st.sidebar:
     # temperature of the project's studies; the budget is the engine's
     temperature = st.number_input("temperature", value=SAMPLING_TEMPERATURE, step=0.1, key="ex_temp")
     budget = st.number_input("budget (tree nodes)", value=DEFAULT_BUDGET, step=1, key="ex_budget")
-    builder = st.selectbox("builder", BUILDER_NAMES + SAMPLED_BUILDER_NAMES, key="ex_builder",
-                           help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths; "
-                                "sampled:K1,K2,... = K draws per node from the drafter's q at each depth (i.i.d.; "
-                                "sampled-wor without replacement)")
-    if builder == WIDTH_PATTERN:
-        widths = st.text_input("widths W1,W2,... (nodes per depth)", value=EXAMPLE_WIDTHS, key="ex_widths")
-        builder = "width:" + widths.strip()
-    elif builder in SAMPLED_BUILDER_NAMES:
-        counts = st.text_input("draws K1,K2,... (per node, at each depth)", value=EXAMPLE_DRAWS, key="ex_draws")
-        builder = builder.split(":")[0] + ":" + counts.strip()
-    builder_problem = explorer_sampled.builder_problem(builder)
-    if builder_problem:
-        st.error(f"Refused: {builder_problem}")
-    verifiers, refused = explorer_sampled.verifier_options(builder)
-    verifier = st.selectbox("verifier", verifiers, format_func=verifier_label, key="ex_verifier")
-    for reason in refused:
-        st.caption(reason)
+    builder, verifier = explorer_sampled.tree_choice()
     trim = st.selectbox("trim", ["off", "auto"], key="ex_trim",
                         help="off = score the whole drafted tree; auto = each round scores the prefix of its tree "
                              "with the most forecast tokens per forward cost measured on this machine (down to a "
