@@ -1,5 +1,6 @@
 """Sibling diagnostics as bar charts: which (depth, sibling rank) nodes end on the accepted path, and what follows
-an accepted node that was not the drafter's top-1. The shares are `tevcore.lab.siblings`' tables, read as given."""
+an accepted node that was not the drafter's top-1. The shares are `tevcore.lab.siblings`' tables, read as given;
+each bar is labelled with its counts, so a share of 0 (no bar) still shows how many nodes it stands for."""
 
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ def sibling_rank_figure(by_rank: pd.DataFrame) -> go.Figure:
             name = f"rank {rank}" + ("+" if rank == RANK_SHOWN else "") + (" (top-1)" if rank == 0 else "")
             fig.add_trace(go.Bar(
                 x=[f"depth {int(d)}" for d in rows["depth"]], y=rows["accepted"] / rows["nodes"], name=name,
-                customdata=rows[["accepted", "nodes"]].to_numpy(),
+                customdata=rows[["accepted", "nodes"]].to_numpy(), textposition="outside",
+                text=[f"{a}/{n}" for a, n in zip(rows["accepted"], rows["nodes"])],
                 hovertemplate=name + ", %{x}: %{y:.3f} (%{customdata[0]} of %{customdata[1]} nodes)<extra></extra>"))
     fig.update_layout(title="accepted share by (depth, sibling rank)", barmode="group", height=300, margin=MARGIN,
-                      xaxis=category_axis(labels), yaxis={"title": "share on the accepted path", "range": [0, 1]},
+                      xaxis=category_axis(labels), yaxis={"title": "share on the accepted path", "range": [0, 1.15]},
                       legend={"title": {"text": "sibling rank (by draft q)"}})
     return fig
 
@@ -47,9 +49,11 @@ def after_pick_figure(after: pd.DataFrame) -> go.Figure:
             continue
         fig.add_trace(go.Bar(
             x=[f"depth {int(d)}" for d in rows["depth"]], y=rows["share"], name=f"after a {pick} pick",
-            marker_color=colour, customdata=rows[["next_accepted", "rounds"]].to_numpy(),
+            marker_color=colour, customdata=rows[["next_accepted", "rounds"]].to_numpy(), textposition="outside",
+            text=[f"{a}/{n}" for a, n in zip(rows["next_accepted"], rows["rounds"])],
             hovertemplate=f"after a {pick} pick, " + "%{x}: %{y:.3f} (%{customdata[0]} of %{customdata[1]} rounds)"
                           "<extra></extra>"))
     fig.update_layout(title="next depth accepted after the accepted node's pick", barmode="group", height=300,
-                      margin=MARGIN, xaxis=category_axis(labels), yaxis={"title": "share", "range": [0, 1]})
+                      margin=MARGIN, xaxis=category_axis(labels), yaxis={"title": "share", "range": [0, 1.15]},
+                      showlegend=True)
     return fig
