@@ -18,7 +18,7 @@ import torch
 
 from tevcore.engine.builders import chain, get_builder
 from tevcore.engine.flow import target_flow
-from tevcore.engine.sampled import SampledShape, grow_sampled
+from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
 from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
@@ -101,7 +101,7 @@ def coupling(table: pd.DataFrame) -> Coupling:
     logits = p_row.log().expand(2, -1).clone()
     fixed = chain(0, q_row.log().unsqueeze(0), 1)
     fixed_accept = float(target_flow(fixed, logits, 1.0, missing_k=0).path_prob[1])
-    draft_rows = as_draft_rows(q_row.log().float().unsqueeze(0))
+    draft_rows = depth_rows(as_draft_rows(q_row.log().float().unsqueeze(0)), ONE_DRAW)
     sampled_accept = 0.0
     for token in torch.nonzero(q_row > 0).flatten().tolist():  # every draw the one-node sampled tree can make
         tree = grow_sampled(0, draft_rows, ONE_DRAW, None, 1.0, lambda row, k, replace, token=token: [token])
