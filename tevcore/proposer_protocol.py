@@ -25,9 +25,11 @@ class Proposer(Protocol):
     promising; see `skip_gate`), `propose(session)` (unless the gate skips
     drafting) and, once after the round's commit, `observe_round(session,
     record)`. Before `propose`, it asks `propose_tree(session, builder,
-    budget)`: a proposer whose rows depend on the path (a draft LM) returns
-    the round's whole tree there, every other one None, and the loop builds
-    the tree from `propose`. `ProposerBase` gives the three optional calls
+    budget, temperature, generator)`: a proposer whose rows depend on the
+    path (a draft LM) returns the round's whole tree there, every other one
+    None, and the loop builds the tree from `propose`. A sampled builder's
+    tree is drawn at the round's temperature with the round's generator, so
+    both reach `propose_tree` as they reach the loop's own builders. `ProposerBase` gives the three optional calls
     their defaults, so a proposer that keeps itself in sync inside `propose`
     inherits them.
     """
@@ -45,7 +47,8 @@ class Proposer(Protocol):
         """Whether this round is promising, known without drafting."""
         ...
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
+    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+                     generator: torch.Generator) -> DraftTree | None:
         """The round's whole tree, for a proposer whose rows depend on the path; None to build from `propose`."""
         ...
 

@@ -7,20 +7,25 @@ are re-exported here so a page writes `figures.tree_figure(...)`.
 """
 
 from figures.common import EXIT_COLOUR, NAIVE_NAME, PATH_COLOUR, short
+from figures.draws import draws_table, node_draws_text, trail_table
 from figures.icicle import icicle_figure, icicle_rows, record_icicle_figure
 from figures.node import next_token_figure, node_distribution, timings_figure
 from figures.rounds import (block_length_figure, exit_depth_figure, exit_mass_by_depth, speed_figure, speed_table,
                             text_by_round_html)
+from figures.sampled import rounds_length_figure, tev_against_rrs_figure
+from figures.siblings import after_pick_figure, sibling_rank_figure
 from figures.training import eval_figure, training_curves_figure
-from figures.tree import node_table, record_tree_figure, sibling_ranks, tree_figure, tree_graph, tree_layout
+from figures.tree import node_table, record_tree_figure, tree_figure, tree_graph, tree_layout
 from figures.verifiers import bench_figures, bonus_figure, exit_law_figure, latency_figure, length_histogram_figure
-from figures.workshop import flow_bars_figure
+from figures.workshop import acceptance_figure, coupling_figure, flow_bars_figure
 
 __all__ = [
-    "EXIT_COLOUR", "NAIVE_NAME", "PATH_COLOUR", "short", "icicle_figure", "icicle_rows", "record_icicle_figure",
+    "EXIT_COLOUR", "NAIVE_NAME", "PATH_COLOUR", "short", "draws_table", "node_draws_text", "trail_table",
+    "after_pick_figure", "sibling_rank_figure", "icicle_figure", "icicle_rows", "record_icicle_figure",
     "next_token_figure", "node_distribution", "timings_figure", "block_length_figure", "exit_depth_figure",
     "exit_mass_by_depth", "speed_figure", "speed_table", "text_by_round_html", "eval_figure",
-    "training_curves_figure", "node_table", "record_tree_figure", "sibling_ranks", "tree_figure",
+    "training_curves_figure", "node_table", "record_tree_figure", "tree_figure",
     "tree_graph", "tree_layout", "bench_figures", "bonus_figure", "exit_law_figure", "latency_figure",
-    "length_histogram_figure", "flow_bars_figure",
+    "length_histogram_figure", "flow_bars_figure", "rounds_length_figure", "tev_against_rrs_figure",
+    "acceptance_figure", "coupling_figure",
 ]

@@ -17,7 +17,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from figures.common import BONUS_COLOUR, EXIT_COLOUR, PATH_COLOUR, X_RING_COLOUR, short
+from figures.draws import node_draws_text
 from figures.folding import FOLD_PREFIX, Fold, fold_fans
+from tevcore.lab.siblings import sibling_ranks
 
 NODE_SIZE = 11
 EXIT_STAR_SIZE = 20
@@ -66,16 +68,6 @@ def tree_layout(tree, keep: set[int] | None = None,
             heights[node] = float(leaf)
             leaf += 1
     return {node: (float(graph.nodes[node]["depth"]), -heights[node]) for node in graph.nodes}
-
-
-def sibling_ranks(tree) -> list[int]:
-    """Rank of each node's draft log-prob among its siblings (1 = the drafter's favourite; root 1)."""
-    ranks = [1] * tree.num_nodes
-    logq = tree.draft_logp.tolist()
-    for kids in tree.children():
-        for rank, node in enumerate(sorted(kids, key=lambda k: -logq[k]), start=1):
-            ranks[node] = rank
-    return ranks
 
 
 def _missing_summary(missing_texts, missing_probs, node: int, k: int = 3) -> str:
@@ -179,11 +171,13 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
     for v in shown:
         text = token_texts[v] if v < len(token_texts) else "?"
         missing = _missing_summary(missing_texts, flow.missing_probs, v, k=5)
+        drawn = node_draws_text(tree, v)
         hover.append(
             f"<b>node {v}</b> {html.escape(repr(text))} (depth {int(tree.depths[v])})<br>"
-            f"draft log q = {logq[v]:.3f}, rank {ranks[v]} among siblings<br>"
+            f"draft log q = {logq[v]:.3f}, sibling rank {ranks[v]} (0 = top-1)<br>"
             f"a = {a[v]:.4f}   P = {P[v]:.4f}<br>m = {m[v]:.4f}   X = {X[v]:.4f}"
-            + (f"<br>top missing: {html.escape(missing)}" if missing else ""))
+            + (f"<br>top missing: {html.escape(missing)}" if missing else "")
+            + (f"<br>{html.escape(drawn)}" if drawn else ""))
     rings = [ring_size(X[v]) for v in shown]
     fig.add_trace(go.Scatter(
         x=xs, y=ys, mode="markers", name="exit mass X(v) (ring size)", hoverinfo="skip",

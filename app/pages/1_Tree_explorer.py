@@ -13,12 +13,11 @@ import shared_ui  # noqa: E402
 import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
+import explorer_sampled  # noqa: E402
 import explorer_state  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig  # noqa: E402
-from tevcore.engine.builders import BUILDER_NAMES  # noqa: E402
-from tevcore.verify.verifiers import VERIFIERS, verifier_label  # noqa: E402
 from tevcore.proposers.registry import proposer_specs, ready_specs  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
@@ -32,8 +31,6 @@ ss.setdefault("ex_done", False)
 ss.setdefault("ex_source", None)
 ss.setdefault("ex_seen", 0)
 
-WIDTH_PATTERN = next(name for name in BUILDER_NAMES if name.startswith("width:"))  # "width:W1,W2,..."
-EXAMPLE_WIDTHS = "4,2,2,1"  # what the widths box opens with when the fixed-width builder is chosen
 FAN_SHOWN = 6  # children the node-link tree draws per node before folding the rest of a fan into "+N more"
 
 # ------------------------------------------------------------------ settings (sidebar)
@@ -65,12 +62,7 @@ with st.sidebar:
     # temperature of the project's studies; the budget is the engine's
     temperature = st.number_input("temperature", value=SAMPLING_TEMPERATURE, step=0.1, key="ex_temp")
     budget = st.number_input("budget (tree nodes)", value=DEFAULT_BUDGET, step=1, key="ex_budget")
-    builder = st.selectbox("builder", BUILDER_NAMES, key="ex_builder",
-                           help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths")
-    if builder == WIDTH_PATTERN:
-        widths = st.text_input("widths W1,W2,... (nodes per depth)", value=EXAMPLE_WIDTHS, key="ex_widths")
-        builder = "width:" + widths.strip()
-    verifier = st.selectbox("verifier", list(VERIFIERS), format_func=verifier_label, key="ex_verifier")
+    builder, verifier = explorer_sampled.tree_choice()
     trim = st.selectbox("trim", ["off", "auto"], key="ex_trim",
                         help="off = score the whole drafted tree; auto = each round scores the prefix of its tree "
                              "with the most forecast tokens per forward cost measured on this machine (down to a "
@@ -134,7 +126,7 @@ def start_generation() -> bool:
     if note:
         st.warning(note)
     ss.update(ex_gen=rounds(target, proposer, ids, config), ex_records=[], ex_done=False, ex_seen=0,
-              ex_nodes={}, ex_clicks={}, ex_opened={},
+              ex_nodes={}, ex_clicks={}, ex_opened={}, ex_logits={},
               ex_settings=dict(settings), ex_prompt_ids=ids, ex_target_spec=spec, ex_source="live",
               ex_meta={"target": target.name, "prompt": prompt, "proposer": getattr(proposer, "name", None),
                        "config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}},
@@ -184,7 +176,7 @@ def open_trace(source: bytes | Path, name: str) -> None:
         st.error(f"Could not open {name}: {err}")
         return
     ss.update(ex_gen=None, ex_records=trace.rounds, ex_done=True, ex_source=f"trace {name}",
-              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None, ex_nodes={}, ex_clicks={}, ex_opened={})
+              ex_meta=trace.meta, ex_seen=0, ex_prompt_ids=None, ex_nodes={}, ex_clicks={}, ex_opened={}, ex_logits={})
 
 
 # ------------------------------------------------------------------ controls
@@ -215,7 +207,7 @@ live_slot = st.empty()  # a live run's progress, tree and text
 body = st.empty()
 if new_clicked:
     ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={},
-              ex_opened={})
+              ex_opened={}, ex_logits={})
 if run_clicked or step_clicked:
     fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
     if not fresh or start_generation():
@@ -287,6 +279,9 @@ def show_round(record, index: int) -> None:
         st.selectbox("node", list(range(num_nodes)), key=node_key, on_change=pick_node, args=(index, node_key),
                      format_func=lambda v: f"{v}: {texts[v]!r} (depth {int(record.tree.depths[v])})",
                      help="or click a node in the tree")
+        drawn = figures.node_draws_text(record.tree, node)
+        if drawn:
+            st.caption(f"node {node}: {drawn}")
         rows = figures.node_distribution(record, node)
         st.plotly_chart(figures.next_token_figure(rows, f"p(.|node {node} {texts[node]!r}): tree children, "
                                                         "missing tokens, rest"), key="ex_node_chart")
@@ -294,6 +289,18 @@ def show_round(record, index: int) -> None:
 
     with st.expander("nodes of this round (table)", expanded=False):
         st.dataframe(figures.node_table(record), hide_index=True, key="ex_table")
+    live = ss.get("ex_source") == "live" and ss.get("ex_prompt_ids") is not None
+    seed_used = int(ss.get("ex_settings", settings)["seed"])
+    explorer_sampled.show_draws_and_trail(record, index, round_logits, live, seed_used)
+
+
+def round_logits(index: int):
+    """Node logits of round `index`: kept ones, else the live round re-scored once (and kept)."""
+    kept = ss.setdefault("ex_logits", {})
+    if index not in kept:
+        target = shared_ui.get_target(ss.ex_target_spec)
+        kept[index] = appdata.rescored_logits(target, ss.ex_prompt_ids, ss.ex_records, index)[0]
+    return kept[index]
 
 
 def show_across_rounds(records) -> None:
@@ -303,6 +310,7 @@ def show_across_rounds(records) -> None:
     a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
     a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
     a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
+    explorer_sampled.show_siblings(records)
 
 
 def save_rounds(records) -> None:

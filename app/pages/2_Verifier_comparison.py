@@ -14,23 +14,25 @@ import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
+import sampled_view  # noqa: E402
 from tevcore.engine.sampling import make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
-from tevcore.verify.laws import (FOIL, OPTIMAL, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law, exit_pvalue,  # noqa: E402
-                                 law_name, rule_law, standing)
+from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law,  # noqa: E402
+                                 exit_pvalue, law_name, rule_law, standing)
 from tevcore.verify.verifiers import VERIFIERS, get_verifier, verifier_label  # noqa: E402
 
 LATENCY_REPEATS = 30
 
 shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, many independent draws each: the "
                       "exact ones must follow the exit law X and the bonus law; the naive ratio rule is the foil "
-                      "the tests must catch.")
+                      "the tests must catch. On sampled trees the proposal-ratio rules (rrs, block) run too, and "
+                      "many rounds of fresh trees compare E[L] with E[1 + C].")
 ss = st.session_state
 
 
 # ------------------------------------------------------------------ which tree
-sources = ["example tree (toy target, exact rows)"]
+sources = ["example tree (toy target, exact rows)", sampled_view.SOURCE]
 if ss.get("ex_records"):
     sources.insert(0, "a round from the tree explorer")
 sources.append("a round from a trace file")
@@ -38,6 +40,7 @@ source = st.radio("tree", sources, horizontal=True, key="vc_source")
 
 compact = None
 record = None
+sampled = None  # the drawn rounds, for the sampled source
 if source == "a round from the tree explorer":
     records = ss.ex_records
     index = st.number_input("round", 0, len(records) - 1, value=int(ss.get("ex_selected_round", 0)), key="vc_round")
@@ -74,6 +77,8 @@ elif source == "a round from a trace file":
     index = st.number_input("round", 0, len(trace.rounds) - 1, value=0, key="vc_trace_round")
     record = trace.rounds[int(index)]
     compact = appdata.approximate_round(record)
+elif source == sampled_view.SOURCE:
+    sampled, record, compact = sampled_view.choose_round(ss)  # record: the picked round's key
 else:
     c1, c2 = st.columns(2)
     ex_budget = c1.number_input("example tree budget", 2, 128, 24, key="vc_ex_budget")
@@ -82,7 +87,16 @@ else:
     texts = [f"t{i}" for i in range(logits.shape[-1])]
     compact = appdata.CompactRound(record.tree, logits, texts, approximate=False)
 
-if compact.approximate:
+# the builder of a sampled tree whose proposals are at hand (rrs and block can run on it), else None
+drawn_with = sampled.builder if sampled is not None else (
+    record.builder if not compact.approximate and compact.tree.sampled and compact.tree.draws.rows is not None
+    else None)
+if drawn_with is not None:  # the rules divide by the q the tree was drawn from, at the temperature it was drawn at
+    temperature = sampled.temperature if sampled is not None else float(record.temperature)
+    if sampled is None:
+        st.caption(f"A sampled tree ({drawn_with}): studied at its round's T = {temperature:g}, the temperature its "
+                   "children were drawn at, since rrs and block divide by that very q.")
+elif compact.approximate:
     st.warning("APPROXIMATE rows: traces store no node logits, so each p(.|v) is rebuilt from the children's "
                "probabilities, the recorded top missing tokens and one '(other)' bucket, at T = 1 on the already "
                "tempered probabilities. Exit law and 1 + C are unchanged; bonus laws are pooled.")
@@ -96,8 +110,9 @@ tree, node_logits = compact.tree, compact.node_logits
 c1, c2, c3 = st.columns(3)
 n_draws = int(c1.number_input("draws per verifier", 1000, 2_000_000, 100_000, step=10_000, key="vc_n"))
 seed = int(c2.number_input("seed", 0, 2**31 - 1, 0, key="vc_seed"))
-chosen = c3.multiselect("verifiers", list(VERIFIERS), default=list(VERIFIERS), format_func=verifier_label,
-                        key="vc_names")
+options = appdata.rules_for(drawn_with) if drawn_with is not None else list(VERIFIERS)
+chosen = c3.multiselect("verifiers", options, default=options, format_func=verifier_label,
+                        key="vc_names" if drawn_with is None else f"vc_names_{len(options)}")
 try:
     law = exit_law(tree, node_logits, temperature)
 except ValueError as err:
@@ -108,6 +123,7 @@ st.markdown(f"Tree of **{tree.size} nodes**, depth {tree.max_depth}; at T = {tem
             f"1 + the chain's P).")
 STANDING_TEXT = {OPTIMAL: "exact, optimal: exit law X, E[L] = 1 + C", OWN_LAW: "exact, with its own law",
                  T0_ONLY: f"exact only for the T = 0 target: not this one (T = {temperature:g})",
+                 OVER_DRAWS: "exact over the tree's draws, with its own law on each tree",
                  FOIL: "NOT exact (teaching foil)"}
 groups = {name: standing(name, temperature) for name in chosen}
 if temperature == 0:
@@ -121,7 +137,7 @@ elif "greedy" in chosen:
                f"target, so its mean block length is no rival to 1 + C.")
 
 NAIVE = figures.NAIVE_NAME
-signature = (source, id(record), float(temperature), n_draws, seed, tuple(chosen))
+signature = (source, record if sampled is not None else id(record), float(temperature), n_draws, seed, tuple(chosen))
 
 
 def own_law(name: str):
@@ -182,7 +198,7 @@ else:
                f"dominates; on a real vocabulary the bonus draw over V does. `python -m tevcore bench-verifiers` "
                f"measures it on real trees, with and without the flow handed in.")
     same_law = [n for n in results if groups[n] == OPTIMAL]
-    own_law_names = [n for n in results if groups[n] in (OWN_LAW, T0_ONLY)]
+    own_law_names = [n for n in results if groups[n] in (OWN_LAW, T0_ONLY, OVER_DRAWS)]
     left, middle, right = st.columns(3)
     with left:
         st.markdown(f"**Exact and optimal at T = {temperature:g}: exit law X**")
@@ -190,7 +206,7 @@ else:
                                                 law_name=law_name("tev", temperature)), key="vc_exit_exact")
     with middle:
         st.markdown("**Tested against their own law on this tree** (chain: X of the top-1 chain; greedy at T > 0: "
-                    "the T = 0 exit, a different target)")
+                    "the T = 0 exit, a different target; rrs and block: their acceptance tables on this tree)")
         for n in own_law_names:
             st.plotly_chart(figures.exit_law_figure(labels, own_law(n).exit_probs.numpy(), {n: freq[n]}, top=12,
                                                     law_name=law_name(n, temperature)), key=f"vc_exit_{n}")
@@ -234,6 +250,11 @@ else:
     if bonus_rows:
         st.dataframe(pd.DataFrame(bonus_rows), hide_index=True, key="vc_bonus_table")
     st.plotly_chart(figures.latency_figure(latencies), key="vc_latency")
+    if drawn_with is not None:
+        sampled_view.tree_against_rrs(results, labels, law, own_law("rrs") if "rrs" in results else None)
+
+if sampled is not None:
+    sampled_view.across_rounds(ss, sampled, chosen, seed, {n: STANDING_TEXT[groups[n]] for n in chosen})
 
 # ------------------------------------------------------------------ end to end
 st.divider()

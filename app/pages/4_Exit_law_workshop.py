@@ -13,6 +13,7 @@ import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
+import coupling_view  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
 from tevcore.config import DecodeConfig  # noqa: E402
@@ -21,7 +22,8 @@ from tevcore.engine.sampling import make_generator  # noqa: E402
 from tevcore.verify.laws import exit_law  # noqa: E402
 from tevcore.verify.verifiers import get_verifier  # noqa: E402
 
-shared_ui.page_header("Exit-law workshop", "A hand-made tree and the target's probabilities after each node. "
+shared_ui.page_header("Exit-law workshop", "A hand-made tree and the target's probabilities after each node "
+                      "(or, in the coupling preset, the target's and the drafter's rows after one context). "
                       "Everything below is recomputed by the engine (tevcore.engine.flow.target_flow) as you edit.")
 ss = st.session_state
 
@@ -36,19 +38,27 @@ st.markdown(
     "bonus, and the optimal ones reach it.")
 
 presets = appdata.workshop_presets()
-preset = st.selectbox("preset", list(presets), key="ws_preset")
-st.caption("One row per token the target wants after a parent node: **in tree** rows are tree nodes (their "
-           "**node** id can be another row's **parent**; 0 is the root), the other rows are tokens the tree is "
-           "missing. **p** = p(token | parent). What a parent's rows leave of 1 goes to '(other)'.")
+couplings = appdata.coupling_presets()  # p and q on a few tokens: a sampled draw against a fixed guess
+tables = {**presets, **couplings}
+preset = st.selectbox("preset", list(tables), key="ws_preset")
+coupled = preset in couplings
+if coupled:
+    st.caption("One row per token after the context: **p** = the target's p(token), **q** = the drafter's "
+               "q(token). What p or q leaves of 1 goes to '(other)'.")
+else:
+    st.caption("One row per token the target wants after a parent node: **in tree** rows are tree nodes (their "
+               "**node** id can be another row's **parent**; 0 is the root), the other rows are tokens the tree is "
+               "missing. **p** = p(token | parent). What a parent's rows leave of 1 goes to '(other)'.")
 # Each preset keeps its edits while another is shown: the editor of a preset not on screen loses its state, so
 # its last edited table is kept here and is what its editor opens with when the preset comes back.
 edits, bases, resets = (ss.setdefault(k, {}) for k in ("ws_edits", "ws_bases", "ws_resets"))
 if ss.get("ws_shown") != preset or preset not in bases:
-    bases[preset] = edits.get(preset, presets[preset])
+    bases[preset] = edits.get(preset, tables[preset])
     ss.ws_shown = preset
 table = st.data_editor(
     bases[preset], num_rows="dynamic", hide_index=True, key=f"ws_table_{preset}_{resets.get(preset, 0)}",
     column_config={
+        "q": st.column_config.NumberColumn("q", step=0.01, format="%.3f"),
         "node": st.column_config.NumberColumn("node", min_value=1, step=1, help="id of a tree node"),
         "parent": st.column_config.NumberColumn("parent", min_value=0, step=1, required=True),
         "token": st.column_config.TextColumn("token", required=True),
@@ -57,12 +67,21 @@ table = st.data_editor(
         "in tree": st.column_config.CheckboxColumn("in tree", default=True),
     })
 edits[preset] = pd.DataFrame(table)
-if preset in edits and not edits[preset].equals(presets[preset]):
+if preset in edits and not edits[preset].equals(tables[preset]):
     if st.button("↺ reset this preset", key="ws_reset"):
         edits.pop(preset, None)
         bases.pop(preset, None)
         resets[preset] = resets.get(preset, 0) + 1
         st.rerun()
+
+if coupled:
+    try:
+        found = appdata.coupling(pd.DataFrame(table))
+    except ValueError as err:
+        st.error(f"This table does not describe p and q: {err}")
+        st.stop()
+    coupling_view.show(ss, found)
+    st.stop()
 
 try:
     ws = appdata.workshop_tree(pd.DataFrame(table))

@@ -39,14 +39,14 @@ def test_layout_puts_nodes_at_their_depth_and_parents_between_children(records):
     assert len({pos[v][1] for v in leaves}) == len(leaves)  # leaves never overlap
 
 
-def test_sibling_ranks_follow_draft_scores(records):
+def test_node_table_ranks_siblings_by_draft_score_as_the_lab_does(records):
     tree = records[0].tree
-    ranks = figures.sibling_ranks(tree)
+    ranks = figures.node_table(records[0])["rank"].tolist()
     for kids in tree.children():
         best = max(kids, key=lambda k: float(tree.draft_logp[k]), default=None)
         if best is not None:
-            assert ranks[best] == 1
-        assert sorted(ranks[k] for k in kids) == list(range(1, len(kids) + 1))
+            assert ranks[best] == 0
+        assert sorted(ranks[k] for k in kids) == list(range(len(kids)))
 
 
 def test_tree_figure_colours_by_P_rings_X_and_marks_path_exit_bonus(records):

@@ -143,7 +143,7 @@ def test_causal_and_sliding_drafters_match_an_independent_forward(targets, tmp_p
     folder, config = _drafter(tmp_path, "d", seed=4, **LAYER_KINDS[kind])
     target = targets["qwen3"][1]
     proposer = resolve_proposer(f"dflash:{folder}", target)
-    assert proposer.hf_dflash_assistant is None  # transformers' chain decoding would run other masks
+    assert proposer.hf_assistant is None  # transformers' chain decoding would run other masks
     weights = dflash_weights(config, seed=4)
     session = TargetSession(target, hidden_layers=proposer.hidden_layers)
     session.prefill(PROMPT, reserve=32)
@@ -199,8 +199,8 @@ def test_greedy_decoding_equals_the_targets_generate(targets, tmp_path, one_thre
     assert any(r.block_length > 1 for r in ours.rounds)  # drafted tokens were accepted: the cache path ran
     with torch.no_grad():  # transformers' own DFlash chain decoding takes the same loaded drafter
         chain = target.model.generate(torch.tensor([PROMPT]), max_new_tokens=24, do_sample=False, eos_token_id=None,
-                                      pad_token_id=0, assistant_model=proposer.hf_dflash_assistant,
-                                      speculation_type="dflash")[0, len(PROMPT):].tolist()
+                                      pad_token_id=0, assistant_model=proposer.hf_assistant.model,
+                                      **proposer.hf_assistant.generate_kwargs)[0, len(PROMPT):].tolist()
     assert chain == hf
 
 

@@ -1,24 +1,30 @@
 """The draft LM proposer: frontier forwards vs separate runs, a cache that follows the commits, T = 0 identity
-with the target's own greedy `generate`, the T = 1 joint law, and refusals."""
+with the target's own greedy `generate`, the T = 1 joint law, and refusals. Its sampled trees: each node's
+recorded q is the draft's own row given that node's path, and rrs on them follows the target's law over seeds
+(Monte Carlo chi-square) while the foil at the same sample size does not."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from scipy.stats import chisquare
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import DynamicCache
 
+from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, rounds
 from tevcore.engine.builders import chain
+from tevcore.engine.sampling import make_generator, probs
 from tevcore.engine.tree import DraftTree
 from tevcore.proposers import resolve_proposer
 from tevcore.proposers.draft_lm import DraftLMProposer, load_draft_lm
 from tevcore.target.loading import load_target
 from tevcore.target.session import TargetSession
+from tevcore.verify.laws import chi_square, chi_square_pvalue
 
 SHARPEN = 20.0  # random tiny heads give near-uniform rows; scaled up, a few tokens carry most of the mass
 PROMPT = [1, 40, 71, 90, 33, 5, 101, 64, 12, 77, 50]
@@ -118,7 +124,7 @@ def test_greedy_decoding_equals_the_targets_own_generate(models, family):
     assert sum(map(len, references)) > 20  # not all stopped at once by EOS
     cases = [(near, "best_first", "tev", 0), (near, "best_first", "tev", 1), (near, "chain", "tev", 0),
              (near, "chain", "tev", 1), (far, "best_first", "residual", 0), (near, "sampled:3,2,1", "rrs", 0),
-             (near, "sampled:1,1,1,1", "block", 1)]  # sampled trees draw from the draft's greedy-chain rows
+             (far, "sampled-wor:2,2,1", "rrs", 1), (near, "sampled:1,1,1,1", "block", 1)]
     for proposer, builder, verifier, index in cases:
         config = DecodeConfig(max_new_tokens=20, budget=8, builder=builder, verifier=verifier)
         tokens = generate(target, proposer, prompts[index], config).tokens
@@ -231,3 +237,114 @@ def test_chain_rows_and_bad_depths_or_builders(models):
     grown = proposer.grow(session, "chain", proposer.depth).tree
     assert torch.equal(from_rows.tokens, grown.tokens)
     assert torch.allclose(from_rows.draft_logp, grown.draft_logp, atol=1e-5)
+
+
+# ---------------------------------------------------------------- sampled trees: the draft's own q on each path
+
+def test_each_node_draws_from_the_drafts_own_row_given_its_path(models):
+    target, proposer, _ = models["llama"]
+    session = TargetSession(target)
+    session.prefill(PROMPT, reserve=32)
+    temperature, budget = 1.5, 12  # without replacement: distinct children even from the sharpened draft's rows
+    tree = proposer.propose_tree(session, "sampled-wor:3,2,2", budget, temperature, make_generator(5))
+    draws = tree.draws
+    assert proposer.cached_tokens == session.committed  # the tree's cache entries are cropped away
+    drew = [node for node in range(tree.num_nodes) if int(draws.row_of[node]) >= 0]
+    at_depth = {d: [n for n in drew if int(tree.depths[n]) == d] for d in (0, 1, 2)}
+    assert tree.size <= budget and len(at_depth[1]) >= 2 and at_depth[2], (tree.size, at_depth)
+    worst = 0.0
+    with sdpa_kernel(SDPBackend.MATH), torch.inference_mode():
+        for node in drew:  # one forward of the context and the node's own path, nothing shared
+            ids = torch.tensor([session.committed + _path_tokens(tree, node)])
+            alone = probs(proposer.model(input_ids=ids).logits[0, -1].double(), temperature)
+            worst = max(worst, float((draws.proposal(node) - alone).abs().max()))
+    for parent, child, q in zip(draws.parents.tolist(), draws.children.tolist(), draws.q.tolist()):
+        assert q == pytest.approx(float(draws.proposal(parent)[tree.tokens[child]]), abs=1e-12)
+        assert float(tree.draft_logp[child]) == pytest.approx(float(np.log(q)), abs=1e-5)
+    first, second = (draws.proposal(n) for n in at_depth[1][:2])
+    apart = 0.5 * float((first - second).abs().sum())
+    print(f"{len(drew)} nodes drew; recorded q vs the draft's own row on each path: max abs diff {worst:.2e}; "
+          f"TV between two depth-1 nodes' rows {apart:.3f}")
+    assert worst < 1e-5
+    assert apart > 0.05  # the rows differ with the path: a shared per-depth row would give 0
+
+
+def test_a_sampled_tree_stays_within_the_budget_and_refuses_a_deeper_shape(models):
+    target, proposer, _ = models["qwen3"]
+    session = TargetSession(target)
+    session.prefill(PROMPT)
+    for budget in (1, 3, 5):
+        tree = proposer.propose_tree(session, "sampled-wor:3,3,3", budget, 1.0, make_generator(budget))
+        assert tree.size == budget and int(tree.draws.children.numel()) == budget  # wor: every draw a new node
+    with pytest.raises(ValueError, match="5 draw depths but the drafter only gives 4 depths"):
+        proposer.propose_tree(session, "sampled:1,1,1,1,1", 8, 1.0, make_generator(0))
+
+
+class ClaimedDrawsDraftLM(DraftLMProposer):
+    """The foil: the draft's fixed top-2-then-top-1 tree claiming its children were drawn from the draft's rows."""
+
+    def propose_tree(self, session, builder, budget, temperature, generator):
+        grown = self.grow(session, "width:2,1", budget, keep_rows=True)
+        return claimed_draws(grown.tree, lambda node: probs(grown.rows[node], temperature))
+
+
+MC_SEEDS = 4
+MC_STRINGS = 300
+
+
+def _two_token_counts(target, proposer, builder: str, temperature: float, seed: int) -> np.ndarray:
+    """Counts of the first two emitted tokens over MC_STRINGS decodes with rrs, each with its own round seeds."""
+    vocab = target.vocab_size
+    counts = np.zeros(vocab * vocab)
+    for i in range(MC_STRINGS):
+        config = DecodeConfig(max_new_tokens=2, temperature=temperature, budget=4, builder=builder, verifier="rrs",
+                              seed=seed * MC_STRINGS + i, stop_tokens=(), missing_k=0, record="lean")
+        first, second = generate(target, proposer, PROMPT, config).tokens
+        counts[first * vocab + second] += 1
+    return counts
+
+
+def _two_token_cells(target, temperature: float) -> np.ndarray:
+    law = _two_token_law(target, PROMPT, temperature)
+    return np.array([law[(a, b)] for a in range(target.vocab_size) for b in range(target.vocab_size)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("builder,temperature", [("sampled:2,2", 1.0), ("sampled-wor:2,2", 0.7)])
+def test_rrs_on_the_drafts_sampled_trees_follows_the_target_over_seeds(models, builder, temperature):
+    target, near, _ = models["qwen3"]
+    proposer = DraftLMProposer(near.draft, target, depth=2)  # the second token is decided at depth 2 at most
+    cells = _two_token_cells(target, temperature)
+    pvalues = [chi_square_pvalue(*chi_square(_two_token_counts(target, proposer, builder, temperature, seed), cells))
+               for seed in range(MC_SEEDS)]
+    follows, ks = seeds_follow_the_law(pvalues)
+    print(f"rrs on the draft LM's {builder} trees at T={temperature}: {MC_SEEDS} seeds x {MC_STRINGS} two-token "
+          f"strings, p-values {np.round(pvalues, 3).tolist()}, KS p {ks:.3f}")
+    assert follows
+
+
+@pytest.mark.slow
+def test_the_foil_is_caught_at_the_same_size(models):
+    target, near, _ = models["qwen3"]
+    foil = ClaimedDrawsDraftLM(near.draft, target, depth=2)
+    cells = _two_token_cells(target, 1.0)
+    pvalues = [chi_square_pvalue(*chi_square(_two_token_counts(target, foil, "sampled:2,1", 1.0, seed), cells))
+               for seed in range(2)]
+    print(f"rrs on the draft LM's fixed width:2,1 tree claiming draws: {MC_STRINGS} strings, p-values {pvalues}")
+    assert max(pvalues) < FOIL_PVALUE
+
+
+def test_bench_runs_transformers_assisted_generation_with_the_draft_as_a_peer(models):
+    from tevcore.lab.bench import run_bench
+
+    target, proposer, _ = models["llama"]
+    assistant = proposer.hf_assistant
+    ids = torch.tensor([PROMPT])
+    with torch.inference_mode():  # transformers' assisted generation takes the same loaded draft model
+        assisted = target.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
+                                         pad_token_id=0, assistant_model=assistant.model,
+                                         **assistant.generate_kwargs)[0, len(PROMPT):].tolist()
+    assert assisted == _hf_greedy(target, PROMPT, 12)
+    rows = run_bench(target, proposer, ["humaneval"], 1, 6, [0.0], [4], ["tev"])
+    peer = [row for row in rows if row["method"] == assistant.method]
+    assert len(peer) == 1 and peer[0]["tokens_per_s"] > 0, [row["method"] for row in rows]

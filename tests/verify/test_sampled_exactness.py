@@ -22,13 +22,12 @@ from functools import lru_cache
 import numpy as np
 import pytest
 import torch
-from scipy import stats
 
+from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
 from test_exactness import _distance, _draft_rows, _seeded_logits, compose_rounds, target_tokens_law
 from tevcore.engine.builders import fixed_width, get_builder
 from tevcore.engine.draft_rows import as_draft_rows
-from tevcore.engine.draws import DrawRecord
-from tevcore.engine.sampled import grow_sampled, parse_sampled
+from tevcore.engine.sampled import depth_rows, grow_sampled, parse_sampled
 from tevcore.engine.sampling import log_probs, make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.laws import chi_square, chi_square_pvalue
@@ -89,7 +88,7 @@ def enumerate_trees(builder: str, context: tuple[int, ...], budget: int | None,
                 raise _NeedDraw(q, k, replace) from None
 
         try:
-            out.append((weight, grow_sampled(context[-1], rows, shape, budget, temperature, draw)))
+            out.append((weight, grow_sampled(context[-1], depth_rows(rows, shape), shape, budget, temperature, draw)))
         except _NeedDraw as need:
             for tokens, prob in _outcomes(need.q, need.k, need.replace):
                 if prob > 0:
@@ -185,18 +184,13 @@ def sampled_tokens_law(verifier: str, builder: str, temperature: float, horizon:
 def _claimed_draws(tree: DraftTree, context: tuple[int, ...], temperature: float) -> DraftTree:
     """A fixed tree that claims each node drew its children once each, in index order, from its q row."""
     rows = _rows(context)
-    shape_rows, row_of, parents, children, q = [], [-1] * tree.num_nodes, [], [], []
-    firsts = [None] + [int(tree.tokens[tree.path(v)[1]]) for v in range(1, tree.num_nodes)]
-    for node, kids in enumerate(tree.children()):
-        if kids:
-            row = log_probs(rows.row(int(tree.depths[node]) + 1, firsts[node]).double(), temperature).exp()
-            row_of[node] = len(shape_rows)
-            shape_rows.append(row)
-            for kid in kids:
-                parents.append(node), children.append(kid), q.append(float(row[int(tree.tokens[kid])]))
-    draws = DrawRecord("wor", torch.tensor(parents), torch.tensor(children), torch.tensor(q, dtype=torch.float64),
-                       rows=torch.stack(shape_rows), row_of=torch.tensor(row_of))
-    return DraftTree(tokens=tree.tokens, parents=tree.parents, draft_logp=tree.draft_logp, draws=draws)
+
+    def q_row(node: int) -> torch.Tensor:
+        path = tree.path(node)
+        first = int(tree.tokens[path[1]]) if len(path) > 1 else None
+        return log_probs(rows.row(len(path), first).double(), temperature).exp()
+
+    return claimed_draws(tree, q_row)
 
 
 def fixed_tokens_law(verifier: str, widths: list[int], temperature: float, horizon: int) -> dict:
@@ -304,10 +298,10 @@ def test_monte_carlo_over_seeds_follows_the_target(verifier, builder):
     cells = _target_cells(1.0, 2)
     pvalues = [chi_square_pvalue(*chi_square(mc_first_tokens(verifier, builder, 1.0, 2, MC_STRINGS, seed), cells))
                for seed in range(MC_SEEDS)]
-    ks = stats.kstest(pvalues, "uniform").pvalue
+    follows, ks = seeds_follow_the_law(pvalues)
     print(f"{verifier} on {builder}: {MC_SEEDS} seeds x {MC_STRINGS} strings, p-values "
           f"{np.round(pvalues, 3).tolist()}, KS p {ks:.3f}")
-    assert min(pvalues) > 1e-4 and ks > 1e-3
+    assert follows
 
 
 @pytest.mark.slow
@@ -316,7 +310,7 @@ def test_monte_carlo_catches_the_foil_at_the_same_size():
     pvalues = [chi_square_pvalue(*chi_square(mc_first_tokens("rrs", "sampled:2,1", 1.0, 2, MC_STRINGS, seed,
                                                              fixed=True), cells)) for seed in range(3)]
     print(f"rrs on the fixed top-k tree: p-values {pvalues}")
-    assert max(pvalues) < 1e-6
+    assert max(pvalues) < FOIL_PVALUE
 
 
 # ---------------------------------------------------------------- 3. T = 0

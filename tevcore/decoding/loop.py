@@ -78,9 +78,10 @@ def _cut_at_stop(tokens: list[int], stops: set[int], room: int) -> tuple[list[in
     return tokens[:room], len(tokens) >= room
 
 
-def _propose(proposer: Proposer, session: TargetSession, config: DecodeConfig) -> torch.Tensor | DraftRows | DraftTree:
+def _propose(proposer: Proposer, session: TargetSession, config: DecodeConfig,
+             generator: torch.Generator) -> torch.Tensor | DraftRows | DraftTree:
     """Per-depth rows for the builder, or the whole tree from a proposer whose rows depend on the path."""
-    tree = proposer.propose_tree(session, config.builder, config.budget)
+    tree = proposer.propose_tree(session, config.builder, config.budget, config.temperature, generator)
     return proposer.propose(session) if tree is None else tree
 
 
@@ -112,7 +113,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         with timer.stage("draft"):
             evidence = bool(depth) and trimming and proposer.has_cheap_evidence(session)
             drafting = bool(depth) and gate.should_draft(evidence)
-            proposal = _propose(proposer, session, config) if drafting else None
+            proposal = _propose(proposer, session, config, generator) if drafting else None
         with timer.stage("tree_build"):
             if not drafting:
                 tree = DraftTree.root_only(root)

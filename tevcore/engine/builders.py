@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
-from tevcore.engine.sampled import SampledShape, grow_sampled, parse_sampled
+from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled, parse_sampled
 from tevcore.engine.sampling import draw_proposals
 from tevcore.parsing import comma_list
 from tevcore.engine.tree import DraftTree
@@ -213,8 +213,8 @@ def _sampled_build(shape: SampledShape) -> Callable[[int, Rows, int | None, floa
         if generator is None:
             raise ValueError("a sampled builder draws with the round's generator; none was given")
         draw = lambda q, k, replace: draw_proposals(q, k, replace, generator)  # noqa: E731
-        return grow_sampled(root, _check_rows(logq), shape, None if budget is None else check_budget(budget),
-                            temperature, draw)
+        return grow_sampled(root, depth_rows(_check_rows(logq), shape), shape,
+                            None if budget is None else check_budget(budget), temperature, draw)
 
     return build
 

@@ -10,9 +10,12 @@ room for, a count fixed before its draws, so the draws stay exactly q's
 law and the tree never exceeds the budget. The draws and the proposal rows go
 into the tree's `DrawRecord` for the proposal-ratio verifiers.
 
-`grow_sampled` takes the draw function as an argument: decoding passes the
-round's generator (`sampling.draw_proposals`), and the exactness tests pass
-one that enumerates every draw.
+`grow_sampled` takes two functions as arguments. `level_rows` gives the q
+rows of one depth's nodes in one call: a drafter's per-depth rows are shared
+by a whole depth (`depth_rows`), while a draft LM runs one batched forward
+over the depth's nodes, each on its own path. `draw` makes the draws:
+decoding passes the round's generator (`sampling.draw_proposals`), and the
+exactness tests pass one that enumerates every draw.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import torch
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.engine.draws import DrawRecord
 from tevcore.engine.sampling import probs
-from tevcore.engine.tree import DraftTree
+from tevcore.engine.tree import DraftTree, path_of
 from tevcore.parsing import comma_list
 
 SAMPLED_PREFIXES = {"sampled": "iid", "sampled-wor": "wor"}
@@ -34,6 +37,10 @@ SAMPLED_BUILDER_NAMES = ("sampled:K1,K2,...", "sampled-wor:K1,K2,...")
 
 # draw(q, k, replace) -> k drawn token ids from the (V,) probability row q
 DrawFn = Callable[[torch.Tensor, int, bool], list[int]]
+# level_rows(nodes, tokens, parents) -> (R x V draft log-probs, the index of each node's row among the R): the
+# rows the nodes of one depth draw their children from, given the tree so far (token and parent of every node;
+# read, never changed)
+LevelRows = Callable[[list[int], list[int], list[int]], tuple[torch.Tensor, list[int]]]
 
 
 @dataclass(frozen=True)
@@ -55,28 +62,60 @@ def parse_sampled(name: str) -> SampledShape | None:
     return SampledShape(SAMPLED_PREFIXES[prefix], tuple(widths))
 
 
-def grow_sampled(root_token: int, rows: DraftRows, shape: SampledShape, budget: int | None,
+def check_levels(shape: SampledShape, depth: int) -> None:
+    """Refuse a shape with more draw depths than the drafter gives."""
+    if len(shape.widths) > depth:
+        raise ValueError(f"{len(shape.widths)} draw depths but the drafter only gives {depth} depths")
+
+
+def depth_rows(rows: DraftRows, shape: SampledShape) -> LevelRows:
+    """`level_rows` of per-depth rows: a depth's nodes share its row, or the row below their depth-1 token."""
+    check_levels(shape, rows.depth)
+
+    def level(nodes: list[int], tokens: list[int], parents: list[int]) -> tuple[torch.Tensor, list[int]]:
+        keys: dict[int | None, int] = {}
+        index = []
+        for node in nodes:
+            path = path_of(parents, node)
+            first = tokens[path[1]] if len(path) > 1 else None
+            index.append(keys.setdefault(first if first in rows.after_first else None, len(keys)))
+        depth = len(path_of(parents, nodes[0]))  # the depth the nodes' children will have
+        return torch.stack([rows.row(depth, first) for first in keys]), index
+
+    return level
+
+
+def grow_sampled(root_token: int, level_rows: LevelRows, shape: SampledShape, budget: int | None,
                  temperature: float, draw: DrawFn) -> DraftTree:
-    """The tree the draws make, breadth-first, with its `DrawRecord` (rows are checked CPU float rows)."""
-    if len(shape.widths) > rows.depth:
-        raise ValueError(f"{len(shape.widths)} draw depths but the drafter only gives {rows.depth} depths")
-    tokens, parents, logq, depths, firsts = [root_token], [-1], [0.0], [0], [None]
+    """The tree the draws make, breadth-first, with its `DrawRecord` of the very rows each node drew from.
+
+    Breadth-first order means every node of a depth exists when the first of
+    them draws, so `level_rows` is asked once per depth, for all of them that
+    the budget leaves room to draw. A row enters the record (as
+    probabilities at `temperature`) when a node draws from it.
+    """
+    tokens, parents, logq, depths = [root_token], [-1], [0.0], [0]
     proposals: list[torch.Tensor] = []
-    row_index: dict[tuple[int, int | None], int] = {}
     row_of = [-1]
     drawn_at: list[int] = []
     drawn_child: list[int] = []
     drawn_q: list[float] = []
+    level: dict[int, int] = {}  # node of the depth being drawn -> its row among `raw`
+    kept: dict[int, int] = {}  # row among `raw` -> its index in `proposals`
     room = math.inf if budget is None else int(budget)
     node = 0
     while node < len(tokens) and depths[node] < len(shape.widths) and len(tokens) - 1 < room:
-        depth, first = depths[node] + 1, firsts[node]
-        key = (depth, first if depth > 1 and first in rows.after_first else None)
-        if key not in row_index:
-            row_index[key] = len(proposals)
-            proposals.append(probs(rows.row(depth, first).double(), temperature))
-        row_of[node] = row_index[key]
-        q = proposals[row_index[key]]
+        if node not in level:  # the first node of a new depth: every later node is of this depth
+            # each node that draws adds at least one node, so only the first `room left` of them can draw
+            nodes = list(range(node, int(min(len(tokens), node + room - (len(tokens) - 1)))))
+            raw, index = level_rows(nodes, tokens, parents)
+            level, kept = dict(zip(nodes, index)), {}
+        if level[node] not in kept:
+            kept[level[node]] = len(proposals)
+            proposals.append(probs(raw[level[node]].detach().double().cpu(), temperature))
+        row_of[node] = kept[level[node]]
+        q = proposals[row_of[node]]
+        depth = depths[node] + 1
         count = int(min(shape.widths[depth - 1], room - (len(tokens) - 1)))
         child_of: dict[int, int] = {}
         for token in draw(q, count, shape.mode == "iid"):
@@ -86,13 +125,12 @@ def grow_sampled(root_token: int, rows: DraftRows, shape: SampledShape, budget: 
                 parents.append(node)
                 logq.append(math.log(float(q[token])))
                 depths.append(depth)
-                firsts.append(token if depth == 1 else first)
                 row_of.append(-1)
             drawn_at.append(node)
             drawn_child.append(child_of[token])
             drawn_q.append(float(q[token]))
         node += 1
-    stacked = torch.stack(proposals) if proposals else torch.zeros(0, rows.vocab_size, dtype=torch.float64)
+    stacked = torch.stack(proposals) if proposals else torch.zeros(0, 0, dtype=torch.float64)
     draws = DrawRecord(shape.mode, torch.tensor(drawn_at, dtype=torch.long),
                        torch.tensor(drawn_child, dtype=torch.long), torch.tensor(drawn_q, dtype=torch.float64),
                        rows=stacked, row_of=torch.tensor(row_of, dtype=torch.long))

@@ -10,6 +10,7 @@ never reaches the target or a verifier.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,10 +99,7 @@ class DraftTree:
 
     def path(self, node: int) -> list[int]:
         """Node indices from the root to `node`, inclusive."""
-        out = [int(node)]
-        while out[-1] != 0:
-            out.append(int(self.parents[out[-1]]))
-        return out[::-1]
+        return path_of(self.parents, node)
 
     def levels(self) -> list[torch.Tensor]:
         """Node indices grouped by depth (depth 1, 2, ...), for level-parallel passes."""
@@ -137,6 +135,14 @@ class DraftTree:
     def root_only(cls, root_token: int) -> "DraftTree":
         """The empty tree: what an autoregressive step scores."""
         return cls(tokens=torch.tensor([root_token]), parents=torch.tensor([-1]), draft_logp=torch.zeros(1))
+
+
+def path_of(parents: Sequence[int] | torch.Tensor, node: int) -> list[int]:
+    """Node indices from the root (node 0) to `node`, inclusive, in a tree given by its parents."""
+    out = [int(node)]
+    while out[-1] != 0:
+        out.append(int(parents[out[-1]]))
+    return out[::-1]
 
 
 def _vector(values: Any, name: str, integer: bool) -> torch.Tensor:

@@ -39,6 +39,7 @@ from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
+from tevcore.proposers.base import HFAssistant
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
 from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
@@ -128,17 +129,17 @@ class MethodStats:
 
 
 def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperature: float, lookup: bool,
-                 seed: int, dflash=None) -> tuple[int, float]:
-    """Tokens produced and seconds by HF generate (optionally prompt-lookup decoding, or transformers' DFlash
-    chain decoding with the drafter `dflash`)."""
+                 seed: int, assistant: HFAssistant | None = None) -> tuple[int, float]:
+    """Tokens produced and seconds by HF generate (optionally prompt-lookup decoding, or transformers' own
+    assisted decoding with a proposer's drafter: a draft LM's assisted generation, DFlash's chain)."""
     kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens, "min_new_tokens": 1,
               "pad_token_id": target.tokenizer.eos_token_id if target.tokenizer is not None else 0}
     if temperature > 0:
         kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
     if lookup:
         kwargs["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
-    if dflash is not None:
-        kwargs.update(assistant_model=dflash, speculation_type="dflash")
+    if assistant is not None:
+        kwargs.update(assistant_model=assistant.model, **assistant.generate_kwargs)
     inputs = torch.tensor([ids], device=target.device)
     with torch.inference_mode(), seeded_torch_rng(seed, target.device):  # generate draws from torch's global RNG
         out, seconds = seconds_of(lambda: target.model.generate(inputs, attention_mask=torch.ones_like(inputs),
@@ -187,9 +188,9 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
             if peers:
                 stats[("hf",)] = MethodStats("HF generate")
                 stats[("hf-lookup",)] = MethodStats(f"HF prompt lookup ({PROMPT_LOOKUP_TOKENS})")
-                dflash = getattr(proposer, "hf_dflash_assistant", None)  # the same drafter, chain-decoded by HF
-                if dflash is not None:
-                    stats[("hf-dflash",)] = MethodStats(f"HF DFlash chain (block {dflash.config.block_size})")
+                assistant = getattr(proposer, "hf_assistant", None)  # the same drafter, decoded by transformers
+                if assistant is not None:
+                    stats[("hf-assistant",)] = MethodStats(assistant.method)
             measured = []  # (prompt index, that prompt's measurements of every method)
             for index, ids in tqdm(shard(prompts), desc=f"{dataset} T={temperature}", leave=False,
                                    disable=not is_first()):
@@ -221,7 +222,7 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                     elif kind.startswith("hf"):
                         produced, seconds = _hf_generate(target, ids, max_new_tokens, temperature,
                                                          kind == "hf-lookup", cell_seed,
-                                                         dflash if kind == "hf-dflash" else None)
+                                                         assistant if kind == "hf-assistant" else None)
                         speed = produced / seconds
                     else:
                         continue
@@ -288,8 +289,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
     parser.add_argument("--proposer", default="default",
-                        help=proposer_specs() + " (a proposer that offers an HF assistant, as DFlash does, also "
-                             "runs transformers' own decoding with it as a peer)")
+                        help=proposer_specs() + " (a proposer that offers an HF assistant, as a draft LM and "
+                             "DFlash do, also runs transformers' own assisted decoding with it as a peer)")
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--seed", type=seed_value, default=DecodeConfig.default("seed"), help=DecodeConfig.help()["seed"])
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")

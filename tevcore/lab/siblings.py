@@ -15,11 +15,11 @@ from collections import defaultdict
 from typing import Iterable
 
 from tevcore.engine.records import RoundRecord
+from tevcore.engine.tree import DraftTree
 
 
-def sibling_ranks(record: RoundRecord) -> list[int]:
-    """Each node's rank among its siblings by draft log-probability (0 at the root)."""
-    tree = record.tree
+def sibling_ranks(tree: DraftTree) -> list[int]:
+    """Each node's rank among its siblings by draft log-probability (0 = the top-1, and 0 at the root)."""
     logp = tree.draft_logp.tolist()
     ranks = [0] * tree.num_nodes
     for kids in tree.children():
@@ -37,7 +37,8 @@ def sibling_diagnostics(records: Iterable[RoundRecord]) -> dict[str, list[dict]]
     for record in records:
         if not record.path:
             continue
-        tree, ranks = record.tree, sibling_ranks(record)
+        tree = record.tree
+        ranks = sibling_ranks(tree)
         depths, children = tree.depths.tolist(), tree.children()
         on_path = set(record.path)
         for node in range(1, tree.num_nodes):

@@ -4,20 +4,30 @@
 `verifiers.draw`: the very rule a decoding round runs with n = 1, here with
 n = 1e5, and the shared bonus draw per exit node. It returns the counts the
 laws (`tevcore.verify.laws`) are tested against.
+
+`verify_rounds` is the other direction: one verdict per round over many
+rounds (fresh draws of a sampled tree, say), as a decoding run sees them,
+with each round's yardstick 1 + C beside its block length. A proposal-ratio
+rule is exact only over the tree's draws, so only such a sample of trees
+shows it: its first emitted tokens follow the target's row, and its mean L
+may differ from the mean 1 + C.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.timing import seconds_of
+from tevcore.verify.laws import chi_square, chi_square_pvalue
 from tevcore.verify.scored import scored_round
-from tevcore.verify.verifiers import draw, get_rule
+from tevcore.verify.verifiers import draw, get_rule, get_verifier
 
 BonusCounts = dict[int, tuple[torch.Tensor, torch.Tensor]]  # exit node -> (token ids, counts)
 
@@ -69,3 +79,68 @@ def simulate(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature:
     round_ = scored_round(tree, node_logits, temperature)
     (exits, bonus), seconds = seconds_of(lambda: draw(rule, round_, generator, int(n)), node_logits.device)
     return count_verdicts(name, tree, exits, bonus, seconds, round_.temperature)
+
+
+def _mean_and_stderr(values: torch.Tensor) -> tuple[float, float]:
+    values = values.double()
+    stderr = float(values.std() / math.sqrt(values.numel())) if values.numel() > 1 else float("nan")
+    return float(values.mean()), stderr
+
+
+@dataclass(frozen=True)
+class RoundsResult:
+    """One verdict per round by one verifier: each round's block length L, its tree's 1 + C, its first token."""
+
+    verifier: str
+    temperature: float
+    block_lengths: torch.Tensor  # (R,) long: depth(exit) + 1 of each round's verdict
+    expected_lengths: torch.Tensor  # (R,) float64: 1 + C of each round's tree
+    first_tokens: torch.Tensor  # (R,) long: the first token each round emits (its first draft token, or the bonus)
+
+    @property
+    def n(self) -> int:
+        return int(self.block_lengths.numel())
+
+    def mean_block_length(self) -> tuple[float, float]:
+        """E[L] over the rounds and its standard error."""
+        return _mean_and_stderr(self.block_lengths)
+
+    def mean_expected_length(self) -> tuple[float, float]:
+        """E[1 + C] over the rounds' trees and its standard error."""
+        return _mean_and_stderr(self.expected_lengths)
+
+    def length_gap(self) -> tuple[float, float]:
+        """Mean of L - (1 + C) per round and its standard error: 0 in expectation for an exact-given-tree rule."""
+        return _mean_and_stderr(self.block_lengths.double() - self.expected_lengths)
+
+    def first_token_pvalue(self, target_probs: torch.Tensor) -> float:
+        """Chi-square p-value of the first emitted tokens against the target's row (V,) at the rounds' context.
+
+        Meaningful when every round starts at that one context: an exact rule's
+        first token is then a sample of that row, whatever tree each round drew.
+        """
+        counts = torch.bincount(self.first_tokens, minlength=target_probs.numel())
+        return chi_square_pvalue(*chi_square(counts.double().numpy(), target_probs.double().cpu().numpy()))
+
+
+def verify_rounds(names: Sequence[str], rounds: Sequence[tuple[DraftTree, torch.Tensor]], temperature: float,
+                  seed: int) -> dict[str, RoundsResult]:
+    """Each verifier in `names` once on every (tree, node logits) round, as the decoding loop calls it: the
+    round's flow handed in, and one generator per verifier for the whole run (from `seed`), so a rule's verdicts
+    do not depend on which other rules ran. Every rule sees the same trees: a paired comparison."""
+    if not rounds:
+        raise ValueError("verify_rounds needs at least one round")
+    verifiers = {name: (get_verifier(name), make_generator(seed)) for name in names}
+    lengths: dict[str, list[int]] = {name: [] for name in names}
+    first: dict[str, list[int]] = {name: [] for name in names}
+    expected = []
+    for tree, logits in rounds:
+        flow = target_flow(tree, logits, temperature, missing_k=0)
+        expected.append(flow.expected_length)
+        for name, (verify, generator) in verifiers.items():
+            verdict = verify(tree, logits, temperature, generator, flow=flow)
+            lengths[name].append(verdict.block_length)
+            first[name].append(int(tree.tokens[verdict.path[1]]) if len(verdict.path) > 1 else int(verdict.bonus_token))
+    expected_lengths = torch.tensor(expected, dtype=torch.float64)
+    return {name: RoundsResult(name, float(temperature), torch.tensor(lengths[name]), expected_lengths,
+                               torch.tensor(first[name])) for name in names}

@@ -9,6 +9,8 @@ conditioned on the depth-1 token); a builder turns them into a tree.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -20,16 +22,27 @@ from tevcore.target.walker import score_root, walk
 from tevcore.proposers.kind import DrafterKind, keyword
 
 
+@dataclass(frozen=True)
+class HFAssistant:
+    """A proposer's drafter as transformers' own assisted generation takes it: `bench` runs it as a peer row."""
+
+    model: torch.nn.Module  # `generate(..., assistant_model=model)`
+    method: str  # the bench row's name
+    generate_kwargs: dict[str, Any] = field(default_factory=dict)  # beside it, e.g. speculation_type="dflash"
+
+
 class ProposerBase:
     """The optional calls of the `Proposer` interface as no-ops, for every proposer to inherit."""
 
     hidden_layers: tuple[int, ...] = ()
     stand_in = False
+    hf_assistant: HFAssistant | None = None  # no transformers peer unless a proposer offers one
 
     def has_cheap_evidence(self, session: TargetSession) -> bool:
         return False
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
+    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+                     generator: torch.Generator) -> DraftTree | None:
         return None
 
     def observe_round(self, session: TargetSession, record: RoundRecord) -> None:

@@ -22,7 +22,7 @@ from tevcore.engine.draft_rows import DraftRows
 from tevcore.proposers.dflash_format import FULL, DFlashSpec, load_dflash
 from tevcore.target.loading import Target
 from tevcore.target.session import TargetSession
-from tevcore.proposers.base import ProposerBase
+from tevcore.proposers.base import HFAssistant, ProposerBase
 
 
 def block_masks(spec: DFlashSpec, queries: int, keys: int, device: torch.device, dtype: torch.dtype) -> dict:
@@ -111,13 +111,16 @@ class DFlashProposer(ProposerBase):
         self._fed: list[int] = []  # committed tokens whose positions the draft cache holds
 
     @property
-    def hf_dflash_assistant(self):
+    def hf_assistant(self) -> HFAssistant | None:
         """The drafter as transformers' own DFlash chain decoding takes it (`bench` runs it as a peer).
 
         None for causal or windowed drafters: transformers' decoding builds its
         own masks (never causal), so it would run another network.
         """
-        return self.drafter if self.spec.plain else None
+        if not self.spec.plain:
+            return None
+        return HFAssistant(self.drafter, f"HF DFlash chain (block {self.drafter.config.block_size})",
+                           {"speculation_type": "dflash"})
 
     @classmethod
     def load(cls, source: str, target: Target) -> DFlashProposer:

@@ -12,6 +12,12 @@ Best-first growth keeps the top-B prefixes by summed draft log-prob
 far can never enter the final tree (deeper prefixes score no higher than
 their parents), so each depth expands only the new nodes still in that top B.
 
+A sampled builder ('sampled:K1,...', 'sampled-wor:K1,...') draws each node's
+children from the draft's own next-token distribution given that node's path
+(the real path-conditioned q), with the same per-depth batched forward under
+`sampled.grow_sampled`'s bookkeeping: the tree records the very rows each
+node drew from, for the proposal-ratio verifiers.
+
 The draft cache follows the committed path without any callback: each round
 compares the tokens it holds with the session's committed tokens, crops to
 the common prefix and feeds the rest (the accepted tokens and the new root),
@@ -29,15 +35,16 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
-from tevcore.engine.sampled import parse_sampled
+from tevcore.engine.sampled import SampledShape, check_levels, grow_sampled, parse_sampled
+from tevcore.engine.sampling import draw_proposals
 from tevcore.engine.builders import BUILDER_NAMES, PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
-from tevcore.engine.tree import DraftTree
+from tevcore.engine.tree import DraftTree, path_of
 from tevcore.parsing import comma_list
 from tevcore.target.kv_cache import roomy_cache, truncate
 from tevcore.target.loading import Target, load_target
 from tevcore.target.session import TargetSession, one_logit_row
 from tevcore.target.tree_masks import frontier_mask
-from tevcore.proposers.base import ProposerBase
+from tevcore.proposers.base import HFAssistant, ProposerBase
 from tevcore.proposers.kind import DrafterKind, LoadOptions, prefixed
 
 MODEL_PREFIX = "model:"
@@ -78,14 +85,6 @@ class _Pool:
             self.depths.append(self.depths[node] + 1)
         return added
 
-    def path(self, node: int) -> list[int]:
-        """The node and its ancestors below the root."""
-        nodes = []
-        while node > 0:
-            nodes.append(node)
-            node = self.parents[node]
-        return nodes
-
 
 def tokenizer_mismatch(target: Target, draft: Target) -> str | None:
     """Why the draft's tokenizer is not the target's (compared by vocabulary: token -> id), or None."""
@@ -115,12 +114,12 @@ def _tokenizer_name(target: Target) -> str:
 class DraftLMProposer(ProposerBase):
     """A `Proposer` backed by a small causal LM that shares the target's tokenizer.
 
-    `propose_tree(session, builder, budget)` grows the round's tree for the
-    builder the decode asks for ('best_first', 'chain' or 'width:...');
-    `propose(session)` gives the rows of the draft's greedy chain, for callers
-    that build trees from rows themselves. A sampled builder draws from those
-    rows (the q of each depth along the draft's greedy chain, not each node's
-    own path-conditioned q): `propose_tree` leaves it to the loop.
+    `propose_tree(session, builder, budget, temperature, generator)` grows
+    the round's tree for the builder the decode asks for ('best_first',
+    'chain', 'width:...', or a sampled builder, whose children are drawn
+    from each node's own draft row at the round's temperature with the
+    round's generator); `propose(session)` gives the rows of the draft's
+    greedy chain, for callers that build trees from rows themselves.
     """
 
     hidden_layers: tuple[int, ...] = ()
@@ -141,15 +140,50 @@ class DraftLMProposer(ProposerBase):
         self.cached_tokens: list[int] = []  # the tokens whose keys and values the draft cache holds
         self._lock = threading.Lock()  # one cache: decodes sharing this proposer (app sessions) take turns
 
+    @property
+    def hf_assistant(self) -> HFAssistant:
+        """The draft model as transformers' assisted generation takes it (`bench` runs it as a peer row)."""
+        return HFAssistant(self.model, f"HF assisted generation ({self.draft.name})")
+
     def propose(self, session: TargetSession) -> torch.Tensor:
         """(depth x V) draft log-probs along the draft's own greedy chain."""
         grown = self.grow(session, "chain", self.depth, keep_rows=True)
         return torch.stack([grown.rows[node] for node in range(len(grown.rows))])
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int) -> DraftTree | None:
-        if parse_sampled(builder) is not None:
-            return None  # drawn from `propose`'s rows by the loop's sampled builder
+    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+                     generator: torch.Generator) -> DraftTree:
+        shape = parse_sampled(builder)
+        if shape is not None:
+            return self.sample(session, shape, budget, temperature, generator)
         return self.grow(session, builder, budget).tree
+
+    @torch.inference_mode()
+    def sample(self, session: TargetSession, shape: SampledShape, budget: int, temperature: float,
+               generator: torch.Generator) -> DraftTree:
+        """The round's sampled tree: each node's children drawn from the draft's row given that node's path.
+
+        `grow_sampled` asks for one depth's rows at a time; they come from
+        one draft forward over that depth's nodes (the root's from the
+        cache sync), each node seeing the context and its own ancestors.
+        """
+        check_levels(shape, self.depth)
+        budget = check_budget(budget)
+        with self._lock:
+            committed = list(session.committed)
+            context = len(committed)
+            root_row = self._sync(committed)
+            columns: dict[int, int] = {}
+
+            def level_rows(nodes: list[int], tokens: list[int], parents: list[int]) -> tuple[torch.Tensor, list[int]]:
+                if nodes == [0]:
+                    return root_row.cpu(), [0]
+                return self._expand(tokens, parents, columns, nodes, context).cpu(), list(range(len(nodes)))
+
+            try:
+                return grow_sampled(committed[-1], level_rows, shape, budget, temperature,
+                                    lambda q, k, replace: draw_proposals(q, k, replace, generator))
+            finally:
+                self._crop(context)
 
     @torch.inference_mode()
     def grow(self, session: TargetSession, builder: str, budget: int, keep_rows: bool = False) -> DraftGrowth:
@@ -177,7 +211,7 @@ class DraftLMProposer(ProposerBase):
                 frontier = _best_first_frontier(pool, added, budget) if builder == "best_first" else added
                 if depth == len(widths) or not frontier:
                     break
-                logp = self._expand(pool, frontier, context)
+                logp = self._expand(pool.tokens, pool.parents, pool.columns, frontier, context)
         finally:
             self._crop(context)
         if builder == "best_first":
@@ -217,15 +251,21 @@ class DraftLMProposer(ProposerBase):
         self.cached_tokens = list(committed)
         return self._log_probs(logits)
 
-    def _expand(self, pool: _Pool, frontier: list[int], context: int) -> torch.Tensor:
-        """One forward of the frontier's tokens, each seeing the context and its own ancestors; (F, V) rows."""
+    def _expand(self, tokens: list[int], parents: list[int], columns: dict[int, int], frontier: list[int],
+                context: int) -> torch.Tensor:
+        """One forward of the frontier's tokens, each seeing the context and its own ancestors; (F, V) rows.
+
+        `columns` maps every tree node fed so far to its draft cache position;
+        the frontier's nodes join it here.
+        """
         start = self.cache.get_seq_length()
-        pool.columns.update((node, start + row) for row, node in enumerate(frontier))
+        columns.update((node, start + row) for row, node in enumerate(frontier))
         device = self.draft.device
-        mask = frontier_mask(context, start + len(frontier), [[pool.columns[n] for n in pool.path(node)]
-                                                              for node in frontier], self.model.dtype, device)
-        ids = torch.tensor([[pool.tokens[n] for n in frontier]], device=device)
-        positions = torch.tensor([[context - 1 + pool.depths[n] for n in frontier]], device=device)
+        paths = [path_of(parents, node)[1:] for node in frontier]  # each node and its ancestors below the root
+        mask = frontier_mask(context, start + len(frontier), [[columns[n] for n in path] for path in paths],
+                             self.model.dtype, device)
+        ids = torch.tensor([[tokens[n] for n in frontier]], device=device)
+        positions = torch.tensor([[context - 1 + len(path) for path in paths]], device=device)
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                          cache=self.cache, use_cache=True)
         return self._log_probs(out.logits[0])

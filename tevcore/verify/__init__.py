@@ -8,5 +8,7 @@ acceptance tables of a sampled tree, computed only where a verdict reads
 them, and the naive foil); bonus.py is the masked bonus draw every rule
 shares; verifiers.py makes the decoding verifiers (n = 1) and the
 registry; laws.py holds the exit and bonus law of every rule and the one
-chi-square test of counts against a law, used by the app and the tests.
+chi-square test of counts against a law, used by the app and the tests;
+trail.py reads rrs's accept/reject trail (every try, its acceptance
+probability, its outcome) off a verdict and the same tables.
 """

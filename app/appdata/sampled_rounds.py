@@ -1,0 +1,112 @@
+"""Sampled rounds on a toy target (no model): many draws of a sampled tree at one context, and the rules on them.
+
+The toy target is a fixed function of the prefix (its row after a path is
+seeded by the path's tokens), so every realised tree scores the same target
+and a rule that is exact over the tree's draws emits target samples across
+rounds. The drafter gives one row per depth (a block drafter's shape), close
+to the target's rows but not equal. The trees come from the engine's sampled
+builder (`get_builder`), the verdicts from `tevcore.lab.simulate`; this module
+only makes the toy rows and collects the results.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import torch
+
+from tevcore.engine.builders import best_first, get_builder
+from tevcore.engine.flow import target_flow
+from tevcore.engine.sampling import make_generator, probs
+from tevcore.engine.tree import DraftTree
+from tevcore.lab.simulate import RoundsResult, verify_rounds
+from tevcore.verify.verifiers import VERIFIERS, SAMPLED_VERIFIERS, check_pairing
+
+TOY_VOCAB = 12
+TOY_DEPTH = 4
+TARGET_NOISE = 1.0  # how far the toy target's rows stray from the drafter's (logit units)
+ROOT_TOKEN = 0
+
+
+@dataclass(frozen=True)
+class SampledRounds:
+    """Independent draws of one sampled builder's tree at one context, each with its exact target rows."""
+
+    builder: str
+    temperature: float
+    rounds: list[tuple[DraftTree, torch.Tensor]]  # (tree, node logits) per round
+    vocab_texts: list[str]
+    best_first: tuple[DraftTree, torch.Tensor]  # the fixed best-first tree at the same budget and context, scored
+
+    @property
+    def best_first_length(self) -> float:
+        """1 + C of the fixed best-first tree: E[L] of TEV there (the other school, same drafter and budget)."""
+        tree, logits = self.best_first
+        return target_flow(tree, logits, self.temperature, missing_k=0).expected_length
+
+    @property
+    def context_probs(self) -> torch.Tensor:
+        """The target's row at the rounds' one context (the root), at the rounds' temperature."""
+        return probs(self.rounds[0][1][0].double(), self.temperature)
+
+
+def _prefix_logits(draft_logits: torch.Tensor, prefix: tuple[int, ...], seed: int) -> torch.Tensor:
+    """The toy target's logits after `prefix` (tokens after the root): the drafter's row for the next depth plus
+    noise seeded by the prefix, so the target depends on the whole path and is the same in every round."""
+    generator = torch.Generator().manual_seed(zlib.crc32(repr((seed, prefix)).encode()))
+    base = draft_logits[min(len(prefix), draft_logits.shape[0] - 1)]
+    return base + TARGET_NOISE * torch.randn(base.numel(), generator=generator)
+
+
+def toy_draft_logits(seed: int, vocab: int = TOY_VOCAB, depth: int = TOY_DEPTH) -> torch.Tensor:
+    """The toy drafter's (depth x vocab) logits: one row per depth, fairly sharp."""
+    return 2.0 * torch.randn(depth, vocab, generator=torch.Generator().manual_seed(seed))
+
+
+def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: float, seed: int,
+                   vocab: int = TOY_VOCAB, depth: int = TOY_DEPTH) -> SampledRounds:
+    """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) at one toy context, one
+    generator for the run, each tree scored by the toy target."""
+    made = get_builder(builder, budget)
+    if not made.sampled:
+        raise ValueError(f"builder {builder!r} builds fixed trees; these rounds draw sampled trees: use "
+                         "sampled:K1,K2,... or sampled-wor:K1,K2,...")
+    made.check_depth(depth)
+    if int(rounds) < 1:
+        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    draft_logits = toy_draft_logits(seed, vocab, depth)
+    generator = make_generator(seed)
+    cache: dict[tuple[int, ...], torch.Tensor] = {}
+
+    def scored(tree: DraftTree) -> tuple[DraftTree, torch.Tensor]:
+        tokens = tree.tokens.tolist()
+        rows = []
+        for node in range(tree.num_nodes):
+            prefix = tuple(tokens[u] for u in tree.path(node)[1:])
+            if prefix not in cache:
+                cache[prefix] = _prefix_logits(draft_logits, prefix, seed)
+            rows.append(cache[prefix])
+        return tree, torch.stack(rows)
+
+    draft = torch.log_softmax(draft_logits, -1)
+    out = [scored(made(ROOT_TOKEN, draft, budget, temperature, generator)) for _ in range(int(rounds))]
+    fixed = scored(best_first(ROOT_TOKEN, draft, budget if budget is not None else 4 * depth))
+    return SampledRounds(builder, float(temperature), out, [f"t{i}" for i in range(vocab)], fixed)
+
+
+def rules_for(builder: str) -> list[str]:
+    """Every registered rule valid on `builder`'s trees (the registry's pairing check), in registry order."""
+    valid = []
+    for name in list(VERIFIERS) + list(SAMPLED_VERIFIERS):
+        try:
+            check_pairing(name, builder)
+        except ValueError:
+            continue
+        valid.append(name)
+    return valid
+
+
+def rules_over_rounds(names: list[str], sampled: SampledRounds, seed: int) -> dict[str, RoundsResult]:
+    """Each rule once on every round's tree (the same trees for every rule: a paired comparison)."""
+    return verify_rounds(names, sampled.rounds, sampled.temperature, seed)

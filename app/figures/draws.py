@@ -1,0 +1,67 @@
+"""How a sampled round's tree was drawn, and the accept/reject trail of rrs on it, as tables and hover text.
+
+Everything is read from the tree's `DrawRecord` (which node drew which child,
+in what order, with what q) and from an `RrsTrail` the engine built; nothing
+here computes a probability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from figures.common import short
+
+
+def _text(texts: Sequence[str], tree, node: int) -> str:
+    return texts[node] if node < len(texts) else str(int(tree.tokens[node]))
+
+
+def draws_table(record) -> pd.DataFrame:
+    """One row per draw of a sampled round, in draw order (empty for a fixed tree)."""
+    tree, draws = record.tree, record.tree.draws
+    columns = ["draw", "at node", "draw at node", "child", "token", "depth", "q", "accepted child"]
+    if draws is None:
+        return pd.DataFrame(columns=columns)
+    on_path = set(record.path or [])
+    order_at: dict[int, int] = {}
+    rows = []
+    for i, (parent, child, q) in enumerate(zip(draws.parents.tolist(), draws.children.tolist(), draws.q.tolist())):
+        order_at[parent] = order_at.get(parent, -1) + 1
+        rows.append({"draw": i, "at node": parent, "draw at node": order_at[parent], "child": child,
+                     "token": _text(record.token_texts, tree, child), "depth": int(tree.depths[child]), "q": q,
+                     "accepted child": child in on_path})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def node_draws_text(tree, node: int) -> str:
+    """How `node` came into a sampled tree and what it drew: plain text ('' for a fixed tree)."""
+    draws = tree.draws
+    if draws is None:
+        return ""
+    parts = []
+    if node > 0:
+        parent = int(tree.parents[node])
+        siblings, q = draws.at(parent)
+        orders = [str(i + 1) for i, child in enumerate(siblings) if child == node]
+        parts.append(f"drawn at node {parent} as draw {', '.join(orders)} of {len(siblings)} "
+                     f"(q = {q[siblings.index(node)]:.4f}, {draws.mode})")
+    made, _ = draws.at(node)
+    if made:
+        parts.append(f"drew {len(made)} times ({len(set(made))} distinct children)")
+    return "; ".join(parts)
+
+
+def trail_table(trail, tree, texts: Sequence[str], bonus_text: str | None = None) -> pd.DataFrame:
+    """The tries of an rrs trail in order, then its exit and bonus as the last row."""
+    rows = [{"step": i, "at node": s.node, "draw at node": s.draw, "child": s.child,
+             "token": _text(texts, tree, s.child), "q": s.q, "acceptance probability": s.accept_prob,
+             "outcome": "accepted" if s.accepted else "rejected"} for i, s in enumerate(trail.steps)]
+    bonus = f"bonus token id {trail.bonus_token}" if bonus_text is None else f"bonus {bonus_text!r}"
+    rows.append({"step": len(rows), "at node": trail.exit_node, "draw at node": None, "child": None,
+                 "token": bonus, "q": None, "acceptance probability": None,
+                 "outcome": f"exit at node {trail.exit_node} ({short(_text(texts, tree, trail.exit_node), 16)}): "
+                            "every try there rejected or none left; the bonus is drawn from the residual"})
+    table = pd.DataFrame(rows)
+    return table.astype({"draw at node": "Int64", "child": "Int64"})

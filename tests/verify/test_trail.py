@@ -1,0 +1,79 @@
+"""The rrs trail: read off a verdict, it is the walk the verifier's own uniforms made, try by try."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tevcore.engine.builders import get_builder
+from tevcore.engine.sampling import make_generator, uniform
+from tevcore.verify.scored import scored_round
+from tevcore.verify.trail import rrs_trail
+from tevcore.verify.verifiers import get_verifier
+from verify_cases import seeded
+
+VOCAB = 6  # small, so i.i.d. draws repeat a token and the first-try rule is exercised
+
+
+def small_case(builder: str, seed: int):
+    rows = torch.log_softmax(1.2 * torch.randn(4, VOCAB, generator=seeded("trail rows", seed)), -1)
+    tree = get_builder(builder)(2, rows, 20, 1.0, seeded("trail draws", builder, seed))
+    logits = 1.2 * torch.randn(tree.num_nodes, VOCAB, generator=seeded("trail target", seed))
+    return tree, logits
+
+
+def replayed_walk(round_, seed: int) -> list[tuple[int, list[bool]]]:
+    """The verifier's uniforms for `seed`, drawn the way its n = 1 walk draws them: per level, which tries pass."""
+    tables, generator = round_.rrs, make_generator(seed)
+    node, walk = 0, []
+    for _ in range(round_.tree.max_depth):
+        passed = (uniform((1, tables.table.shape[1]), generator, round_.device)[0] < tables.accept[node]).tolist()
+        walk.append((node, passed))
+        if not any(passed):
+            break
+        node = int(tables.table[node, passed.index(True)])
+    return walk
+
+
+@pytest.mark.parametrize("builder", ["sampled:3,3,2", "sampled-wor:3,2,2", "sampled:1,1,1"])
+def test_trail_is_the_verifiers_walk_for_the_same_seed(builder):
+    repeats = 0
+    for seed in range(60):
+        tree, logits = small_case(builder, seed)
+        repeats += sum(len(kids) < len(tree.draws.at(node)[0]) for node, kids in enumerate(tree.children()))
+        verdict = get_verifier("rrs")(tree, logits, 1.0, make_generator(seed))
+        round_ = scored_round(tree, logits, 1.0)
+        trail = rrs_trail(round_, verdict.path, verdict.bonus_token)
+        assert trail.path == verdict.path and trail.exit_node == verdict.exit_node
+        assert trail.bonus_token == verdict.bonus_token
+        for node, passed in replayed_walk(round_, seed):
+            steps = [step for step in trail.steps if step.node == node]
+            first = passed.index(True) if any(passed) else len(steps)
+            assert [step.accepted for step in steps] == [i == first for i in range(len(steps))]
+            assert [step.draw for step in steps] == list(range(len(steps)))
+            drawn, q = tree.draws.at(node)
+            assert [(s.child, s.q) for s in steps] == list(zip(drawn, q))[:len(steps)]
+        exits = [step for step in trail.steps if step.node == verdict.exit_node]
+        assert len(exits) == len(tree.draws.at(verdict.exit_node)[0]) and not any(s.accepted for s in exits)
+    if builder.startswith("sampled:3"):
+        assert repeats > 0  # some node drew one token twice: the trail took its first try
+
+
+def test_a_path_rrs_could_not_take_is_refused():
+    tree, logits = small_case("sampled:3,3,2", 1)
+    round_ = scored_round(tree, logits, 1.0)
+    deep = next(node for node in range(tree.num_nodes) if int(tree.depths[node]) == 2)
+    with pytest.raises(ValueError, match="was not drawn at node 0"):
+        rrs_trail(round_, [0, deep], 0)
+    with pytest.raises(ValueError, match="starts at the root"):
+        rrs_trail(round_, [1], 0)
+    first = int(tree.draws.at(0)[0][0])
+    certain = logits.clone()
+    certain[0] = -float("inf")
+    certain[0, tree.tokens[first]] = 0.0  # the target takes the first draw's token for sure: rrs accepts it
+    with pytest.raises(ValueError, match="cannot reject draw 0 at node 0"):
+        rrs_trail(scored_round(tree, certain, 1.0), [0], 0)
+    never = logits.clone()
+    never[0, tree.tokens[first]] = -float("inf")  # the target never takes the first draw's token
+    with pytest.raises(ValueError, match="cannot accept draw 0 at node 0"):
+        rrs_trail(scored_round(tree, never, 1.0), [0, first], 0)

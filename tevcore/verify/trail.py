@@ -1,0 +1,80 @@
+"""The accept/reject trail of recursive rejection (rrs) behind one verdict: every try, its odds, its outcome.
+
+rrs walks from the root: at node v it tries v's draws in draw order, try i
+accepted with the table's probability (`ratio_tables.RrsTables`), and moves
+to the first accepted try's child; an exit is a node all of whose tries were
+rejected (or that drew nothing), and the bonus comes from the residual there.
+
+A verdict alone fixes every outcome of that walk. A rejected try leaves its
+token with residual max(r - q, 0) = 0 there (it was rejected only because
+r < q), so a repeated draw of it can never be accepted later: the path's next
+node was accepted at its FIRST try, every earlier try at v was rejected, and
+at the exit every try was rejected. So the trail is read off the verdict and
+the very tables the verifier decided from, for a verdict made now or one a
+decoding round recorded; no second copy of the rule's arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tevcore.verify.scored import ScoredRound
+
+
+@dataclass(frozen=True)
+class TrailStep:
+    """One try of rrs: at `node`, its `draw`-th draw (0-based), which landed on `child` with proposal `q`."""
+
+    node: int
+    draw: int
+    child: int
+    q: float
+    accept_prob: float  # the table's acceptance probability of this try, given the earlier tries were rejected
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class RrsTrail:
+    """The tries rrs made, root first, ending at `exit_node`, where the bonus was drawn from the residual."""
+
+    steps: tuple[TrailStep, ...]
+    exit_node: int
+    bonus_token: int
+
+    @property
+    def path(self) -> list[int]:
+        """The accepted nodes, root first (the verdict's path)."""
+        return [0] + [step.child for step in self.steps if step.accepted]
+
+
+def rrs_trail(round_: ScoredRound, path: list[int], bonus_token: int) -> RrsTrail:
+    """The tries behind an rrs verdict (`path` from the root to the exit, `bonus_token`) on a sampled tree.
+
+    A path rrs could not have taken (a next node never drawn at its parent, or
+    first drawn where the table gives it no chance, or a try before it that
+    could not be rejected) is refused: the trail would be a made-up one.
+    """
+    tree = round_.tree
+    if not path or path[0] != 0:
+        raise ValueError("an rrs path starts at the root (node 0)")
+    tables = round_.rrs
+    table, accept = tables.table.tolist(), tables.accept.tolist()
+    draws = tree.draws
+    steps: list[TrailStep] = []
+    for position, node in enumerate(path):
+        following = path[position + 1] if position + 1 < len(path) else None
+        tried, q = draws.at(node) if draws is not None else ([], [])
+        if following is not None and following not in tried:
+            raise ValueError(f"node {following} was not drawn at node {node}: not an rrs path of this tree")
+        for i, child in enumerate(tried):
+            won = child == following
+            odds = float(accept[node][i])
+            if table[node][i] != child:
+                raise ValueError(f"the rrs table of node {node} does not follow its draw order")
+            if (won and odds <= 0.0) or (not won and odds >= 1.0):
+                raise ValueError(f"rrs cannot {'accept' if won else 'reject'} draw {i} at node {node} "
+                                 f"(acceptance probability {odds:g}): not an rrs verdict of this round")
+            steps.append(TrailStep(node, i, int(child), float(q[i]), odds, won))
+            if won:
+                break
+    return RrsTrail(tuple(steps), int(path[-1]), int(bonus_token))
