@@ -1,8 +1,8 @@
 """The explorer's tree choice and sampled-tree parts: the builder and the verifiers it admits, a round's draws
-and rrs trail, and the sibling diagnostics of the rounds so far.
+and its rrs or block trail, and the sibling diagnostics of the rounds so far.
 
 The pairing rule is the engine's `check_pairing`, the trail the engine's
-`rrs_trail` (through `appdata.round_trail`), the diagnostics `lab.siblings`'
+`rrs_trail` or `block_trail` (through `appdata.round_trail`), the diagnostics `lab.siblings`'
 (through `appdata.siblings_frames`); this module only lays them out.
 """
 
@@ -74,40 +74,47 @@ def tree_choice() -> tuple[str, str]:
 
 
 def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_rescore: bool, seed: int) -> None:
-    """A sampled round's draws (from its DrawRecord) and the accept/reject trail of rrs on its tree.
+    """A sampled round's draws (from its DrawRecord) and the trail of its verifier on its tree: block's on a round
+    block verified, else rrs's.
 
     `logits_for(index)` gives the round's node logits when they are at hand
     (kept, or re-scored on request when `can_rescore`); a trace keeps none.
     """
     if record.tree.draws is None:
         return
-    with st.expander(f"how this tree was drawn ({record.tree.draws.mode}) and the rrs trail", expanded=True):
+    rule = appdata.trail_rule(record)
+    with st.expander(f"how this tree was drawn ({record.tree.draws.mode}) and the {rule} trail", expanded=True):
         st.caption("Each row is one draw from the drafter's q at its node, in draw order; equal i.i.d. draws "
                    "share one child node.")
         st.dataframe(figures.draws_table(record), hide_index=True, key="ex_draws_table")
         have = st.session_state.get("ex_logits", {})
         if index not in have:
             if not can_rescore:
-                st.info("The rrs trail needs the round's node logits and proposal rows; a trace keeps neither "
+                st.info(f"The {rule} trail needs the round's node logits and proposal rows; a trace keeps neither "
                         "(the draws above are what it keeps). Run or Step a live generation to see the trail.")
                 return
-            if not st.button("compute the rrs trail (re-scores this round: one target forward)",
+            if not st.button(f"compute the {rule} trail (re-scores this round: one target forward)",
                              key=f"ex_trail_btn_{index}"):
                 return
         try:
             logits = logits_for(index)
             result = appdata.round_trail(record, logits, seed=seed + record.index)
         except (ValueError, RuntimeError, OSError) as err:
-            st.error(f"No rrs trail for this round: {err}")
+            st.error(f"No {rule} trail for this round: {err}")
             return
         trail = result.trail
         if result.recorded:
-            st.markdown(f"**rrs trail of this round's verdict** (exit node {trail.exit_node}, block length "
+            st.markdown(f"**{rule} trail of this round's verdict** (exit node {trail.exit_node}, block length "
                         f"{len(trail.path)}):")
         else:
-            st.markdown(f"**rrs trail on this tree** (this round was verified by {record.verifier}; this is an rrs "
-                        f"verdict drawn now with seed {seed + record.index}: exit node {trail.exit_node}, block "
-                        f"length {len(trail.path)}):")
+            st.markdown(f"**{rule} trail on this tree** (this round was verified by {record.verifier}; this is a "
+                        f"fresh {rule} verdict drawn now with seed {seed + record.index}: exit node {trail.exit_node}, "
+                        f"block length {len(trail.path)}):")
+        if rule == "block":
+            st.caption("Block verification carries a weight w down the chain (w_i = min(1, w_(i-1) p/q)), turns it "
+                       "into a stop probability h at each node, and exits at the LAST node whose coin succeeds, "
+                       "reading the coins from the chain's end: nodes above the exit are accepted with the block "
+                       "even where their own p/q is small.")
         bonus = record.bonus_text if result.recorded else None
         st.dataframe(figures.trail_table(trail, record.tree, record.token_texts, bonus), hide_index=True,
                      key="ex_trail_table")

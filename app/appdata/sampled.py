@@ -1,9 +1,9 @@
-"""Sampled rounds for the explorer: the rrs trail of a round and the sibling diagnostics of a run (no streamlit).
+"""Sampled rounds for the explorer: a round's rrs or block trail and the sibling diagnostics of a run (no streamlit).
 
 The trail comes from `tevcore.verify.trail` on the round's node logits and
 its tree's proposal rows; the diagnostics from `tevcore.lab.siblings`. This
-module only picks which verdict the trail explains and shapes the outputs
-into tables.
+module only picks which rule's trail and which verdict it explains, and
+shapes the outputs into tables.
 """
 
 from __future__ import annotations
@@ -17,29 +17,40 @@ from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.siblings import sibling_diagnostics
 from tevcore.verify.scored import scored_round
-from tevcore.verify.trail import RrsTrail, rrs_trail
+from tevcore.verify.trail import BlockTrail, RrsTrail, block_trail, rrs_trail
 from tevcore.verify.verifiers import get_verifier
+
+
+TRAILS = {"rrs": rrs_trail, "block": block_trail}  # the proposal-ratio rules whose verdicts have a trail
 
 
 @dataclass(frozen=True)
 class RoundTrail:
-    """An rrs trail of a round; `recorded` says whether it explains the round's own verdict or a fresh rrs one."""
+    """A trail of a round under `rule`; `recorded` says whether it explains the round's own verdict or a fresh one."""
 
-    trail: RrsTrail
+    trail: RrsTrail | BlockTrail
+    rule: str
     recorded: bool
 
 
+def trail_rule(record: RoundRecord) -> str:
+    """Whose trail a sampled round shows: its own verifier's where that rule has one, else rrs (exact on any
+    sampled tree)."""
+    return record.verifier if record.verifier in TRAILS else "rrs"
+
+
 def round_trail(record: RoundRecord, node_logits: torch.Tensor, seed: int = 0) -> RoundTrail:
-    """The rrs trail of a sampled round: of its own verdict when rrs decided it, else of an rrs verdict drawn now
-    (generator seeded with `seed`) on the same tree and logits. A ValueError says why there is none."""
-    tree = record.tree
+    """The trail of a sampled round under `trail_rule`: of its own verdict when that rule decided it, else of a
+    verdict drawn now (generator seeded with `seed`) on the same tree and logits. A ValueError says why there is
+    none."""
+    tree, rule = record.tree, trail_rule(record)
     if tree.draws is None:
         raise ValueError(f"round {record.index} has a fixed tree (builder {record.builder}): rrs needs a sampled one")
     round_ = scored_round(tree, node_logits, record.temperature)
-    if record.verifier == "rrs" and record.path:
-        return RoundTrail(rrs_trail(round_, list(record.path), int(record.bonus_token)), recorded=True)
-    verdict = get_verifier("rrs")(tree, node_logits, record.temperature, make_generator(seed))
-    return RoundTrail(rrs_trail(round_, verdict.path, verdict.bonus_token), recorded=False)
+    if record.verifier == rule and record.path:
+        return RoundTrail(TRAILS[rule](round_, list(record.path), int(record.bonus_token)), rule, recorded=True)
+    verdict = get_verifier(rule)(tree, node_logits, record.temperature, make_generator(seed))
+    return RoundTrail(TRAILS[rule](round_, verdict.path, verdict.bonus_token), rule, recorded=False)
 
 
 def siblings_frames(records: list[RoundRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:

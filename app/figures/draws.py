@@ -1,8 +1,8 @@
-"""How a sampled round's tree was drawn, and the accept/reject trail of rrs on it, as tables and hover text.
+"""How a sampled round's tree was drawn, and the trail of rrs or block verification on it, as tables and hover text.
 
 Everything is read from the tree's `DrawRecord` (which node drew which child,
-in what order, with what q) and from an `RrsTrail` the engine built; nothing
-here computes a probability.
+in what order, with what q) and from an `RrsTrail` or `BlockTrail` the engine
+built; nothing here computes a probability.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from figures.common import short
+from tevcore.verify.trail import BlockTrail
 
 
 def _text(texts: Sequence[str], tree, node: int) -> str:
@@ -54,7 +55,9 @@ def node_draws_text(tree, node: int) -> str:
 
 
 def trail_table(trail, tree, texts: Sequence[str], bonus_text: str | None = None) -> pd.DataFrame:
-    """The tries of an rrs trail in order, then its exit and bonus as the last row."""
+    """The tries of an rrs trail in order (or a block trail's chain nodes), then the exit and bonus as the last row."""
+    if isinstance(trail, BlockTrail):
+        return block_trail_table(trail, tree, texts, bonus_text)
     rows = [{"step": i, "at node": s.node, "draw at node": s.draw, "child": s.child,
              "token": _text(texts, tree, s.child), "q": s.q, "acceptance probability": s.accept_prob,
              "outcome": "accepted" if s.accepted else "rejected"} for i, s in enumerate(trail.steps)]
@@ -65,3 +68,21 @@ def trail_table(trail, tree, texts: Sequence[str], bonus_text: str | None = None
                             "every try there rejected or none left; the bonus is drawn from the residual"})
     table = pd.DataFrame(rows)
     return table.astype({"draw at node": "Int64", "child": "Int64"})
+
+
+def _coin(step) -> str:
+    if step.outcome is None:
+        return "not read: accepted with the block"
+    return "success: the last one, so the exit" if step.outcome else "failed"
+
+
+def block_trail_table(trail: BlockTrail, tree, texts: Sequence[str], bonus_text: str | None = None) -> pd.DataFrame:
+    """A block trail: per chain node its token's q and p/q, the weight w carried to it, its stop probability h and
+    its coin (read from the chain's end down to the exit), then the exit and bonus as the last row."""
+    rows = [{"chain node": s.node, "token": _text(texts, tree, s.node), "q": s.q, "p/q": s.ratio, "weight w": s.weight,
+             "stop probability h": s.stop_prob, "coin": _coin(s)} for s in trail.steps]
+    bonus = f"bonus token id {trail.bonus_token}" if bonus_text is None else f"bonus {bonus_text!r}"
+    where = "the root: every coin failed" if trail.exit_node == 0 else f"node {trail.exit_node}"
+    rows.append({"chain node": trail.exit_node, "token": bonus, "q": None, "p/q": None, "weight w": None,
+                 "stop probability h": None, "coin": f"exit at {where}; the bonus is drawn from the block residual"})
+    return pd.DataFrame(rows)

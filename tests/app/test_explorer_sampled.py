@@ -1,4 +1,4 @@
-"""The explorer on sampled trees: builder and verifier choice, the draws, the rrs trail, sibling diagnostics."""
+"""The explorer on sampled trees: builder and verifier choice, the draws, the rrs and block trails, sibling diagnostics."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def explorer(timeout: float = 120) -> AppTest:
     return AppTest.from_file(str(PAGE), default_timeout=timeout)
 
 
-TABLES = {"draws": ("draw", "at node"), "trail": ("step", "at node"), "siblings": ("depth", "rank")}
+TABLES = {"draws": ("draw", "at node"), "trail": ("step", "at node"), "block trail": ("chain node", "token"),
+          "siblings": ("depth", "rank")}
 
 
 def frames(at: AppTest, table: str):
@@ -26,8 +27,9 @@ def frames(at: AppTest, table: str):
     return [d.value for d in at.dataframe if tuple(d.value.columns[:2]) == TABLES[table]]
 
 
-def sampled_session(at: AppTest, verifier: str = "rrs", rounds: int = 3, keep_logits: bool = True):
-    made = [appdata.synthetic_record(budget=12, seed=7 + i, index=i, builder="sampled:3,2,2", verifier=verifier)
+def sampled_session(at: AppTest, verifier: str = "rrs", rounds: int = 3, keep_logits: bool = True,
+                    builder: str = "sampled:3,2,2"):
+    made = [appdata.synthetic_record(budget=12, seed=7 + i, index=i, builder=builder, verifier=verifier)
             for i in range(rounds)]
     at.session_state["ex_records"] = [record for record, _ in made]
     at.session_state["ex_done"] = True
@@ -93,6 +95,24 @@ def test_a_tev_round_on_a_sampled_tree_shows_a_fresh_rrs_verdict_and_a_trace_sho
     assert not at.exception and not at.error
     assert frames(at, "draws") and not frames(at, "trail")
     assert any("a trace keeps neither" in i.value for i in at.info)
+
+
+def test_a_block_round_on_a_sampled_chain_shows_the_coins_of_its_own_verdict():
+    made = sampled_session(at := explorer(), verifier="block", rounds=6, builder="sampled:1,1,1,1")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    record = made[-1][0]
+    assert any("block trail of this round's verdict" in m.value for m in at.markdown)
+    trail = frames(at, "block trail")[0]
+    chain = trail.iloc[:-1]
+    assert chain["chain node"].tolist() == list(range(1, record.tree.num_nodes))
+    assert chain["q"].tolist() == pytest.approx(record.tree.draws.q.tolist())
+    exit_node = len(record.path) - 1
+    coins = dict(zip(chain["chain node"], chain["coin"]))
+    assert all(coins[n] == "failed" for n in coins if n > exit_node)
+    assert all(coins[n].startswith("not read") for n in coins if n < exit_node)
+    assert exit_node == 0 or coins[exit_node].startswith("success")
+    assert trail["coin"].iloc[-1].startswith("exit at")
 
 
 def test_sibling_diagnostics_are_the_labs_over_the_shown_rounds():

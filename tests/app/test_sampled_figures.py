@@ -1,4 +1,5 @@
-"""Figures of sampled rounds: the draws table, draw text in hover and panel, the rrs trail table, sibling bars."""
+"""Figures of sampled rounds: the draws table, draw text in hover and panel, the rrs and block trail tables, sibling
+bars."""
 
 from __future__ import annotations
 
@@ -61,6 +62,23 @@ def test_trail_table_follows_the_trail_and_ends_at_the_exit_and_bonus(sampled):
     assert table["acceptance probability"].iloc[:-1].tolist() == [s.accept_prob for s in trail.steps]
     assert table["outcome"].iloc[-1].startswith(f"exit at node {record.exit_node}")
     assert table["token"].iloc[-1] == f"bonus {record.bonus_text!r}"
+
+
+def test_a_block_rounds_trail_table_is_its_own_verdicts_chain_and_a_tev_round_gets_a_fresh_rrs_one():
+    seen = set()
+    for seed in range(8):
+        record, logits = appdata.synthetic_record(budget=8, seed=seed, builder="sampled:1,1,1,1,1", verifier="block")
+        result = appdata.round_trail(record, logits)
+        assert result.rule == "block" and result.recorded and result.trail.path == record.path
+        table = figures.trail_table(result.trail, record.tree, record.token_texts, record.bonus_text)
+        assert table["chain node"].iloc[:-1].tolist() == list(range(1, record.tree.num_nodes))
+        assert table["weight w"].iloc[:-1].tolist() == [s.weight for s in result.trail.steps]
+        assert table["token"].iloc[-1] == f"bonus {record.bonus_text!r}"
+        seen.add(result.trail.exit_node)
+    assert len(seen) >= 2
+    record, logits = appdata.synthetic_record(budget=8, seed=1, builder="sampled:1,1,1,1,1", verifier="tev")
+    fresh = appdata.round_trail(record, logits, seed=3)
+    assert fresh.rule == "rrs" and not fresh.recorded
 
 
 def test_sibling_bars_are_the_labs_shares_on_categorical_depth_axes(sampled):

@@ -1,4 +1,4 @@
-"""The rrs trail: read off a verdict, it is the walk the verifier's own uniforms made, try by try."""
+"""The trails of rrs and block: read off a verdict, they are what the verifier's own uniforms did, try by try."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 from tevcore.engine.builders import get_builder
 from tevcore.engine.sampling import make_generator, uniform
 from tevcore.verify.scored import scored_round
-from tevcore.verify.trail import rrs_trail
+from tevcore.verify.trail import block_trail, rrs_trail
 from tevcore.verify.verifiers import get_verifier
 from verify_cases import seeded
 
@@ -77,3 +77,50 @@ def test_a_path_rrs_could_not_take_is_refused():
     never[0, tree.tokens[first]] = -float("inf")  # the target never takes the first draw's token
     with pytest.raises(ValueError, match="cannot accept draw 0 at node 0"):
         rrs_trail(scored_round(tree, never, 1.0), [0, first], 0)
+
+
+def test_block_trail_reads_the_verifiers_coins_from_the_chains_end_down_to_the_exit():
+    exits = set()
+    for seed in range(60):
+        tree, logits = small_case("sampled:1,1,1", seed)
+        verdict = get_verifier("block")(tree, logits, 1.0, make_generator(seed))
+        round_ = scored_round(tree, logits, 1.0)
+        trail = block_trail(round_, verdict.path, verdict.bonus_token)
+        assert trail.path == verdict.path and trail.bonus_token == verdict.bonus_token
+        exits.add(trail.exit_node)
+        coins = uniform((1, tree.num_nodes - 1), make_generator(seed), round_.device)[0].tolist()
+        for step in trail.steps:
+            assert step.q == tree.draws.at(step.node - 1)[1][0]
+            if step.node < trail.exit_node:
+                assert step.stop_prob is None and step.outcome is None  # accepted with the block, coin unread
+            else:
+                assert step.outcome == (step.node == trail.exit_node)
+                assert step.outcome == (coins[step.node - 1] < step.stop_prob)
+        weights = [1.0]
+        for step in trail.steps:  # w_i = min(1, w_{i-1} p/q), carried down the chain
+            weights.append(min(1.0, weights[-1] * step.ratio))
+            assert step.weight == pytest.approx(weights[-1], rel=1e-12)
+    assert len(exits) >= 3  # the seeds exit at several depths: failures, a success and unread coins all occur
+
+
+def test_a_path_block_could_not_take_is_refused():
+    tree, logits = small_case("sampled:1,1,1", 2)
+    round_ = scored_round(tree, logits, 1.0)
+    with pytest.raises(ValueError, match="prefix"):
+        block_trail(round_, [0, 2], 0)
+    with pytest.raises(ValueError, match="prefix"):
+        block_trail(round_, [0, 1, 2, 3, 4], 0)
+    certain = logits.clone()
+    last = tree.num_nodes - 1
+    for node in range(1, last + 1):
+        certain[node - 1] = -float("inf")
+        certain[node - 1, tree.tokens[node]] = 0.0  # every chain token is certain: h_g = w_g = 1
+    with pytest.raises(ValueError, match="cannot go past node 2"):
+        block_trail(scored_round(tree, certain, 1.0), [0, 1], 0)
+    never = logits.clone()
+    never[0, tree.tokens[1]] = -float("inf")  # the target never takes x_1: w_1 = 0, so no coin can stop there
+    with pytest.raises(ValueError, match="cannot stop at node 1"):
+        block_trail(scored_round(tree, never, 1.0), [0, 1], 0)
+    fixed = get_builder("best_first")(2, torch.log_softmax(torch.randn(4, VOCAB), -1), 5, 1.0, None)
+    with pytest.raises(ValueError, match="sampled tree"):
+        block_trail(scored_round(fixed, torch.randn(fixed.num_nodes, VOCAB), 1.0), [0], 0)

@@ -1,4 +1,6 @@
-"""The accept/reject trail of recursive rejection (rrs) behind one verdict: every try, its odds, its outcome.
+"""The trails behind one verdict of a proposal-ratio rule: what rrs tried and what block verification read.
+
+rrs (`rrs_trail`): every try, its odds, its outcome.
 
 rrs walks from the root: at node v it tries v's draws in draw order, try i
 accepted with the table's probability (`ratio_tables.RrsTables`), and moves
@@ -12,6 +14,14 @@ node was accepted at its FIRST try, every earlier try at v was rejected, and
 at the exit every try was rejected. So the trail is read off the verdict and
 the very tables the verifier decided from, for a verdict made now or one a
 decoding round recorded; no second copy of the rule's arithmetic.
+
+block (`block_trail`): on a sampled chain x_1..x_g the rule carries a weight
+w_i = min(1, w_{i-1} p_i(x_i) / q_i(x_i)) down the chain, turns it into a
+stop probability h_i, and exits at the LAST chain node whose Bernoulli(h_i)
+succeeds, reading the coins from the chain's end. The verdict fixes every
+coin it read: the nodes below the exit failed, the exit succeeded, and the
+coins above the exit were never needed (those nodes are accepted with the
+block, whatever w says about them one by one).
 """
 
 from __future__ import annotations
@@ -78,3 +88,59 @@ def rrs_trail(round_: ScoredRound, path: list[int], bonus_token: int) -> RrsTrai
             if won:
                 break
     return RrsTrail(tuple(steps), int(path[-1]), int(bonus_token))
+
+
+@dataclass(frozen=True)
+class BlockStep:
+    """Chain node `node` of a block verdict: p/q of its token, the weight carried to it, and its coin.
+
+    `stop_prob` and `outcome` are None for a node whose coin the verdict never
+    read (one above the exit); else `outcome` is True where the coin succeeded.
+    """
+
+    node: int
+    q: float
+    ratio: float  # p_i(x_i) / q_i(x_i) of this node's token
+    weight: float  # w_i
+    stop_prob: float | None  # h_i
+    outcome: bool | None
+
+
+@dataclass(frozen=True)
+class BlockTrail:
+    """The chain's nodes root-side first, each with its weight and (where read) its coin; `exit_node` is the last
+    success (0 when every coin failed), where the bonus was drawn from the block residual."""
+
+    steps: tuple[BlockStep, ...]
+    exit_node: int
+    bonus_token: int
+
+    @property
+    def path(self) -> list[int]:
+        return list(range(self.exit_node + 1))
+
+
+def block_trail(round_: ScoredRound, path: list[int], bonus_token: int) -> BlockTrail:
+    """The weights and coins behind a block verdict (`path`, `bonus_token`) on a sampled chain.
+
+    A path block verification could not have taken (not a prefix of the
+    chain, an exit whose stop probability is 0, or a node below it whose coin
+    cannot fail) is refused.
+    """
+    tables = round_.block  # refuses a tree that is not a sampled chain
+    if not path or path != list(range(len(path))) or len(path) > tables.length + 1:
+        raise ValueError(f"a block path is a prefix 0, 1, 2, ... of the chain's {tables.length + 1} nodes, "
+                         f"not {path}")
+    exit_node = len(path) - 1
+    edge_prob = round_.flow.edge_prob.tolist()
+    steps: list[BlockStep] = []
+    for node in range(1, tables.length + 1):
+        q = float(round_.tree.draws.at(node - 1)[1][0])
+        stop = outcome = None
+        if node >= exit_node:  # the coins read from the chain's end down to the exit
+            stop, outcome = tables.stop(node), node == exit_node
+            if (outcome and stop <= 0.0) or (not outcome and stop >= 1.0):
+                raise ValueError(f"block verification cannot {'stop at' if outcome else 'go past'} node {node} (stop "
+                                 f"probability {stop:g}): not a block verdict of this round")
+        steps.append(BlockStep(node, q, edge_prob[node] / q, tables.weights[node], stop, outcome))
+    return BlockTrail(tuple(steps), exit_node, int(bonus_token))
