@@ -67,3 +67,29 @@ def test_draw_token_refuses_a_row_with_nothing_left():
 
     with pytest.raises(ValueError, match="nothing to draw"):
         draw_token(torch.zeros(4), 1.0, make_generator(0), torch.ones(4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("replace", [True, False])
+def test_draw_proposals_samples_the_ordered_law_of_iid_and_successive_draws(replace):
+    """The sampled builders' draws: the ordered pair (first, second) against its exact law, i.i.d. p(a) p(b) or,
+    without replacement, p(a) p(b) / (1 - p(a)); zero-probability tokens are never drawn, and k is cut to the
+    tokens that can be."""
+    import numpy as np
+
+    from tevcore.engine.sampling import draw_proposals, make_generator
+    from tevcore.verify.laws import chi_square, chi_square_pvalue
+
+    p = torch.tensor([0.4, 0.0, 0.25, 0.2, 0.1, 0.05], dtype=torch.float64)
+    law = torch.outer(p, p) if replace else torch.outer(p, p) / (1 - p)[:, None]
+    if not replace:
+        law.fill_diagonal_(0.0)
+    generator = make_generator(9)
+    pairs = [draw_proposals(p, 2, replace, generator) for _ in range(8000)]
+    counts = np.bincount([a * 6 + b for a, b in pairs], minlength=36)
+    assert counts.reshape(6, 6)[1].sum() + counts.reshape(6, 6)[:, 1].sum() == 0
+    assert chi_square_pvalue(*chi_square(counts, law.flatten().numpy())) > 1e-3
+    foil = torch.outer(p, p) / (1 - p)[:, None] if replace else torch.outer(p, p)  # the other mode's law
+    if replace:
+        foil.fill_diagonal_(0.0)
+    assert chi_square_pvalue(*chi_square(counts, (foil / foil.sum()).flatten().numpy())) < 1e-3
+    assert len(draw_proposals(p, 9, replace, generator)) == (9 if replace else 5)

@@ -134,13 +134,7 @@ def draw_token(
         return scores.argmax(-1)
     weights = scores / temperature  # a new tensor (dividing by 1 is exact)
     weights.sub_(weights.max()).exp_()
-    cdf = weights.to(torch.float64).cumsum_(-1)
-    total = cdf[-1:]
-    if not bool(total[0] > 0):
-        raise ValueError("every token of the row is banned or has zero probability: there is nothing to draw")
-    below = torch.nextafter(total, torch.zeros_like(total))  # u < total always, so the search stays in the row
-    u = torch.minimum(torch.rand(1, generator=generator, dtype=torch.float64, device=cdf.device) * total, below)
-    return torch.searchsorted(cdf, u, right=True)[0]
+    return _invert_cdf(weights.to(torch.float64).cumsum_(-1), generator, 1)[0]
 
 
 def sample_index(weights: torch.Tensor, generator: torch.Generator, n: int = 1) -> torch.Tensor:
@@ -174,8 +168,27 @@ def draw_proposals(probs: torch.Tensor, k: int, replace: bool, generator: torch.
     Without replacement each draw comes from the row with the earlier draws
     removed and renormalised (`torch.multinomial`'s law), and k is cut to the
     tokens of non-zero probability. A sampled tree's children are these draws.
+    Each draw inverts the running sum in float64 (as `draw_token` does), which
+    over a 49k vocabulary is many times quicker than `torch.multinomial`.
     """
     weights = probs.to(generator.device, torch.float64)
-    if not replace:
-        k = min(int(k), int((weights > 0).sum()))
-    return torch.multinomial(weights, int(k), replacement=replace, generator=generator).tolist()
+    if replace:
+        return _invert_cdf(weights.cumsum(-1), generator, int(k)).tolist()
+    weights = weights.clone()
+    drawn = []
+    for _ in range(min(int(k), int((weights > 0).sum()))):
+        token = int(_invert_cdf(weights.cumsum(-1), generator, 1)[0])
+        drawn.append(token)
+        weights[token] = 0.0
+    return drawn
+
+
+def _invert_cdf(cdf: torch.Tensor, generator: torch.Generator, n: int) -> torch.Tensor:
+    """(n,) i.i.d. indices of the categorical law whose running sum of weights is `cdf` (float64, total > 0):
+    a zero-weight index has an empty interval and is never drawn."""
+    total = cdf[-1:]
+    if not bool(total[0] > 0):
+        raise ValueError("every token of the row is banned or has zero probability: there is nothing to draw")
+    below = torch.nextafter(total, torch.zeros_like(total))  # u < total always, so the search stays in the row
+    u = torch.minimum(torch.rand(n, generator=generator, dtype=torch.float64, device=cdf.device) * total, below)
+    return torch.searchsorted(cdf, u, right=True)
