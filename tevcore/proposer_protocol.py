@@ -7,7 +7,7 @@ interface, a drafter only the target session it reads.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 import torch
 
@@ -15,6 +15,11 @@ from tevcore.engine.draft_rows import DraftRows
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.tree import DraftTree
 from tevcore.target.session import TargetSession
+
+
+# (the tokens of a node's path below the root, that node's (V,) draft log-probs) -> the log-probs its children come
+# from: how a wrapper (the context lookup) reweighs the rows of a proposer that grows its own tree
+RowMix = Callable[[list[int], torch.Tensor], torch.Tensor]
 
 
 class Proposer(Protocol):
@@ -29,9 +34,11 @@ class Proposer(Protocol):
     path (a draft LM) returns the round's whole tree there, every other one
     None, and the loop builds the tree from `propose`. A sampled builder's
     tree is drawn at the round's temperature with the round's generator, so
-    both reach `propose_tree` as they reach the loop's own builders. `ProposerBase` gives the three optional calls
-    their defaults, so a proposer that keeps itself in sync inside `propose`
-    inherits them.
+    both reach `propose_tree` as they reach the loop's own builders; `mix`,
+    where a wrapper gives one, reweighs each node's row given its path before
+    the node's children are chosen from it. `ProposerBase` gives the three
+    optional calls their defaults, so a proposer that keeps itself in sync
+    inside `propose` inherits them.
     """
 
     name: str
@@ -48,7 +55,7 @@ class Proposer(Protocol):
         ...
 
     def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
-                     generator: torch.Generator) -> DraftTree | None:
+                     generator: torch.Generator, mix: RowMix | None = None) -> DraftTree | None:
         """The round's whole tree, for a proposer whose rows depend on the path; None to build from `propose`."""
         ...
 

@@ -22,6 +22,7 @@ from tevcore.engine.sampling import make_generator, probs
 from tevcore.engine.tree import DraftTree
 from tevcore.proposers import resolve_proposer
 from tevcore.proposers.draft_lm import DraftLMProposer, load_draft_lm
+from tevcore.proposers.lookup import ContextLookupProposer, lookup_continuation
 from tevcore.target.loading import load_target
 from tevcore.target.session import TargetSession
 from tevcore.verify.laws import chi_square, chi_square_pvalue
@@ -280,10 +281,52 @@ def test_a_sampled_tree_stays_within_the_budget_and_refuses_a_deeper_shape(model
         proposer.propose_tree(session, "sampled:1,1,1,1,1", 8, 1.0, make_generator(0))
 
 
+LOOKUP_PROMPT = [1, 40, 71, 90, 33, 5, 40, 71]  # ends with (40, 71), seen before: the lookup chain is 90, 33, ...
+
+
+def _mixed_row(model, context: list[int], path: list[int], chain: list[int], rate: float) -> torch.Tensor:
+    """(V,) float64 probabilities: the draft's own row after context + path, with the lookup mixed in where the
+    path follows the chain, as the lookup's docstring states it: (1 - b) q + b 1[c_d]."""
+    with sdpa_kernel(SDPBackend.MATH), torch.inference_mode():
+        q = torch.softmax(model(input_ids=torch.tensor([context + path])).logits[0, -1].double(), -1)
+    if len(path) < len(chain) and path == chain[:len(path)]:
+        q = (1 - rate) * q
+        q[chain[len(path)]] += rate
+    return q
+
+
+def test_the_lookup_mixes_into_each_node_of_the_drafts_own_tree_only_along_its_chain(models):
+    target, near, _ = models["llama"]
+    lookup = ContextLookupProposer(near)
+    session = TargetSession(target)
+    session.prefill(LOOKUP_PROMPT, reserve=32)
+    chain = lookup_continuation(session.committed, lookup.depth)
+    assert chain[:2] == [90, 33]
+    rate = lookup.hit_rates(session)[0]  # 0.5 at every depth before any evidence
+    temperature = 1.0  # the chain's token then carries at least b = 0.5 of the root's row
+    tree = lookup.propose_tree(session, "sampled:3,2,2", 14, temperature, make_generator(3))
+    draws, seen = tree.draws, {"on": 0, "off": 0}
+    for node in range(tree.num_nodes):
+        if int(draws.row_of[node]) < 0:
+            continue
+        path = _path_tokens(tree, node)
+        expected = probs(_mixed_row(near.model, session.committed, path, chain, rate).log(), temperature)
+        assert float((draws.proposal(node) - expected).abs().max()) < 1e-5, (node, path)
+        seen["on" if path == chain[:len(path)] else "off"] += 1
+    assert seen["on"] >= 2 and seen["off"] >= 1, seen  # the root, a node on the chain below it, and others
+    fixed = lookup.propose_tree(session, "best_first", 8, 1.0, make_generator(0))
+    for node in range(1, fixed.num_nodes):  # each edge's log q: its parent's own row, mixed only on the chain
+        path = _path_tokens(fixed, node)
+        row = _mixed_row(near.model, session.committed, path[:-1], chain, rate)
+        assert float(fixed.draft_logp[node]) == pytest.approx(float(row[path[-1]].log()), abs=1e-4), path
+    assert [chain[0]] in [_path_tokens(fixed, n) for n in range(1, fixed.num_nodes)]
+    assert near.cached_tokens == session.committed
+
+
 class ClaimedDrawsDraftLM(DraftLMProposer):
     """The foil: the draft's fixed top-2-then-top-1 tree claiming its children were drawn from the draft's rows."""
 
-    def propose_tree(self, session, builder, budget, temperature, generator):
+    def propose_tree(self, session, builder, budget, temperature, generator, mix=None):
         grown = self.grow(session, "width:2,1", budget, keep_rows=True)
         return claimed_draws(grown.tree, lambda node: probs(grown.rows[node], temperature))
 

@@ -125,6 +125,18 @@ def test_hit_counts_follow_what_the_target_committed_per_session():
     assert proposer.hit_rates(other) == [0.5, 0.5, 0.5]
 
 
+def test_a_round_scores_its_chain_once_when_the_inner_proposer_gives_no_tree():
+    """The loop asks `propose_tree` first and, given None, `propose`: both learn, and a chain counts once."""
+    proposer = ContextLookupProposer(UniformProposer(), chain_depth=3)
+    session = FakeSession([1, 2, 5, 6, 7, 1, 2])
+    assert proposer.propose_tree(session, "best_first", 4, 1.0, None) is None
+    proposer.propose(session)
+    session.committed += [5, 9]
+    assert proposer.propose_tree(session, "best_first", 4, 1.0, None) is None
+    proposer.propose(session)
+    assert proposer.hit_rates(session) == [pytest.approx(2 / 3), pytest.approx(1 / 3), pytest.approx(1 / 2)]
+
+
 def test_greedy_decoding_with_lookup_equals_autoregressive(tiny_target):
     proposer = ContextLookupProposer(GreedyRolloutProposer(depth=3))
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]

@@ -17,6 +17,7 @@ import torch
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
+from tevcore.proposer_protocol import RowMix
 from tevcore.target.session import TargetSession
 from tevcore.target.walker import score_root, walk
 from tevcore.proposers.kind import DrafterKind, keyword
@@ -42,7 +43,7 @@ class ProposerBase:
         return False
 
     def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
-                     generator: torch.Generator) -> DraftTree | None:
+                     generator: torch.Generator, mix: RowMix | None = None) -> DraftTree | None:
         return None
 
     def observe_round(self, session: TargetSession, record: RoundRecord) -> None:

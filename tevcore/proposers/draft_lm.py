@@ -16,7 +16,9 @@ A sampled builder ('sampled:K1,...', 'sampled-wor:K1,...') draws each node's
 children from the draft's own next-token distribution given that node's path
 (the real path-conditioned q), with the same per-depth batched forward under
 `sampled.grow_sampled`'s bookkeeping: the tree records the very rows each
-node drew from, for the proposal-ratio verifiers.
+node drew from, for the proposal-ratio verifiers. A wrapper's `mix` (the
+context lookup) reweighs each node's row given its path before its children
+are chosen or drawn, so a mixed tree is still conditioned on every path.
 
 The draft cache follows the committed path without any callback: each round
 compares the tokens it holds with the session's committed tokens, crops to
@@ -40,6 +42,7 @@ from tevcore.engine.sampling import draw_proposals
 from tevcore.engine.builders import BUILDER_NAMES, PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
 from tevcore.engine.tree import DraftTree, path_of
 from tevcore.parsing import comma_list
+from tevcore.proposer_protocol import RowMix
 from tevcore.target.kv_cache import roomy_cache, truncate
 from tevcore.target.loading import Target, load_target
 from tevcore.target.session import TargetSession, one_logit_row
@@ -151,15 +154,15 @@ class DraftLMProposer(ProposerBase):
         return torch.stack([grown.rows[node] for node in range(len(grown.rows))])
 
     def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
-                     generator: torch.Generator) -> DraftTree:
+                     generator: torch.Generator, mix: RowMix | None = None) -> DraftTree:
         shape = parse_sampled(builder)
         if shape is not None:
-            return self.sample(session, shape, budget, temperature, generator)
-        return self.grow(session, builder, budget).tree
+            return self.sample(session, shape, budget, temperature, generator, mix)
+        return self.grow(session, builder, budget, mix=mix).tree
 
     @torch.inference_mode()
     def sample(self, session: TargetSession, shape: SampledShape, budget: int, temperature: float,
-               generator: torch.Generator) -> DraftTree:
+               generator: torch.Generator, mix: RowMix | None = None) -> DraftTree:
         """The round's sampled tree: each node's children drawn from the draft's row given that node's path.
 
         `grow_sampled` asks for one depth's rows at a time; they come from
@@ -175,9 +178,8 @@ class DraftLMProposer(ProposerBase):
             columns: dict[int, int] = {}
 
             def level_rows(nodes: list[int], tokens: list[int], parents: list[int]) -> tuple[torch.Tensor, list[int]]:
-                if nodes == [0]:
-                    return root_row.cpu(), [0]
-                return self._expand(tokens, parents, columns, nodes, context).cpu(), list(range(len(nodes)))
+                rows = root_row if nodes == [0] else self._expand(tokens, parents, columns, nodes, context)
+                return _mixed(rows, nodes, tokens, parents, mix).cpu(), list(range(len(nodes)))
 
             try:
                 return grow_sampled(committed[-1], level_rows, shape, budget, temperature,
@@ -186,21 +188,23 @@ class DraftLMProposer(ProposerBase):
                 self._crop(context)
 
     @torch.inference_mode()
-    def grow(self, session: TargetSession, builder: str, budget: int, keep_rows: bool = False) -> DraftGrowth:
+    def grow(self, session: TargetSession, builder: str, budget: int, keep_rows: bool = False,
+             mix: RowMix | None = None) -> DraftGrowth:
         """The round's tree under `builder` and `budget`, one draft forward per depth."""
         budget = check_budget(budget)
         widths = _widths(builder, budget, self.depth)
         with self._lock:
-            return self._grow(session.committed, builder, budget, widths, keep_rows)
+            return self._grow(session.committed, builder, budget, widths, keep_rows, mix)
 
     def _grow(self, committed: list[int], builder: str, budget: int, widths: list[int],
-              keep_rows: bool) -> DraftGrowth:
+              keep_rows: bool, mix: RowMix | None) -> DraftGrowth:
         """Sync the cache to `committed`, expand one frontier per depth, crop the tree's entries away."""
         context = len(committed)
         pool = _Pool(tokens=[committed[-1]], parents=[-1], scores=[0.0], depths=[0])
         frontier, logp = [0], self._sync(committed)
         try:
             for depth in range(1, len(widths) + 1):
+                logp = _mixed(logp, frontier, pool.tokens, pool.parents, mix)
                 if keep_rows:
                     pool.rows.update(zip(frontier, logp))
                 width = min(widths[depth - 1], self.vocab_size)
@@ -281,6 +285,14 @@ class DraftLMProposer(ProposerBase):
         """Keep the first `length` cached positions and the tokens they hold."""
         truncate(self.cache, length)
         self.cached_tokens = self.cached_tokens[:length]
+
+
+def _mixed(rows: torch.Tensor, nodes: list[int], tokens: list[int], parents: list[int],
+           mix: RowMix | None) -> torch.Tensor:
+    """`rows` (one per node of `nodes`) with `mix` applied to each given its node's path (as is without one)."""
+    if mix is None:
+        return rows
+    return torch.stack([mix([tokens[n] for n in path_of(parents, node)[1:]], row) for node, row in zip(nodes, rows)])
 
 
 def _widths(builder: str, budget: int, depth: int) -> list[int]:

@@ -12,6 +12,10 @@ target went on to commit, so the mixture trusts the lookup exactly as much as
 it has earned.
 Chains may run deeper than the inner drafter (`chain_depth`, 10 as in HF's
 prompt-lookup decoding); there the inner row is uniform.
+An inner proposer that grows its own tree (a draft LM) gets the mixture as
+a `RowMix` instead: the row of every node whose path is c_1..c_{d-1} mixes
+in c_d, every other node keeps its own row, so its tree stays conditioned on
+each path.
 Any tree stays exact under the exact verifiers; the mixture only decides
 which tokens the tree holds.
 """
@@ -26,7 +30,8 @@ import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
 from tevcore.target.session import TargetSession
-from tevcore.proposer_protocol import Proposer
+from tevcore.engine.tree import DraftTree
+from tevcore.proposer_protocol import Proposer, RowMix
 from tevcore.proposers.base import NoDrafter, ProposerBase
 from tevcore.proposers.kind import DrafterKind, keyword
 
@@ -62,13 +67,14 @@ class _HitCounts:
         return [(h + 1) / (t + 2) for h, t in zip(self.hits, self.trials)]
 
     def learn(self, committed: list[int]) -> None:
-        """Score the pending chain against the tokens committed since it was proposed."""
+        """Score the pending chain against the tokens committed since it was proposed (once: it is then spent)."""
         revealed = committed[self.pending_start:]
         for d, token in enumerate(self.pending_chain[:len(revealed)]):
             self.trials[d] += 1
             if revealed[d] != token:
                 break
             self.hits[d] += 1
+        self.pending_chain = []
 
 
 class ContextLookupProposer(ProposerBase):
@@ -113,6 +119,26 @@ class ContextLookupProposer(ProposerBase):
         """A lookup match is known without running the inner drafter (see `skip_gate`)."""
         return bool(self._chain(session))
 
+    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+                     generator: torch.Generator, mix: RowMix | None = None) -> DraftTree | None:
+        """The inner proposer's own tree, each node's row mixed with the chain where its path follows the chain;
+        None (rows from `propose`) for an inner proposer that does not grow trees."""
+        counts = self._session_counts(session)
+        counts.learn(session.committed)
+        chain, rates = self._chain(session), counts.rates()
+
+        def along_chain(path: list[int], row: torch.Tensor) -> torch.Tensor:
+            row = mix(path, row) if mix is not None else row
+            depth = len(path)
+            if depth < len(chain) and path == chain[:depth]:
+                return _mix_row(row, chain[depth], rates[depth])
+            return row
+
+        tree = self.inner.propose_tree(session, builder, budget, temperature, generator, along_chain)
+        if tree is not None:
+            counts.pending_start, counts.pending_chain = len(session.committed), chain
+        return tree
+
     def propose(self, session: TargetSession) -> DraftRows:
         counts = self._session_counts(session)
         counts.learn(session.committed)
@@ -142,8 +168,14 @@ def _mix(rows: torch.Tensor, chain: list[int], rates: list[float]) -> torch.Tens
     """Row d becomes (1 - b_d) q_d + b_d 1[c_d] for each chain token c_d."""
     mixed = rows.clone()
     for d, (token, weight) in enumerate(zip(chain, rates)):
-        mixed[d] = rows[d] + math.log1p(-weight)
-        mixed[d, token] = torch.logaddexp(mixed[d, token], torch.tensor(math.log(weight), dtype=rows.dtype))
+        mixed[d] = _mix_row(rows[d], token, weight)
+    return mixed
+
+
+def _mix_row(row: torch.Tensor, token: int, weight: float) -> torch.Tensor:
+    """(1 - b) q + b 1[token] of one (V,) log-prob row q."""
+    mixed = row + math.log1p(-weight)
+    mixed[token] = torch.logaddexp(mixed[token], torch.tensor(math.log(weight), dtype=row.dtype, device=row.device))
     return mixed
 
 
