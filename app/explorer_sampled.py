@@ -93,9 +93,11 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_r
                 st.info(f"The {rule} trail needs the round's node logits and proposal rows; a trace keeps neither "
                         "(the draws above are what it keeps). Run or Step a live generation to see the trail.")
                 return
-            if not st.button(f"compute the {rule} trail (re-scores this round: one target forward)",
-                             key=f"ex_trail_btn_{index}"):
+            button = st.empty()  # emptied once pressed: the trail it asked for takes its place
+            if not button.button(f"compute the {rule} trail (re-scores this round: one target forward)",
+                                 key=f"ex_trail_btn_{index}"):
                 return
+            button.empty()
         try:
             logits = logits_for(index)
             result = appdata.round_trail(record, logits, seed=seed + record.index)

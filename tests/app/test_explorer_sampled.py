@@ -147,3 +147,4 @@ def test_a_live_sampled_round_on_a_tiny_target_shows_the_trail_of_its_rrs_verdic
     assert not at.exception and not at.error, [e.value for e in at.error]
     trail = frames(at, "trail")[0]
     assert [0] + trail[trail["outcome"] == "accepted"]["child"].tolist() == record.path
+    assert not [b for b in at.button if b.key == "ex_trail_btn_0"]  # the trail took the button's place
