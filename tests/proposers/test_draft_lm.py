@@ -120,12 +120,15 @@ def _hf_greedy(target, prompt: list[int], max_new_tokens: int) -> list[int]:
 @pytest.mark.parametrize("family", ["llama", "qwen3"])
 def test_greedy_decoding_equals_the_targets_own_generate(models, family):
     target, near, far = models[family]
-    prompts = [PROMPT, PROMPT[::-1]]
+    prompts = [PROMPT, PROMPT[::-1], LOOKUP_PROMPT]  # the last one's end was seen before: the lookup has a chain
+    assert lookup_continuation(LOOKUP_PROMPT, 1)
     references = [_hf_greedy(target, prompt, 20) for prompt in prompts]
     assert sum(map(len, references)) > 20  # not all stopped at once by EOS
+    looked_up = ContextLookupProposer(near)
     cases = [(near, "best_first", "tev", 0), (near, "best_first", "tev", 1), (near, "chain", "tev", 0),
              (near, "chain", "tev", 1), (far, "best_first", "residual", 0), (near, "sampled:3,2,1", "rrs", 0),
-             (far, "sampled-wor:2,2,1", "rrs", 1), (near, "sampled:1,1,1,1", "block", 1)]
+             (far, "sampled-wor:2,2,1", "rrs", 1), (near, "sampled:1,1,1,1", "block", 1),
+             (looked_up, "sampled:2,1,1", "rrs", 2), (looked_up, "best_first", "tev", 2)]
     for proposer, builder, verifier, index in cases:
         config = DecodeConfig(max_new_tokens=20, budget=8, builder=builder, verifier=verifier)
         tokens = generate(target, proposer, prompts[index], config).tokens
