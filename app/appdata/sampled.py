@@ -45,7 +45,7 @@ def round_trail(record: RoundRecord, node_logits: torch.Tensor, seed: int = 0) -
     none."""
     tree, rule = record.tree, trail_rule(record)
     if tree.draws is None:
-        raise ValueError(f"round {record.index} has a fixed tree (builder {record.builder}): rrs needs a sampled one")
+        raise ValueError(f"round {record.index} has a fixed tree (builder {record.builder}): {rule} needs a sampled one")
     round_ = scored_round(tree, node_logits, record.temperature)
     if record.verifier == rule and record.path:
         return RoundTrail(TRAILS[rule](round_, list(record.path), int(record.bonus_token)), rule, recorded=True)

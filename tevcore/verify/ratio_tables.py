@@ -186,9 +186,10 @@ class BlockTables:
         self.tree, self.logits, self.temperature = tree, logits.detach(), temperature
         self.length = tree.num_nodes - 1
         _, drawn_q = _tries(tree)
-        ratios = (edge_prob.detach().to("cpu", torch.float64)[1:] / drawn_q[:self.length, 0]).tolist()
+        self.drawn_q = [0.0] + drawn_q[:self.length, 0].tolist()  # q_i(x_i) of chain node i (0 at the root)
+        self.ratios = [1.0] + (edge_prob.detach().to("cpu", torch.float64)[1:] / drawn_q[:self.length, 0]).tolist()
         self.weights = [1.0]
-        for ratio in ratios:
+        for ratio in self.ratios[1:]:
             self.weights.append(min(1.0, self.weights[-1] * ratio))
         self._stops: dict[int, float] = {}
         self._leftovers: dict[int, torch.Tensor] = {}

@@ -132,15 +132,13 @@ def block_trail(round_: ScoredRound, path: list[int], bonus_token: int) -> Block
         raise ValueError(f"a block path is a prefix 0, 1, 2, ... of the chain's {tables.length + 1} nodes, "
                          f"not {path}")
     exit_node = len(path) - 1
-    edge_prob = round_.flow.edge_prob.tolist()
     steps: list[BlockStep] = []
     for node in range(1, tables.length + 1):
-        q = float(round_.tree.draws.at(node - 1)[1][0])
         stop = outcome = None
         if node >= exit_node:  # the coins read from the chain's end down to the exit
             stop, outcome = tables.stop(node), node == exit_node
             if (outcome and stop <= 0.0) or (not outcome and stop >= 1.0):
                 raise ValueError(f"block verification cannot {'stop at' if outcome else 'go past'} node {node} (stop "
                                  f"probability {stop:g}): not a block verdict of this round")
-        steps.append(BlockStep(node, q, edge_prob[node] / q, tables.weights[node], stop, outcome))
+        steps.append(BlockStep(node, tables.drawn_q[node], tables.ratios[node], tables.weights[node], stop, outcome))
     return BlockTrail(tuple(steps), exit_node, int(bonus_token))
