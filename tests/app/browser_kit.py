@@ -27,6 +27,12 @@ def wait_for_plots(page, count: int, timeout: float = 60_000) -> None:
     wait_idle(page)
 
 
+def wait_until_no_plots(page, timeout: float = 30_000) -> None:
+    """Until no chart is on the page: a run that stops early drops the last run's charts only when it ends,
+    and the running indicator can be gone a moment before they are."""
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 0", timeout=timeout)
+
+
 def wait_idle(page, timeout: float = 60_000) -> None:
     """Until the script run the last action started is over (streamlit's running indicator is gone)."""
     page.wait_for_timeout(300)

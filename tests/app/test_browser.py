@@ -361,7 +361,7 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
     grid = page.locator('[data-testid="stDataFrame"]').first
     kit.edit_grid_cell(page, grid, "p", 1, "1.7", "p must lie in [0, 1], got 1.7")
     kit.wait_idle(page)
-    assert page.locator(".js-plotly-plot").count() == 0  # the page stops at the refusal
+    kit.wait_until_no_plots(page)  # the page stops at the refusal
     kit.no_exception(page)
     page.screenshot(path=str(shots / "workshop-refused.png"))
     lap("workshop refuses p = 1.7")
@@ -372,7 +372,7 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
         page.get_by_role("option", name=preset, exact=True).click()
         kit.wait_idle(page)
     page.get_by_text("p must lie in [0, 1], got 1.7", exact=False).wait_for(timeout=30_000)
-    assert page.locator(".js-plotly-plot").count() == 0
+    kit.wait_until_no_plots(page)
     kit.no_exception(page)
     lap("workshop keeps the edit across a preset switch")
 
