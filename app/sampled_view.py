@@ -1,9 +1,10 @@
 """The verifier comparison's sampled rounds (streamlit): draw them, pick a realised tree, compare across rounds.
 
-The rounds are fresh draws of a sampled builder's tree at one toy context
-(`appdata.sampled_rounds`); the rules run through the engine
-(`appdata.rules_over_rounds`, `tevcore.lab.simulate`). This module only lays
-out widgets, tables and figures.
+The rounds are fresh draws of a sampled builder's tree at one context: of a
+toy target (`appdata.sampled_rounds`), or at a live explorer round's context
+with the explorer's drafter and target (`tevcore.lab.context_rounds`). The
+rules run through the engine (`appdata.rules_over_rounds`,
+`tevcore.lab.simulate`). This module only lays out widgets, tables and figures.
 """
 
 from __future__ import annotations
@@ -13,45 +14,116 @@ import streamlit as st
 
 import appdata
 import figures
+from tevcore.lab.context_rounds import SampledRounds
 from tevcore.verify.verifiers import verifier_label
 
 SOURCE = "sampled trees (toy target, fresh draws at one context)"
+LIVE_SOURCE = "sampled trees at an explorer round's context (its target and drafter)"
 DEFAULT_BUILDER = "sampled:3,2,1"
+LIVE_BUILDER = "sampled:2,1,1"  # fits every drafter's depth (the stand-in rollout's is 4)
+LIVE_ROUNDS = 100  # one drafter and one target forward each: about 15 s on 2 CPU cores at budget 16
 HONEST_NOTE = ("rrs's law on one tree is not TEV's: given the tree it accepts a drawn child more often than the "
                "target's mass would allow on some trees and less on others. Both are exact over the draw of the "
                "tree: averaged over the trees the builder draws, each emits target samples (the table below tests "
                "their first tokens). TEV is exact given every tree, so its law on this tree is X(v).")
 
 
-def choose_round(ss) -> tuple[appdata.SampledRounds, tuple, appdata.CompactRound]:
-    """The drawn rounds (redrawn when a setting changes), the key of the picked round and that round's tree."""
+def _draw_settings(prefix: str, builder: str, budget: int, temperature: float, rounds: int,
+                   max_rounds: int) -> tuple[str, int, float, int, int]:
+    """The builder, budget, temperature, round count and seed of the drawn rounds (widgets keyed by `prefix`)."""
     c1, c2, c3, c4, c5 = st.columns(5)
-    builder = c1.text_input("sampled builder", DEFAULT_BUILDER, key="vc_s_builder",
+    builder = c1.text_input("sampled builder", builder, key=f"{prefix}_builder",
                             help="sampled:K1,K2,... (i.i.d. draws) or sampled-wor:K1,K2,... (without replacement); "
                                  "sampled:1,1,... is a sampled chain, where block verification also runs")
-    budget = int(c2.number_input("budget", 1, 64, 16, key="vc_s_budget"))
-    temperature = float(c3.number_input("temperature", 0.0, 5.0, 1.0, step=0.1, key="vc_s_temp",
+    budget = int(c2.number_input("budget", 1, 64, budget, key=f"{prefix}_budget"))
+    temperature = float(c3.number_input("temperature", 0.0, 5.0, temperature, step=0.1, key=f"{prefix}_temp",
                                         help="the trees are drawn from q at this temperature and the rules divide "
                                              "by that very q: changing it redraws the rounds"))
-    rounds = int(c4.number_input("rounds (fresh trees)", 10, 5_000, 200, step=50, key="vc_s_rounds"))
-    seed = int(c5.number_input("draw seed", 0, 10_000, 0, key="vc_s_seed"))
-    settings = (builder.strip(), budget, temperature, rounds, seed)
+    rounds = int(c4.number_input("rounds (fresh trees)", 10, max_rounds, rounds, step=50, key=f"{prefix}_rounds"))
+    seed = int(c5.number_input("draw seed", 0, 10_000, 0, key=f"{prefix}_seed"))
+    return builder.strip(), budget, temperature, rounds, seed
+
+
+def _picked(sampled: SampledRounds, texts, settings: tuple, prefix: str) -> tuple[tuple, appdata.CompactRound]:
+    """The realised tree the user picks: its key and its round."""
+    index = int(st.number_input("realised tree (round)", 0, len(sampled.rounds) - 1, 0, key=f"{prefix}_round"))
+    tree, logits = sampled.rounds[index]
+    return (settings, index), appdata.CompactRound(tree, logits, texts, approximate=False)
+
+
+def choose_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
+    """Toy rounds (redrawn when a setting changes), the key of the picked round and that round's tree."""
+    settings = _draw_settings("vc_s", DEFAULT_BUILDER, 16, 1.0, 200, 5_000)
+    builder, budget, temperature, rounds, seed = settings
     drawn = ss.get("vc_s_drawn")
     if drawn is None or drawn[0] != settings:
         try:
-            with st.spinner(f"drawing {rounds} trees with {builder.strip()}…"):
-                drawn = (settings, appdata.sampled_rounds(builder.strip(), rounds, budget, temperature, seed))
+            with st.spinner(f"drawing {rounds} trees with {builder}…"):
+                drawn = (settings, appdata.sampled_rounds(builder, rounds, budget, temperature, seed))
         except ValueError as err:
             st.error(f"Refused: {err}")
             st.stop()
         ss.vc_s_drawn = drawn
     sampled = drawn[1]
-    index = int(st.number_input("realised tree (round)", 0, rounds - 1, 0, key="vc_s_round"))
-    tree, logits = sampled.rounds[index]
+    key, compact = _picked(sampled, appdata.toy_texts(), settings, "vc_s")
     st.caption(f"{rounds} independent draws of {sampled.builder}'s tree at one context of a toy target whose row "
-               f"after every path is fixed (exact rows, vocabulary {len(sampled.vocab_texts)}); the drafter gives "
-               f"one row per depth. Round {index}'s tree has {tree.size} nodes.")
-    return sampled, (settings, index), appdata.CompactRound(tree, logits, sampled.vocab_texts, approximate=False)
+               f"after every path is fixed (exact rows, vocabulary {len(appdata.toy_texts())}); the drafter gives "
+               f"one row per depth. Round {key[1]}'s tree has {compact.tree.size} nodes.")
+    return sampled, key, compact
+
+
+def choose_live_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
+    """Rounds drawn at a live explorer round's context by the explorer's drafter, each scored by its target (drawn
+    when the button is pressed: each tree costs a drafter and a target forward), and the picked round's tree."""
+    records, explorer = ss.ex_records, ss.ex_settings
+    at = int(st.number_input("explorer round (whose context the trees start from)", 0, len(records) - 1,
+                             int(ss.get("ex_selected_round", 0)), key="vc_l_context"))
+    record = records[at]
+    builder = explorer["builder"] if explorer["builder"].startswith("sampled") else LIVE_BUILDER
+    settings = (at, *_draw_settings("vc_l", builder, min(max(int(explorer["budget"]), 1), 64),
+                                    float(record.temperature), LIVE_ROUNDS, 2_000))
+    _, builder, budget, temperature, rounds, seed = settings
+    drawn = ss.get("vc_l_drawn")
+    fresh = drawn is not None and drawn[0] == (ss.ex_wall_start, settings)
+    if st.button("▶ Draw the trees" if not fresh else "▶ Draw them again", key="vc_l_draw"):
+        try:
+            drawn = ((ss.ex_wall_start, settings), *_draw_live(ss, at, builder, budget, temperature, rounds, seed))
+        except ValueError as err:
+            st.error(f"Refused: {err}")
+            st.stop()
+        except Exception as err:  # a model that no longer loads, a context past the model's length ...
+            st.error(f"Could not draw the trees ({type(err).__name__}: {err})")
+            st.stop()
+        ss.vc_l_drawn, fresh = drawn, True
+    if not fresh:
+        st.info(f"Press **Draw the trees** to draw {rounds} trees with {builder} at explorer round {at}'s context "
+                f"({record.context_length} tokens): each is one drafter and one target forward.")
+        st.stop()
+    _, sampled, texts, where = drawn
+    key, compact = _picked(sampled, texts, (ss.ex_wall_start, settings), "vc_l")
+    st.caption(f"{rounds} independent draws of {sampled.builder}'s tree {where}; each tree scored by the target in "
+               f"one forward (exact rows, full vocabulary). Round {key[1]}'s tree has {compact.tree.size} nodes.")
+    return sampled, key, compact
+
+
+def _draw_live(ss, at: int, builder: str, budget: int, temperature: float, rounds: int,
+               seed: int) -> tuple[SampledRounds, appdata.LazyTexts, str]:
+    """The drawn rounds, the target's token texts and where they were drawn (for the caption)."""
+    import shared_ui
+    from tevcore.lab.context_rounds import rounds_at_context
+
+    target = shared_ui.get_target(ss.ex_target_spec)
+    proposer, note = shared_ui.proposer_with_fallback(ss.ex_settings["proposer"], ss.ex_target_spec)
+    context = appdata.round_context(ss.ex_prompt_ids, ss.ex_records, at)
+    bar = st.progress(0.0, text=f"drawing and scoring {rounds} trees…")
+    sampled = rounds_at_context(target, proposer, context, builder, budget, temperature, rounds, seed,
+                                progress=lambda done, total: bar.progress(done / total,
+                                                                          text=f"tree {done}/{total}"))
+    bar.empty()
+    if note:
+        st.warning(note)
+    where = (f"by {proposer.name} at explorer round {at}'s context ({len(context)} tokens) of {target.name}")
+    return sampled, appdata.LazyTexts(lambda t: shared_ui.decode_text(target, t)), where
 
 
 def tree_against_rrs(results: dict, labels: list[str], law, rrs_law) -> None:
@@ -70,7 +142,8 @@ def tree_against_rrs(results: dict, labels: list[str], law, rrs_law) -> None:
                f"{rrs.block_length_stderr:.4f}. {HONEST_NOTE}")
 
 
-def across_rounds(ss, sampled: appdata.SampledRounds, chosen: list[str], seed: int, standing: dict[str, str]) -> None:
+def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, standing: dict[str, str],
+                  live: bool) -> None:
     """Every chosen rule once per round on the same trees: E[L] against E[1 + C], and the first-token test."""
     st.subheader("Across rounds: E[L] against E[1 + C]")
     st.caption(f"Each rule verifies every one of the {len(sampled.rounds)} realised trees once, as a decoding run "
@@ -103,7 +176,10 @@ def across_rounds(ss, sampled: appdata.SampledRounds, chosen: list[str], seed: i
                                                  {n: verifier_label(n) for n in found},
                                                  ("fixed best-first + TEV, same budget", fixed)),
                     key="vc_s_rounds_chart")
-    st.caption(f"The dotted line is the other school on the same toy drafter, target and context: the fixed "
-               f"best-first tree of {sampled.best_first[0].size} nodes, where TEV's E[L] is its 1 + C = {fixed:.3f}. "
-               "A toy pair shows the mechanics, not which school wins on a real model (`tevcore bench --builders` "
-               "measures that).")
+    pair = "drafter, target and context" if live else "toy drafter, target and context"
+    st.caption(f"The dotted line is the other school on the same {pair}: the fixed best-first tree of "
+               f"{sampled.best_first[0].size} nodes, where TEV's E[L] is its 1 + C = {fixed:.3f}. "
+               + ("One context is one point of a decode; `tevcore bench --builders` compares the schools over "
+                  "whole decodes and their speed." if live else
+                  "A toy pair shows the mechanics, not which school wins on a real model (pick the source at an "
+                  "explorer round's context, or run `tevcore bench --builders`)."))

@@ -3,26 +3,29 @@ on a toy target and the workshop's coupling preset.
 
 Pages call these and never build target sessions or laws themselves.
 `sampled` gives a sampled round's rrs or block trail and a run's sibling diagnostics; `sampled_rounds` draws many
-sampled trees at one toy context for the verifier comparison; `coupling` is the workshop's coupling preset.
+sampled trees at one toy context for the verifier comparison (`tevcore.lab.context_rounds` draws them at a real
+context); `coupling` is the workshop's coupling preset.
 
 Every flow quantity is computed by `tevcore.engine.flow.target_flow`; these
 modules only shape inputs for it (trees, node logits) and read its outputs.
 """
 
 from appdata.coupling import COUPLING_COLUMNS, Coupling, coupling, coupling_presets, coupling_rates
-from appdata.replay import OTHER, CompactRound, approximate_round, exact_round, rescored_logits
+from appdata.replay import (OTHER, CompactRound, LazyTexts, approximate_round, exact_round, rescored_logits,
+                            round_context)
 from appdata.sampled import RoundTrail, round_trail, siblings_frames, trail_rule
 from appdata.results import bench_rows, read_jsonl_frame
-from appdata.sampled_rounds import SampledRounds, rules_for, rules_over_rounds, sampled_rounds
+from appdata.sampled_rounds import SampledRounds, rules_for, rules_over_rounds, sampled_rounds, toy_texts
 from appdata.synthetic import synthetic_record, synthetic_records
 from appdata.traces import load_trace, trace_bytes, trace_from_bytes
 from appdata.workshop import ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_presets, workshop_texts, workshop_tree
 
 __all__ = [
     "RoundTrail", "round_trail", "siblings_frames", "trail_rule",
-    "OTHER", "CompactRound", "approximate_round", "exact_round", "rescored_logits", "bench_rows", "read_jsonl_frame",
+    "OTHER", "CompactRound", "LazyTexts", "approximate_round", "exact_round", "rescored_logits", "round_context",
+    "bench_rows", "read_jsonl_frame",
     "synthetic_record", "synthetic_records", "load_trace", "trace_bytes", "trace_from_bytes", "ROOT",
     "WORKSHOP_COLUMNS", "WorkshopTree", "workshop_presets", "workshop_texts", "workshop_tree", "SampledRounds",
-    "rules_for", "rules_over_rounds", "sampled_rounds", "COUPLING_COLUMNS", "Coupling", "coupling",
+    "rules_for", "rules_over_rounds", "sampled_rounds", "toy_texts", "COUPLING_COLUMNS", "Coupling", "coupling",
     "coupling_presets", "coupling_rates",
 ]

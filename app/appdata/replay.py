@@ -65,16 +65,20 @@ def approximate_round(record: RoundRecord) -> CompactRound:
     return CompactRound(compact_tree, probs.log(), texts, approximate=True)
 
 
+def round_context(prompt_ids: list[int], records: list[RoundRecord], index: int) -> list[int]:
+    """The tokens live round `index` started after: the prompt plus every earlier round's emitted tokens."""
+    return list(prompt_ids) + [t for r in records[:index] for t in r.emitted_tokens]
+
+
 def rescored_logits(target: Target, prompt_ids: list[int], records: list[RoundRecord],
                     index: int) -> tuple[torch.Tensor, float]:
     """Node logits of live round `index`, re-scored after the same committed context (one tree forward), and
     the largest gap between the exit mass X they give and the recorded one (a check that they are its rows).
 
-    Records keep no node logits (they would cost V floats per node); the
-    context is the prompt plus every earlier round's emitted tokens.
+    Records keep no node logits (they would cost V floats per node).
     """
     record = records[index]
-    context = list(prompt_ids) + [t for r in records[:index] for t in r.emitted_tokens]
+    context = round_context(prompt_ids, records, index)
     if len(context) != record.context_length:
         raise ValueError(f"the rebuilt context has {len(context)} tokens, the round recorded "
                          f"{record.context_length}: cannot re-score it")
@@ -87,10 +91,10 @@ def rescored_logits(target: Target, prompt_ids: list[int], records: list[RoundRe
 
 def exact_round(record: RoundRecord, node_logits: torch.Tensor, decode) -> CompactRound:
     """A live round with its true node logits (full vocabulary); `decode` maps token ids to text."""
-    return CompactRound(record.tree, node_logits, _LazyTexts(decode), approximate=False)
+    return CompactRound(record.tree, node_logits, LazyTexts(decode), approximate=False)
 
 
-class _LazyTexts:
+class LazyTexts:
     """Token id -> text, decoded on demand (a full vocabulary is too large to list)."""
 
     def __init__(self, decode) -> None:

@@ -12,14 +12,13 @@ only makes the toy rows and collects the results.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
 
 import torch
 
-from tevcore.engine.builders import best_first, get_builder
-from tevcore.engine.flow import target_flow
-from tevcore.engine.sampling import make_generator, probs
+from tevcore.engine.builders import best_first
+from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
+from tevcore.lab.context_rounds import SampledRounds, sampled_builder
 from tevcore.lab.simulate import RoundsResult, verify_rounds
 from tevcore.verify.verifiers import VERIFIERS, SAMPLED_VERIFIERS, check_pairing
 
@@ -27,28 +26,6 @@ TOY_VOCAB = 12
 TOY_DEPTH = 4
 TARGET_NOISE = 1.0  # how far the toy target's rows stray from the drafter's (logit units)
 ROOT_TOKEN = 0
-
-
-@dataclass(frozen=True)
-class SampledRounds:
-    """Independent draws of one sampled builder's tree at one context, each with its exact target rows."""
-
-    builder: str
-    temperature: float
-    rounds: list[tuple[DraftTree, torch.Tensor]]  # (tree, node logits) per round
-    vocab_texts: list[str]
-    best_first: tuple[DraftTree, torch.Tensor]  # the fixed best-first tree at the same budget and context, scored
-
-    @property
-    def best_first_length(self) -> float:
-        """1 + C of the fixed best-first tree: E[L] of TEV there (the other school, same drafter and budget)."""
-        tree, logits = self.best_first
-        return target_flow(tree, logits, self.temperature, missing_k=0).expected_length
-
-    @property
-    def context_probs(self) -> torch.Tensor:
-        """The target's row at the rounds' one context (the root), at the rounds' temperature."""
-        return probs(self.rounds[0][1][0].double(), self.temperature)
 
 
 def _prefix_logits(draft_logits: torch.Tensor, prefix: tuple[int, ...], seed: int) -> torch.Tensor:
@@ -68,13 +45,8 @@ def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: f
                    vocab: int = TOY_VOCAB, depth: int = TOY_DEPTH) -> SampledRounds:
     """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) at one toy context, one
     generator for the run, each tree scored by the toy target."""
-    made = get_builder(builder, budget)
-    if not made.sampled:
-        raise ValueError(f"builder {builder!r} builds fixed trees; these rounds draw sampled trees: use "
-                         "sampled:K1,K2,... or sampled-wor:K1,K2,...")
+    made = sampled_builder(builder, budget, rounds)
     made.check_depth(depth)
-    if int(rounds) < 1:
-        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
     draft_logits = toy_draft_logits(seed, vocab, depth)
     generator = make_generator(seed)
     cache: dict[tuple[int, ...], torch.Tensor] = {}
@@ -90,9 +62,14 @@ def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: f
         return tree, torch.stack(rows)
 
     draft = torch.log_softmax(draft_logits, -1)
-    out = [scored(made(ROOT_TOKEN, draft, budget, temperature, generator)) for _ in range(int(rounds))]
+    out = [scored(made(ROOT_TOKEN, draft, budget, temperature, generator)) for _ in range(rounds)]
     fixed = scored(best_first(ROOT_TOKEN, draft, budget if budget is not None else 4 * depth))
-    return SampledRounds(builder, float(temperature), out, [f"t{i}" for i in range(vocab)], fixed)
+    return SampledRounds(made.name, float(temperature), out, fixed)
+
+
+def toy_texts(vocab: int = TOY_VOCAB) -> list[str]:
+    """The toy vocabulary's token texts."""
+    return [f"t{i}" for i in range(vocab)]
 
 
 def rules_for(builder: str) -> list[str]:

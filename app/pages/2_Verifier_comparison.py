@@ -35,6 +35,8 @@ ss = st.session_state
 sources = ["example tree (toy target, exact rows)", sampled_view.SOURCE]
 if ss.get("ex_records"):
     sources.insert(0, "a round from the tree explorer")
+    if ss.get("ex_prompt_ids"):  # a live generation: its context can be redrawn from
+        sources.insert(3, sampled_view.LIVE_SOURCE)
 sources.append("a round from a trace file")
 source = st.radio("tree", sources, horizontal=True, key="vc_source")
 
@@ -79,6 +81,8 @@ elif source == "a round from a trace file":
     compact = appdata.approximate_round(record)
 elif source == sampled_view.SOURCE:
     sampled, record, compact = sampled_view.choose_round(ss)  # record: the picked round's key
+elif source == sampled_view.LIVE_SOURCE:
+    sampled, record, compact = sampled_view.choose_live_round(ss)
 else:
     c1, c2 = st.columns(2)
     ex_budget = c1.number_input("example tree budget", 2, 128, 24, key="vc_ex_budget")
@@ -254,7 +258,8 @@ else:
         sampled_view.tree_against_rrs(results, labels, law, own_law("rrs") if "rrs" in results else None)
 
 if sampled is not None:
-    sampled_view.across_rounds(ss, sampled, chosen, seed, {n: STANDING_TEXT[groups[n]] for n in chosen})
+    sampled_view.across_rounds(ss, sampled, chosen, seed, {n: STANDING_TEXT[groups[n]] for n in chosen},
+                               live=source == sampled_view.LIVE_SOURCE)
 
 # ------------------------------------------------------------------ end to end
 st.divider()

@@ -154,6 +154,73 @@ def test_a_live_sampled_round_from_the_explorer_runs_rrs_on_its_rescored_rows(ti
     assert "one realised tree: TEV's exit law against rrs's outcomes" in specs(at)
 
 
+def _live_explorer_state(at: AppTest, folder: str, builder: str) -> tuple[list, list[int]]:
+    """A live explorer generation on a tiny target in the page's session state (as the explorer leaves it)."""
+    from tevcore.config import DecodeConfig
+    from tevcore.decoding.loop import rounds
+    from tevcore.proposers.base import GreedyRolloutProposer
+    from tevcore.target.loading import load_target
+
+    prompt = [5, 9, 13, 21, 8]
+    config = DecodeConfig(max_new_tokens=6, temperature=0.8, budget=6, builder=builder, verifier="tev", seed=3)
+    records = list(rounds(load_target(folder, device="cpu"), GreedyRolloutProposer(depth=4), prompt, config))
+    for key, value in dict(ex_records=records, ex_prompt_ids=prompt, ex_target_spec=folder, ex_wall_start=1.0,
+                           ex_selected_round=1, ex_settings={"builder": builder, "budget": 6,
+                                                             "proposer": "rollout"}).items():
+        at.session_state[key] = value
+    return records, prompt
+
+
+def test_trees_drawn_at_an_explorer_rounds_context_run_on_its_real_target(tiny_model_folder):
+    """The live source: fresh sampled trees at an explorer round's context, drawn by the explorer's drafter and
+    scored by its target when the button is pressed; every rule then runs on the picked tree and across rounds."""
+    from tevcore.lab.context_rounds import rounds_at_context
+    from tevcore.proposers import resolve_proposer
+    from tevcore.target.loading import load_target
+
+    folder = str(tiny_model_folder("llama"))
+    at = page("2_Verifier_comparison.py")
+    records, prompt = _live_explorer_state(at, folder, "best_first")
+    at.run()
+    at.radio(key="vc_source").set_value(sampled_view.LIVE_SOURCE).run()
+    assert not at.exception and not at.error
+    assert at.text_input(key="vc_l_builder").value == sampled_view.LIVE_BUILDER  # a fixed explorer tree: a default
+    assert at.number_input(key="vc_l_temp").value == pytest.approx(0.8)  # the explorer round's temperature
+    assert any("Draw the trees" in i.value for i in at.info)  # nothing drawn before the button
+    at.number_input(key="vc_l_rounds").set_value(20).run()
+    at.button(key="vc_l_draw").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("20 independent draws of sampled:2,1,1's tree by stand-in" in c.value and "explorer round 1" in c.value
+               for c in at.caption)
+    target = load_target(folder, device="cpu")
+    context = appdata.round_context(prompt, records, 1)
+    assert len(context) == records[1].context_length
+    drawn = rounds_at_context(target, resolve_proposer("rollout", target), context, "sampled:2,1,1", 6, 0.8, 20, 0)
+    at.number_input(key="vc_l_round").set_value(2).run()
+    at.number_input(key="vc_n").set_value(3_000)
+    at.button(key="vc_run").click().run()
+    assert not at.exception and not at.error
+    summary = at.dataframe[0].value
+    assert float(summary.loc[summary["verifier"] == "tev", "E[L] of its law"].iloc[0]) == pytest.approx(
+        target_flow(*drawn.rounds[2], 0.8).expected_length, abs=1e-4)  # the picked tree is the service's round 2
+    at.button(key="vc_s_run_rounds").click().run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "E[1 + C]" in d.value.columns).set_index("verifier")
+    mean_c = np.mean([target_flow(tree, logits, 0.8).expected_length for tree, logits in drawn.rounds])
+    assert table.loc["rrs", "E[1 + C]"] == pytest.approx(mean_c, abs=1e-4)
+    assert any("same drafter, target and context" in c.value for c in at.caption)
+    at.text_input(key="vc_l_builder").set_value("width:2,1").run()
+    at.button(key="vc_l_draw").click().run()
+    assert any("Refused" in e.value and "builds fixed trees" in e.value for e in at.error)
+
+
+def test_the_live_source_is_offered_only_for_a_live_generation():
+    at = page("2_Verifier_comparison.py")
+    at.session_state["ex_records"] = appdata.synthetic_records(rounds=2, budget=10)  # a loaded trace: no prompt
+    at.run()
+    assert sampled_view.LIVE_SOURCE not in at.radio(key="vc_source").options
+
+
 def test_sampled_rounds_share_one_prefix_deterministic_target():
     drawn = appdata.sampled_rounds("sampled-wor:2,2", 30, 8, 1.0, seed=5)
     rows: dict[tuple[int, ...], torch.Tensor] = {}

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import torch
 
-from tevcore.engine.builders import get_builder
+from tevcore.engine.builders import Builder, get_builder
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.config import DecodeConfig
 from tevcore.proposer_protocol import Proposer
@@ -78,11 +78,17 @@ def _cut_at_stop(tokens: list[int], stops: set[int], room: int) -> tuple[list[in
     return tokens[:room], len(tokens) >= room
 
 
-def _propose(proposer: Proposer, session: TargetSession, config: DecodeConfig,
-             generator: torch.Generator) -> torch.Tensor | DraftRows | DraftTree:
+def propose(proposer: Proposer, session: TargetSession, builder: str, budget: int, temperature: float,
+            generator: torch.Generator) -> torch.Tensor | DraftRows | DraftTree:
     """Per-depth rows for the builder, or the whole tree from a proposer whose rows depend on the path."""
-    tree = proposer.propose_tree(session, config.builder, config.budget, config.temperature, generator)
+    tree = proposer.propose_tree(session, builder, budget, temperature, generator)
     return proposer.propose(session) if tree is None else tree
+
+
+def build_tree(builder: Builder, root: int, proposal: torch.Tensor | DraftRows | DraftTree, budget: int,
+               temperature: float, generator: torch.Generator) -> DraftTree:
+    """The round's tree from what `propose` gave: a proposer that grows its own tree (a draft LM) gives it whole."""
+    return proposal if isinstance(proposal, DraftTree) else builder(root, proposal, budget, temperature, generator)
 
 
 def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
@@ -113,13 +119,11 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         with timer.stage("draft"):
             evidence = bool(depth) and trimming and proposer.has_cheap_evidence(session)
             drafting = bool(depth) and gate.should_draft(evidence)
-            proposal = _propose(proposer, session, config, generator) if drafting else None
+            proposal = propose(proposer, session, config.builder, config.budget, config.temperature,
+                               generator) if drafting else None
         with timer.stage("tree_build"):
-            if not drafting:
-                tree = DraftTree.root_only(root)
-            else:  # a proposer that grows its own tree (a draft LM) gives it whole
-                tree = proposal if isinstance(proposal, DraftTree) else builder(root, proposal, config.budget,
-                                                                                config.temperature, generator)
+            tree = build_tree(builder, root, proposal, config.budget, config.temperature, generator) if drafting \
+                else DraftTree.root_only(root)
             draft_probs = draft_path_probs(tree)[1:] if trimming else None
             if drafting and trimming:
                 kept = best_prefix_size(draft_probs, config.tree_costs, calibration.scale)

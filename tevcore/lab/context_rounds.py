@@ -1,0 +1,88 @@
+"""Many fresh trees at one context: a sampled builder's draws, each scored by the target.
+
+Every round starts at the same context, so an exact rule's first emitted
+token is a sample of the target's row there whatever tree was drawn: rounds
+at one context test a rule over the draw of the tree, and set E[L] against
+E[1 + C] and against the fixed best-first tree of the same drafter and budget
+(`simulate.verify_rounds` runs the rules on them). The drafting and building
+are the decoding loop's own steps (`propose`, `build_tree`); nothing is
+committed, so every round sees the same context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from tevcore.decoding.loop import build_tree, propose
+from tevcore.engine.builders import Builder, get_builder
+from tevcore.engine.flow import target_flow
+from tevcore.engine.sampling import make_generator, probs
+from tevcore.engine.tree import DraftTree
+from tevcore.proposer_protocol import Proposer
+from tevcore.target.loading import Target
+from tevcore.target.session import TargetSession
+
+
+@dataclass(frozen=True)
+class SampledRounds:
+    """Independent draws of one sampled builder's tree at one context, each with its target rows (node logits),
+    and the fixed best-first tree of the same drafter at the same budget and context, scored (the other school)."""
+
+    builder: str
+    temperature: float
+    rounds: list[tuple[DraftTree, torch.Tensor]]
+    best_first: tuple[DraftTree, torch.Tensor]
+
+    @property
+    def best_first_length(self) -> float:
+        """1 + C of the fixed best-first tree: E[L] of TEV there."""
+        tree, logits = self.best_first
+        return target_flow(tree, logits, self.temperature, missing_k=0).expected_length
+
+    @property
+    def context_probs(self) -> torch.Tensor:
+        """The target's row at the rounds' one context (the root), at the rounds' temperature."""
+        return probs(self.rounds[0][1][0].double(), self.temperature)
+
+
+def sampled_builder(builder: str, budget: int | None, rounds: int) -> Builder:
+    """The parsed sampled builder for `rounds` draws; a fixed builder or a round count below 1 is refused."""
+    made = get_builder(builder, budget)
+    if not made.sampled:
+        raise ValueError(f"builder {builder!r} builds fixed trees; these rounds draw sampled trees: use "
+                         "sampled:K1,K2,... or sampled-wor:K1,K2,...")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    return made
+
+
+def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: str, budget: int,
+                      temperature: float, rounds: int, seed: int,
+                      progress: Callable[[int, int], None] | None = None) -> SampledRounds:
+    """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) from `proposer` after `context`
+    (prompt and committed tokens; its last token is the root), each scored by `target` in one tree forward. One
+    generator (from `seed`) draws every tree; `progress(done, total)` is called after each tree."""
+    made = sampled_builder(builder, budget, rounds)
+    made.check_depth(proposer.depth)
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1 node, got {budget}")
+    session = TargetSession(target, hidden_layers=proposer.hidden_layers)
+    session.prefill(list(context), reserve=proposer.depth + 1)
+    generator = make_generator(seed, session.device)
+
+    def scored(tree_builder: Builder) -> tuple[DraftTree, torch.Tensor]:
+        proposal = propose(proposer, session, tree_builder.name, budget, temperature, generator)
+        tree = build_tree(tree_builder, session.root_token, proposal, budget, temperature, generator)
+        logits = session.score_tree(tree).logits.cpu()
+        session.rollback()
+        return tree, logits
+
+    drawn = []
+    for done in range(1, rounds + 1):
+        drawn.append(scored(made))
+        if progress is not None:
+            progress(done, rounds)
+    return SampledRounds(made.name, float(temperature), drawn, scored(get_builder("best_first")))
