@@ -282,6 +282,22 @@ def test_the_other_pages_in_a_real_browser(app_url, browser_page, live_run, shot
     page.screenshot(path=str(shots / "verifiers.png"))
     lap("verifiers")
 
+    # fresh sampled trees at the explorer round's context, drawn by its drafter and scored by the embedded target
+    live_source = page.get_by_text("sampled trees at an explorer round's context (its target and drafter)", exact=True)
+    if live_source.count():  # offered after the explorer test's live run (same browser session)
+        live_source.click()
+        kit.wait_idle(page)
+        kit.set_number(page, "rounds (fresh trees)", 10)
+        page.get_by_role("button", name="▶ Draw the trees").click()
+        page.get_by_text("10 independent draws of sampled:", exact=False).wait_for(timeout=120_000)
+        kit.wait_idle(page)
+        page.get_by_role("button", name="▶ Verify every round").click()
+        page.get_by_text("across rounds: each rule's E[L]", exact=False).first.wait_for(timeout=120_000)
+        kit.wait_idle(page)
+        kit.no_exception(page)
+        page.screenshot(path=str(shots / "verifiers-live-sampled.png"), full_page=True)
+        lap("sampled trees at the explorer's context")
+
     kit.open_page(page, "ExitTrain")
     root = page.get_by_label("runs folder", exact=True)
     root.wait_for(timeout=30_000)
