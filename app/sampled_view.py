@@ -21,7 +21,7 @@ SOURCE = "sampled trees (toy target, fresh draws at one context)"
 LIVE_SOURCE = "sampled trees at an explorer round's context (its target and drafter)"
 DEFAULT_BUILDER = "sampled:3,2,1"
 LIVE_BUILDER = "sampled:2,1,1"  # fits every drafter's depth (the stand-in rollout's is 4)
-LIVE_ROUNDS = 100  # one drafter and one target forward each: about 15 s on 2 CPU cores at budget 16
+LIVE_ROUNDS = 100  # one drafter and one target forward each: about 6 s on 2 CPU cores at budget 16
 HONEST_NOTE = ("rrs's law on one tree is not TEV's: given the tree it accepts a drawn child more often than the "
                "target's mass would allow on some trees and less on others. Both are exact over the draw of the "
                "tree: averaged over the trees the builder draws, each emits target samples (the table below tests "
@@ -77,7 +77,7 @@ def choose_live_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     when the button is pressed: each tree costs a drafter and a target forward), and the picked round's tree."""
     records, explorer = ss.ex_records, ss.ex_settings
     at = int(st.number_input("explorer round (whose context the trees start from)", 0, len(records) - 1,
-                             int(ss.get("ex_selected_round", 0)), key="vc_l_context"))
+                             min(int(ss.get("ex_selected_round", 0)), len(records) - 1), key="vc_l_context"))
     record = records[at]
     builder = explorer["builder"] if explorer["builder"].startswith("sampled") else LIVE_BUILDER
     settings = (at, *_draw_settings("vc_l", builder, min(max(int(explorer["budget"]), 1), 64),
@@ -122,7 +122,7 @@ def _draw_live(ss, at: int, builder: str, budget: int, temperature: float, round
     bar.empty()
     if note:
         st.warning(note)
-    where = (f"by {proposer.name} at explorer round {at}'s context ({len(context)} tokens) of {target.name}")
+    where = f"by {proposer.name} at explorer round {at}'s context ({len(context)} tokens) of {target.name}"
     return sampled, appdata.LazyTexts(lambda t: shared_ui.decode_text(target, t)), where
 
 
