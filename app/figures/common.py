@@ -1,8 +1,10 @@
-"""Colours, token text and the category axis shared by the app's figures."""
+"""Colours, token text, the category axis and the budget axis shared by the app's figures."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import pandas as pd
 
 PATH_COLOUR = "#ff7f0e"
 EXIT_COLOUR = "#d62728"
@@ -47,3 +49,10 @@ def category_axis(labels: Sequence[str], **extra) -> dict:
     so token labels such as "' #23" or "  #216" read as numbers and every other bar falls off the axis.
     """
     return {"type": "category", "categoryorder": "array", "categoryarray": list(labels), **extra}
+
+
+def budget_axis(budgets, title: str = "budget (tree nodes)") -> dict:
+    """A logarithmic budget axis with a tick at every measured budget and only there: plotly's own log ticks
+    label the decades' minor steps (1, 2, ... 9, 10, 2 ...), which reads as budgets that were never run."""
+    shown = sorted({int(b) for b in pd.to_numeric(pd.Series(list(budgets)), errors="coerce").dropna() if b > 0})
+    return {"title": title, "type": "log", "tickvals": shown, "ticktext": [str(b) for b in shown]}

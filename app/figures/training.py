@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from figures.common import budget_axis
+
 
 LOSS_TERMS = ("loss", "distill", "tree")  # total, distillation term, ExitTrain tree term (metrics.jsonl)
 EXPECTED_COLUMNS = ("tree_E",)  # 1 + C of the trees the drafter builds during training
@@ -42,6 +44,6 @@ def eval_figure(rows: pd.DataFrame) -> go.Figure:
             dashed = len(key) > 1 and "lookup" in str(key[1])
             fig.add_trace(go.Scatter(x=part["budget"], y=part["E"], mode="lines+markers", name=" ".join(map(str, key)),
                                      error_y=bars, line={"dash": "dash" if dashed else "solid"}))
-    fig.update_layout(title="E = 1 + C per budget", xaxis={"title": "budget", "type": "log"},
+    fig.update_layout(title="E = 1 + C per budget", xaxis=budget_axis(rows["budget"] if len(rows) else [], "budget"),
                       yaxis={"title": "E"}, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from figures.common import EXIT_COLOUR, NAIVE_NAME, category_axis, distinct
+from figures.common import EXIT_COLOUR, NAIVE_NAME, budget_axis, category_axis, distinct
 
 EXIT_LAW_NAME = "exit law X(v)"
 SYMBOLS = ("circle", "diamond", "square", "triangle-up", "star", "hexagon")
@@ -135,8 +135,7 @@ def bench_figures(rows: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
     labels = rows["verifier"].astype(str)
     if "trim" in rows and rows["trim"].dropna().nunique() > 1:
         labels = labels + " · trim " + rows["trim"].astype(str)
-    budgets = sorted({int(b) for b in pd.to_numeric(rows["budget"], errors="coerce").dropna() if b > 0})
-    xaxis = {"title": "budget (tree nodes)", "type": "log", "tickvals": budgets, "ticktext": [str(b) for b in budgets]}
+    xaxis = budget_axis(rows["budget"])
     figs = []
     for column, title, unit in (("speedup", "speedup over autoregressive", "× autoregressive"),
                                 ("mean_block_length", "mean block length", "tokens per round")):

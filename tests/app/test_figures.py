@@ -181,6 +181,9 @@ def test_training_figures():
     ev["E s.e."] = [0.1, float("nan"), 0.05]  # one prompt gives no standard error: drawn without a bar
     first = figures.eval_figure(ev).data[0]
     assert list(first.error_y.array) == [0.1, 0.0]
+    axis = figures.eval_figure(ev).layout.xaxis  # log axis, ticks on the evaluated budgets only
+    assert axis.type == "log" and list(axis.tickvals) == [8, 16] and list(axis.ticktext) == ["8", "16"]
+    assert figures.eval_figure(ev.iloc[:0]).layout.xaxis.tickvals == ()  # nothing evaluated yet: no ticks
 
 
 def test_workshop_presets_build_trees_whose_exit_mass_sums_to_one():
