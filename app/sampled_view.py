@@ -22,6 +22,10 @@ LIVE_SOURCE = "sampled trees at an explorer round's context (its target and draf
 DEFAULT_BUILDER = "sampled:3,2,1"
 LIVE_BUILDER = "sampled:2,1,1"  # fits every drafter's depth (the stand-in rollout's is 4)
 LIVE_ROUNDS = 100  # one drafter and one target forward each: about 6 s on 2 CPU cores at budget 16
+SUMMARY_COLUMNS = {"mean_block_length": "E[L]", "mean_block_length_se": "E[L] ± s.e.",
+                   "mean_expected_length": "E[1 + C]", "mean_expected_length_se": "E[1 + C] ± s.e.",
+                   "gap": "gap E[L] − E[1 + C]", "gap_se": "gap ± s.e.",
+                   "first_token_p": "first token χ² p (vs the target's row)"}  # RoundsResult.summary, as shown
 HONEST_NOTE = ("rrs's law on one tree is not TEV's: given the tree it accepts a drawn child more often than the "
                "target's mass would allow on some trees and less on others. Both are exact over the draw of the "
                "tree: averaged over the trees the builder draws, each emits target samples (the table below tests "
@@ -161,14 +165,9 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
         return
     found = stored[1]
     context = sampled.context_probs
-    rows = []
-    for name, result in found.items():
-        (mean_l, se_l), (mean_c, se_c), (gap, se_gap) = (result.mean_block_length(), result.mean_expected_length(),
-                                                         result.length_gap())
-        rows.append({"verifier": verifier_label(name), "standing": standing[name], "E[L]": mean_l, "E[L] ± s.e.": se_l,
-                     "E[1 + C]": mean_c, "E[1 + C] ± s.e.": se_c, "gap E[L] − E[1 + C]": gap, "gap ± s.e.": se_gap,
-                     "first token χ² p (vs the target's row)": result.first_token_pvalue(context)})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="vc_s_rounds_table")
+    rows = [{"verifier": verifier_label(name), "standing": standing[name], **result.summary(context)}
+            for name, result in found.items()]
+    st.dataframe(pd.DataFrame(rows).rename(columns=SUMMARY_COLUMNS), hide_index=True, key="vc_s_rounds_table")
     any_result = next(iter(found.values()))
     fixed = sampled.best_first_length
     st.plotly_chart(figures.rounds_length_figure({n: r.mean_block_length() for n, r in found.items()},

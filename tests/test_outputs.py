@@ -133,6 +133,7 @@ EXISTING = [
     ("generate", ["--prompt", "hi", "--out", "{dir}/t.jsonl.gz"], "t.jsonl.gz"),
     ("bench", ["--out", "{dir}/b.json"], "b.json"),
     ("bench-verifiers", ["--out", "{dir}/v.json"], "v.json"),
+    ("rounds-at-context", ["--prompt", "hi", "--out", "{dir}/r.json"], "r.json"),
     ("eval-drafter", ["--json", "{dir}/e.json"], "e.json"),
     ("compare", ["{dir}", "--data", "{dir}"], "compare.json"),
 ]

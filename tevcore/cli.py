@@ -15,6 +15,8 @@ COMMANDS = {
     "generate": ("tevcore.cli", "speculative generation of a prompt, streamed round by round"),
     "bench": ("tevcore.lab.bench", "end-to-end speed benchmark against our AR and HF peers"),
     "bench-verifiers": ("tevcore.lab.bench_verifiers", "verifier decision latency on real trees"),
+    "rounds-at-context": ("tevcore.lab.context_rounds_cli", "many fresh sampled trees at one context: every rule's "
+                          "E[L] against 1 + C, and its first token against the target's row"),
     "build-data": ("tevcore.train.data_cli", "build a distillation set for a target"),
     "train": ("tevcore.train.train_cli", "train a drafter (distillation or ExitTrain)"),
     "eval-drafter": ("tevcore.train.eval_cli", "E = 1 + C and block length per budget for a drafter"),
@@ -29,6 +31,7 @@ READS_PROMPT_SETS = ("bench", "bench-verifiers", "build-data", "eval-drafter")
 OUTPUTS = {
     "round": [("out", "--out", "trace")], "generate": [("out", "--out", "trace")],
     "bench": [("out", "--out", "file")], "bench-verifiers": [("out", "--out", "file")],
+    "rounds-at-context": [("out", "--out", "file")],
     "eval-drafter": [("json", "--json", "file")], "build-data": [("out", "out", "folder")],
     "train": [("out", "out", "folder"), ("export", "--export", "folder")],
     "compare": [("out", "out", "folder")],

@@ -20,7 +20,7 @@ from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.lab.context_rounds import SampledRounds, sampled_builder
 from tevcore.lab.simulate import RoundsResult, verify_rounds
-from tevcore.verify.verifiers import VERIFIERS, SAMPLED_VERIFIERS, check_pairing
+from tevcore.verify.verifiers import rules_for  # noqa: F401  (re-exported: the page's rule list)
 
 TOY_VOCAB = 12
 TOY_DEPTH = 4
@@ -70,18 +70,6 @@ def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: f
 def toy_texts(vocab: int = TOY_VOCAB) -> list[str]:
     """The toy vocabulary's token texts."""
     return [f"t{i}" for i in range(vocab)]
-
-
-def rules_for(builder: str) -> list[str]:
-    """Every registered rule valid on `builder`'s trees (the registry's pairing check), in registry order."""
-    valid = []
-    for name in list(VERIFIERS) + list(SAMPLED_VERIFIERS):
-        try:
-            check_pairing(name, builder)
-        except ValueError:
-            continue
-        valid.append(name)
-    return valid
 
 
 def rules_over_rounds(names: list[str], sampled: SampledRounds, seed: int) -> dict[str, RoundsResult]:

@@ -122,6 +122,15 @@ class RoundsResult:
         counts = torch.bincount(self.first_tokens, minlength=target_probs.numel())
         return chi_square_pvalue(*chi_square(counts.double().numpy(), target_probs.double().cpu().numpy()))
 
+    def summary(self, target_probs: torch.Tensor) -> dict[str, float]:
+        """E[L], E[1 + C] and their gap, each with its standard error, and the first token's χ² p-value against
+        the target's row at the rounds' one context."""
+        (length, length_se), (expected, expected_se), (gap, gap_se) = (
+            self.mean_block_length(), self.mean_expected_length(), self.length_gap())
+        return {"mean_block_length": length, "mean_block_length_se": length_se, "mean_expected_length": expected,
+                "mean_expected_length_se": expected_se, "gap": gap, "gap_se": gap_se,
+                "first_token_p": self.first_token_pvalue(target_probs)}
+
 
 def verify_rounds(names: Sequence[str], rounds: Sequence[tuple[DraftTree, torch.Tensor]], temperature: float,
                   seed: int) -> dict[str, RoundsResult]:

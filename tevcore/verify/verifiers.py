@@ -97,6 +97,19 @@ def check_pairing(verifier: str, builder: str) -> None:
                          "one: use sampled:1,1,...")
 
 
+def rules_for(builder: str) -> list[str]:
+    """Every registered rule valid on `builder`'s trees (the foil included: it runs anywhere), the exact-given-tree
+    rules first."""
+    valid = []
+    for name in [*VERIFIERS, *SAMPLED_VERIFIERS]:
+        try:
+            check_pairing(name, builder)
+        except ValueError:
+            continue
+        valid.append(name)
+    return valid
+
+
 def verifier_label(name: str) -> str:
     """Display name; the non-exact foil says so wherever it is shown."""
     get_rule(name)
