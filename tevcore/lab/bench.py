@@ -49,7 +49,7 @@ from tevcore.outputs import write_json, written
 from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
 from tevcore.timing import seconds_of
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
-from tevcore.verify.verifiers import check_pairing, get_rule
+from tevcore.verify.verifiers import get_rule, rules_for
 
 PROMPT_LOOKUP_TOKENS = 10
 
@@ -241,14 +241,9 @@ def valid_pairs(builders: list[str], verifiers: list[str]) -> list[tuple[str, st
     for verifier in verifiers:
         get_rule(verifier)  # an unknown name is refused, not skipped
     for builder in builders:
-        for verifier in verifiers:
-            try:
-                check_pairing(verifier, builder)
-            except ValueError:
-                continue
-            if verifier == "naive_ratio" and get_builder(builder).sampled:
-                continue
-            pairs.append((builder, verifier))
+        valid, sampled = rules_for(builder), get_builder(builder).sampled
+        pairs.extend((builder, verifier) for verifier in verifiers
+                     if verifier in valid and not (verifier == "naive_ratio" and sampled))
     if not pairs:
         raise ValueError(f"no verifier of {', '.join(verifiers)} is exact on the trees of {', '.join(builders)}")
     return pairs

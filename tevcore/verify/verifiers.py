@@ -28,7 +28,7 @@ from tevcore.verify.rules import RULES, Rule
 from tevcore.verify.scored import ScoredRound, chain_subtree, scored_round
 
 __all__ = ["Verdict", "Verifier", "VERIFIERS", "SAMPLED_VERIFIERS", "ALL_VERIFIERS", "EXACT_VERIFIERS", "NOT_EXACT",
-           "get_rule", "get_verifier", "verifier_label", "check_pairing", "draw", "decide", "chain_subtree"]
+           "get_rule", "get_verifier", "verifier_label", "check_pairing", "rules_for", "draw", "decide", "chain_subtree"]
 
 
 @dataclass(frozen=True)
