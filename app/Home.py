@@ -24,7 +24,8 @@ pages = [
     ("pages/1_Tree_explorer.py", "Tree explorer", "Run the target live or step one round at a time; see each tree, "
      "its flow, the accepted path and the bonus; save and replay traces."),
     ("pages/2_Verifier_comparison.py", "Verifier comparison", "Every verifier on one tree, 10⁵ draws each: exit "
-     "law, block lengths, bonus law, χ² tests, latency; end-to-end benchmark files."),
+     "law, block lengths, bonus law, χ² tests, latency; many fresh sampled trees at one context (rrs and block "
+     "beside TEV); end-to-end benchmark files."),
     ("pages/3_ExitTrain.py", "ExitTrain", "Train a drafter on the trees it really builds, watch the curves, "
      "compare checkpoints and make one the explorer's drafter."),
     ("pages/4_Exit_law_workshop.py", "Exit-law workshop", "Edit a small tree and its target probabilities by "

@@ -87,6 +87,9 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_r
         st.caption("Each row is one draw from the drafter's q at its node, in draw order; equal i.i.d. draws "
                    "share one child node.")
         st.dataframe(figures.draws_table(record), hide_index=True, key="ex_draws_table")
+        if can_rescore:
+            st.caption(f"This tree is one draw. The verifier comparison draws many at round {index}'s context (source "
+                       "\"sampled trees at an explorer round's context\") and runs every rule on them.")
         have = st.session_state.get("ex_logits", {})
         if index not in have:
             if not can_rescore:

@@ -95,6 +95,7 @@ def test_a_tev_round_on_a_sampled_tree_shows_a_fresh_rrs_verdict_and_a_trace_sho
     assert not at.exception and not at.error
     assert frames(at, "draws") and not frames(at, "trail")
     assert any("a trace keeps neither" in i.value for i in at.info)
+    assert not any("The verifier comparison draws many" in c.value for c in at.caption)  # no context to draw at
 
 
 def test_a_block_round_on_a_sampled_chain_shows_the_coins_of_its_own_verdict():
@@ -143,6 +144,7 @@ def test_a_live_sampled_round_on_a_tiny_target_shows_the_trail_of_its_rrs_verdic
     assert not at.error, [e.value for e in at.error]
     record = at.session_state["ex_records"][0]
     assert record.tree.draws is not None and record.verifier == "rrs"
+    assert any("The verifier comparison draws many at round 0's context" in c.value for c in at.caption)
     at.button(key="ex_trail_btn_0").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     trail = frames(at, "trail")[0]
