@@ -230,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
             if not Path(args.datasets).expanduser().is_dir():
                 raise FileNotFoundError(f"--datasets {args.datasets}: no such folder")
             os.environ["TEVCORE_DATASETS"] = args.datasets  # also seen by subprocesses (torchrun ranks)
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
+        ranks = sys.modules.get("tevcore.ranks")  # imported by the commands that can run under torchrun
+        if ranks is not None:  # after success only: a rank that failed may leave others inside a collective
+            ranks.leave()
+        return code
     except (ValueError, OSError) as err:  # bad input and unusable files: one line, never a traceback
         print(f"error: {err}", file=sys.stderr)
         return 2

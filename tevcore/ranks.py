@@ -72,3 +72,11 @@ def from_first(value: T) -> T:
 def barrier() -> None:
     if world()[1] > 1:
         dist.barrier()
+
+
+def leave() -> None:
+    """Leave the process group, if this process joined one. A gloo group left to the interpreter's shutdown can
+    abort a rank that has finished its work ('terminate called without an active exception'): its worker threads
+    are torn down after Python is."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
