@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from tevcore.engine.flow import target_flow
-from tevcore.engine.records import RoundRecord
+from tevcore.engine.records import RoundRecord, round_context
 from tevcore.engine.tree import DraftTree
 from tevcore.target.loading import Target
 from tevcore.target.session import TargetSession
@@ -63,11 +63,6 @@ def approximate_round(record: RoundRecord) -> CompactRound:
     compact_tree = DraftTree(tokens=torch.tensor(new_tokens), parents=tree.parents.clone(),
                              draft_logp=tree.draft_logp.clone())
     return CompactRound(compact_tree, probs.log(), texts, approximate=True)
-
-
-def round_context(prompt_ids: list[int], records: list[RoundRecord], index: int) -> list[int]:
-    """The tokens live round `index` started after: the prompt plus every earlier round's emitted tokens."""
-    return list(prompt_ids) + [t for r in records[:index] for t in r.emitted_tokens]
 
 
 def rescored_logits(target: Target, prompt_ids: list[int], records: list[RoundRecord],

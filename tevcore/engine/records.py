@@ -105,6 +105,11 @@ class RoundRecord:
         return cls(**data)
 
 
+def round_context(prompt_ids: list[int], records: list[RoundRecord], index: int) -> list[int]:
+    """The tokens round `index` of a decode started after: the prompt plus every earlier round's emitted tokens."""
+    return list(prompt_ids) + [t for r in records[:index] for t in r.emitted_tokens]
+
+
 def _open(path: Path, mode: str, gz: bool | None = None):
     gz = path.suffix == ".gz" if gz is None else gz
     encoding = "utf-8-sig" if mode == "r" else "utf-8"  # read past a byte-order mark an editor may add

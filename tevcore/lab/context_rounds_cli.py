@@ -17,6 +17,7 @@ import torch
 
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import prompt_ids, rounds
+from tevcore.engine.records import round_context
 from tevcore.flags import (add_target_arguments, count_at_least_one, prompt_text, seed_value, target_from_args,
                            thread_count)
 from tevcore.lab.context_rounds import rounds_at_context, sampled_builder
@@ -71,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
     target = target_from_args(args)
     proposer = resolve_proposer(args.proposer, target, parse_drafter_dtype(args.drafter_dtype))
     config = replace(config, max_new_tokens=max(1, args.at_round * (proposer.depth + 1)))  # room for every round
-    context = prompt_ids(target, args.prompt, chat=config.chat)
-    earlier = list(islice(rounds(target, proposer, context, config), args.at_round))
+    ids = prompt_ids(target, args.prompt, chat=config.chat)
+    earlier = list(islice(rounds(target, proposer, ids, config), args.at_round))
     if len(earlier) < args.at_round:
         raise ValueError(f"--at-round {args.at_round}: the decode ended after {len(earlier)} rounds")
-    context += [t for r in earlier for t in r.emitted_tokens]
+    context = round_context(ids, earlier, args.at_round)
     drawn = rounds_at_context(target, proposer, context, args.builder, args.budget, args.temperature, args.rounds,
                               args.seed)
     found = verify_rounds(names, drawn.rounds, args.temperature, args.seed)
