@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from tevcore.engine.records import RoundRecord, Trace, read_trace, write_trace
+from tevcore.engine.records import TRACE_TEXT_LIMIT, RoundRecord, Trace, read_trace, write_trace
 
 
 def trace_bytes(records: list[RoundRecord], meta: dict | None = None) -> bytes:
@@ -15,14 +15,14 @@ def trace_bytes(records: list[RoundRecord], meta: dict | None = None) -> bytes:
         return path.read_bytes()
 
 
-def trace_from_bytes(data: bytes, name: str = "trace.jsonl") -> Trace:
-    """Read an uploaded trace file (.jsonl or .jsonl.gz); ValueError when corrupt."""
+def trace_from_bytes(data: bytes, name: str = "trace.jsonl", max_text_bytes: int = TRACE_TEXT_LIMIT) -> Trace:
+    """Read an uploaded trace file (.jsonl or .jsonl.gz); ValueError when corrupt or its text is over the limit."""
     suffix = ".jsonl.gz" if name.endswith(".gz") else ".jsonl"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"upload{suffix}"
         path.write_bytes(data)
         try:
-            return read_trace(path)
+            return read_trace(path, max_text_bytes=max_text_bytes)
         except (ValueError, OSError, EOFError) as err:  # name the user's file, not the temporary copy
             raise ValueError(str(err).replace(str(path), name)) from None
 

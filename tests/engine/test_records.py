@@ -182,3 +182,17 @@ def test_a_trace_that_is_not_utf8_is_refused_naming_the_file(tmp_path):
     path.write_bytes(header.encode("latin-1") + b"\n" + _lines([0])[1].encode())
     with pytest.raises(ValueError, match=f"{path} is not a readable trace file"):
         read_trace(path)
+
+
+def test_a_small_gzip_that_expands_past_the_limit_is_refused(tmp_path):
+    """A few KiB of gzip that inflate to many MiB stop at the reader's limit, naming the file, whole-line or not."""
+    import gzip
+
+    path = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(HEADER + "\n")
+        handle.write(" " * (8 << 20) + "\n")  # one blank 8 MiB line: no parser would ever see it
+    assert path.stat().st_size < 64 << 10
+    with pytest.raises(ValueError, match=r"bomb\.jsonl\.gz holds more than 2 MiB"):
+        read_trace(path, max_text_bytes=2 << 20)
+    assert read_trace(write_trace(tmp_path / "ok.jsonl.gz", RECORDS), max_text_bytes=2 << 20).rounds

@@ -185,6 +185,54 @@ def test_a_new_session_restarts_the_draft_cache(targets, tmp_path, one_thread):
         assert torch.allclose(proposer.propose(session).shared, expected, atol=1e-5)
 
 
+def test_sessions_sharing_one_proposer_from_threads_get_their_own_rows(targets, tmp_path, one_thread, monkeypatch):
+    """App sessions share one loaded proposer: its one draft cache must never mix two sessions' contexts.
+
+    Participants often run the same example prompt, so a second session finds
+    the cache holding its own prefix and keeps it. The crop of each block is
+    slowed, so that without the proposer's lock another session's forward
+    reads the cache while the first block is still in it.
+    """
+    import threading
+    import time
+
+    from transformers import DynamicCache
+
+    folder, config = _drafter(tmp_path, "d", seed=2)
+    target = targets["qwen3"][1]
+    proposer = resolve_proposer(f"dflash:{folder}", target)
+    weights = dflash_weights(config, seed=2)
+    crop = DynamicCache.crop
+
+    def slow_crop(cache, length):
+        time.sleep(0.05)
+        return crop(cache, length)
+
+    monkeypatch.setattr(DynamicCache, "crop", slow_crop)
+    wrong: list[str] = []
+
+    def decode(branch: int) -> None:
+        session = TargetSession(target, hidden_layers=proposer.hidden_layers)
+        session.prefill(PROMPT, reserve=16)
+        for _ in range(3):
+            rows = proposer.propose(session).shared
+            expected = torch.log_softmax(reference_rows(weights, config, target.model, session.committed[:-1],
+                                                        session.root_token), -1)
+            if not torch.allclose(rows, expected, atol=1e-5):
+                wrong.append(f"session {branch} at {len(session.committed)} tokens")
+            tree = DraftTree(tokens=torch.tensor([session.root_token, 10 + branch]), parents=torch.tensor([-1, 0]),
+                             draft_logp=torch.zeros(2))
+            session.score_tree(tree)
+            session.commit([0, 1], 20 + branch)
+
+    threads = [threading.Thread(target=decode, args=(branch,)) for branch in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong, wrong
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_greedy_decoding_equals_the_targets_generate(targets, tmp_path, one_thread, family):
     folder, _ = _drafter(tmp_path, "d", seed=1, block_size=5)

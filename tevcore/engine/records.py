@@ -26,6 +26,7 @@ STAGES = ("draft", "tree_build", "tree_forward", "flow", "verify_decision", "com
 # What a round records: "full" (the app, `round`: missing tokens and every text) or "lean" (a benchmark:
 # the tree, the flow's a, P, m, X and the verdict, what the loop itself needs).
 RECORD_LEVELS = ("full", "lean")
+TRACE_TEXT_LIMIT = 1 << 30  # bytes of trace text a reader takes: a small .gz must not expand without bound
 
 
 @dataclass
@@ -143,19 +144,35 @@ class Trace:
     rounds: list[RoundRecord]
 
 
-def read_trace(path: str | Path, name: str | None = None) -> Trace:
-    """Read a trace; any corrupt, foreign or wrong-version file raises a clear ValueError.
+def _bounded_lines(path: Path, name: str, max_text_bytes: int) -> list[str]:
+    """The file's non-blank lines, refused once their text passes `max_text_bytes` (a gzip bomb stops there)."""
+    lines: list[str] = []
+    taken = 0
+    with _open(path, "r") as handle:
+        while line := handle.readline(max_text_bytes - taken + 1):
+            taken += len(line.encode("utf-8"))
+            if taken > max_text_bytes:
+                raise ValueError(f"{name} holds more than {max_text_bytes / 2**20:.0f} MiB of trace text; "
+                                 "this reader's limit refuses it")
+            if line.strip():
+                lines.append(line)
+    return lines
+
+
+def read_trace(path: str | Path, name: str | None = None, max_text_bytes: int = TRACE_TEXT_LIMIT) -> Trace:
+    """Read a trace; any corrupt, foreign, wrong-version or over-long file raises a clear ValueError.
 
     Errors name the file as `name` (default: the path), so a caller reading an
-    upload from a temporary file can name the upload instead.
+    upload from a temporary file can name the upload instead. At most
+    `max_text_bytes` of (decompressed) text are read, so a small compressed
+    upload cannot fill the reader's memory.
     """
     path = Path(path)
     name = name or str(path)
     if not path.is_file():
         raise FileNotFoundError(f"trace file not found: {name}")
     try:
-        with _open(path, "r") as handle:
-            lines = [line for line in handle if line.strip()]
+        lines = _bounded_lines(path, name, max_text_bytes)
     except (OSError, UnicodeDecodeError, EOFError) as err:
         raise ValueError(f"{name} is not a readable trace file: {err}") from None
     if not lines:

@@ -14,6 +14,8 @@ expects.
 
 from __future__ import annotations
 
+import threading
+
 import torch
 from torch.nn import functional as F
 from transformers import DynamicCache
@@ -109,6 +111,7 @@ class DFlashProposer(ProposerBase):
         self.name = name or f"DFlash drafter ({spec.folder.name}, block {spec.block_size})"
         self._cache: DynamicCache | None = None
         self._fed: list[int] = []  # committed tokens whose positions the draft cache holds
+        self._lock = threading.Lock()  # one draft cache: decodes sharing this proposer (app sessions) take turns
 
     @property
     def hf_assistant(self) -> HFAssistant | None:
@@ -138,11 +141,12 @@ class DFlashProposer(ProposerBase):
 
     @torch.inference_mode()
     def propose(self, session: TargetSession) -> DraftRows:
-        context = self._sync(session)
-        start = session.cached_length - context.shape[1]
-        device = self.drafter.norm.weight.device
-        positions = torch.arange(start, session.cached_length + self.spec.block_size, device=device)[None]
-        anchors = torch.tensor([session.root_token], device=device)
-        logits = block_logits(self.drafter, self.spec, self.target, context.to(device), anchors, positions,
-                              self._cache)
+        with self._lock:
+            context = self._sync(session)
+            start = session.cached_length - context.shape[1]
+            device = self.drafter.norm.weight.device
+            positions = torch.arange(start, session.cached_length + self.spec.block_size, device=device)[None]
+            anchors = torch.tensor([session.root_token], device=device)
+            logits = block_logits(self.drafter, self.spec, self.target, context.to(device), anchors, positions,
+                                  self._cache)
         return DraftRows(torch.log_softmax(logits[0], -1))
