@@ -55,8 +55,22 @@ def cpu_threads() -> int:
         return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
-@st.cache_resource(show_spinner="Loading the target model (once per process)…")
+MODELS_KEPT = 3  # loaded targets (and, apiece, drafters) a server keeps; the least recently used goes first
+
+
+def model_spec_key(spec: str) -> str:
+    """One cache key per model however its path is spelt (`x`, `x/`, `./x`): an existing path resolves."""
+    path = Path(spec).expanduser()
+    return str(path.resolve()) if spec and path.exists() else spec
+
+
 def get_target(spec: str):
+    """The target a spec names, loaded once per process under its path-normalised key."""
+    return _load_target(model_spec_key(spec))
+
+
+@st.cache_resource(show_spinner="Loading the target model (once per process)…", max_entries=MODELS_KEPT)
+def _load_target(spec: str):
     import torch
 
     from tevcore.target.loading import load_target
@@ -66,9 +80,13 @@ def get_target(spec: str):
     return load_target(spec, device=os.environ.get("TEV_APP_DEVICE") or None)
 
 
-@st.cache_resource(show_spinner="Loading the drafter…")
 def get_proposer(spec: str, target_spec_name: str):
     """A proposer for a spec (see `tevcore.proposers.resolve_proposer`), loaded once per process."""
+    return _load_proposer(model_spec_key(spec), model_spec_key(target_spec_name))
+
+
+@st.cache_resource(show_spinner="Loading the drafter…", max_entries=2 * MODELS_KEPT)
+def _load_proposer(spec: str, target_spec_name: str):
     from tevcore.proposers import resolve_proposer
 
     return resolve_proposer(spec, get_target(target_spec_name))
