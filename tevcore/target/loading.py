@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 
+from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.target.converted_cache import CACHE_SETTING, cache_unwritable, converted_problem, record_conversion
 from tevcore.target.devices import pick_device, pick_dtype
 from tevcore.target.packed_linear import pack_linears
@@ -275,8 +276,7 @@ def random_target(config, name: str, device: str | torch.device | None = None,
     torch_dtype = pick_dtype(dev, dtype)
     model_class = causal_lm_class(name, config)
     layer_windows(config)
-    torch.manual_seed(seed)
-    with torch.device(dev):
+    with seeded_torch_rng(seed, dev), torch.device(dev):  # the caller's random state is left as it was
         model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype,
                                                  attn_implementation=attention_for(model_class, config))
     return _ready(model, None, name)

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
+from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.lab.gpu_proof.plans import Plan
 from tevcore.proposers.dflash import DFlashProposer
 from tevcore.proposers.dflash_format import (ARCHITECTURE, CONFIG_FILE, WEIGHTS_FILE, check_target, muse_config,
@@ -76,9 +77,8 @@ def build_dflash(plan: Plan, target: Target, seed: int = 1) -> DFlashProposer:
     check_target(spec, target)
     config = muse_config(spec)
     config._attn_implementation = "sdpa"
-    torch.manual_seed(seed)
     dtype = pick_dtype(target.device, target.model.dtype)
-    with torch.device(target.device):
+    with seeded_torch_rng(seed, target.device), torch.device(target.device):  # the caller's random state is kept
         drafter = MuseGlimmerAssistantModel(config).to(dtype)
     drafter.requires_grad_(False)
     name = f"random DFlash drafter ({spec.raw['num_hidden_layers']} layers, hidden {spec.raw['hidden_size']}, " \
