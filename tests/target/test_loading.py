@@ -164,7 +164,7 @@ def converted(tiny_gguf, cache):
     """(the cache entry, the logits of a target loaded from it) after one conversion."""
     target = load_target(str(tiny_gguf), device="cpu")
     entry = _conversion(cache)
-    assert (entry / "tevcore-converted.json").is_file() and not list(cache.glob(".converting-*"))
+    assert (entry / "tevcore-converted.json").is_file() and not list(cache.glob(".*.partial"))
     return entry, _logits(target)
 
 

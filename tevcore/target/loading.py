@@ -19,13 +19,13 @@ import importlib.util
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
 
+from tevcore.diskwrite import temporary_folder
 from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.target.converted_cache import CACHE_SETTING, cache_unwritable, converted_problem, record_conversion
 from tevcore.target.devices import pick_device, pick_dtype
@@ -131,7 +131,7 @@ def _convert_into(gguf: Path, out: Path) -> Path:
     # the de-quantised weights are plain tensors; drop the GGUF marker so they can be saved
     del model.config.quantization_config
     model.hf_quantizer = None
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".converting-"))
+    tmp = temporary_folder(out)
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
