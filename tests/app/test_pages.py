@@ -183,13 +183,21 @@ def test_verifier_comparison_on_a_replayed_round_is_labelled_approximate():
 def test_verifier_comparison_reads_benchmark_rows(tmp_path):
     rows = [{"verifier": v, "budget": b, "speedup": 1 + b / 100, "mean_block_length": 1 + b / 20}
             for v in ("tev", "residual") for b in (8, 32)]
-    (tmp_path / "bench.json").write_text(json.dumps({"meta": {}, "rows": rows}))
+    from tevcore.results import ResultRecord, RunMeta
+
+    meta = RunMeta.now("python -m tevcore bench", "cpu", 0)
+    (tmp_path / "bench.json").write_text(json.dumps(ResultRecord("bench", meta, rows).to_dict()))
+    (tmp_path / "rounds.json").write_text(json.dumps(ResultRecord("rounds-at-context", meta,
+                                                                  [{"verifier": "rrs", "gap": 0.1}]).to_dict()))
     (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "old.json").write_text(json.dumps({"meta": {}, "rows": rows}))  # not the one record: named
     at = page("2_Verifier_comparison.py").run()
     at.text_input(key="vc_bench_folder").set_value(str(tmp_path)).run()
     assert not at.exception
     assert at.get("plotly_chart")
-    assert any("broken.json" in w.value for w in at.warning)
+    assert any("broken.json" in w.value for w in at.warning) and any("old.json" in w.value for w in at.warning)
+    runs = [frame.value for frame in at.dataframe if "command line" in frame.value]
+    assert len(runs) == 1 and sorted(runs[0]["command"]) == ["bench", "rounds-at-context"]
 
 
 def _fake_runs(root: Path) -> None:

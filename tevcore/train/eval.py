@@ -33,6 +33,7 @@ from tevcore.target.loading import Target
 from tevcore.decoding.oracle import oracle_tree
 from tevcore.engine.sampling import make_generator
 from tevcore.ranks import gather, is_first, shard
+from tevcore.results import Column, format_table as tabulate_rows
 from tevcore.target.session import TargetSession
 from tevcore.train.prompts import heldout_prompts
 
@@ -250,25 +251,27 @@ def prompts_for_se(cell: PairedCell, wanted_se: float) -> int | None:
     return max(2, math.ceil(cell.prompts * (cell.difference_se / wanted_se) ** 2))
 
 
+PAIRED_COLUMNS = (
+    Column("T", "temperature", "g"), Column("budget", "budget", "d"), Column("prompts", "prompt_set"),
+    Column("n", "prompts", "d"), Column("positions", "positions", "d"), Column("E(A)", "baseline_length", ".3f"),
+    Column("E(B)", "other_length", ".3f"), Column("B - A", "difference", "+.3f"),
+    Column("%", lambda c: 100 * c["difference"] / c["baseline_length"], "+.1f"),
+    Column("s.e. %", lambda c: 100 * c["difference_se"] / c["baseline_length"], ".1f"))
+CELL_COLUMNS = (
+    Column("T", "temperature", "g"), Column("budget", "budget", ">"), Column("prompts", "prompt_set"),
+    Column("n", "prompts", "d"), Column("rounds", "rounds", "d"), Column("E=1+C", "expected_length", ".3f"),
+    Column("(s.e.)", lambda c: f"({c['expected_length_se']:.3f})", "s"), Column("block", "block_length", ".3f"))
+
+
 def format_paired(cells: list[PairedCell]) -> str:
     if not cells:
         return ""
-    lines = [f"baseline A = {cells[0].baseline}; B = {cells[0].other}; same round starts, one tree forward each",
-             f"{'T':>4} {'budget':>6} {'prompts':<10} {'n':>3} {'positions':>9} {'E(A)':>7} {'E(B)':>7} "
-             f"{'B - A':>7} {'%':>6} {'s.e. %':>7}"]
-    for c in cells:
-        lines.append(f"{c.temperature:>4g} {c.budget:>6} {c.prompt_set:<10} {c.prompts:>3} {c.positions:>9} "
-                     f"{c.baseline_length:>7.3f} {c.other_length:>7.3f} {c.difference:>+7.3f} "
-                     f"{100 * c.difference / c.baseline_length:>+6.1f} {100 * c.difference_se / c.baseline_length:>7.1f}")
-    return "\n".join(lines)
+    return (f"baseline A = {cells[0].baseline}; B = {cells[0].other}; same round starts, one tree forward each\n"
+            + tabulate_rows(cells_to_json(cells), PAIRED_COLUMNS))
 
 
 def format_table(cells: list[EvalCell]) -> str:
-    lines = [f"{'T':>4} {'budget':>9} {'prompts':<10} {'n':>3} {'rounds':>7} {'E=1+C':>7} {'(s.e.)':>7} {'block':>7}"]
-    for c in cells:
-        lines.append(f"{c.temperature:>4g} {c.budget:>9} {c.prompt_set:<10} {c.prompts:>3} {c.rounds:>7} "
-                     f"{c.expected_length:>7.3f} {f'({c.expected_length_se:.3f})':>7} {c.block_length:>7.3f}")
-    return "\n".join(lines)
+    return tabulate_rows(cells_to_json(cells), CELL_COLUMNS)
 
 
 def cells_to_json(cells: list[EvalCell] | list[PairedCell]) -> list[dict]:

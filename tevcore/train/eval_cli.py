@@ -7,13 +7,12 @@ share the prompts and rank 0 prints the one table and writes the one JSON.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 from pathlib import Path
 
 import torch
 
-from tevcore.outputs import write_json, written
+from tevcore.results import ResultRecord, RunMeta, write_result
 from tevcore.proposers import DRAFTER_DTYPE_HELP, default_drafter_path, parse_drafter_dtype, resolve_proposer
 from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
 from tevcore.proposers.registry import proposer_specs
@@ -71,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         plan.append((temperature, eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)))
     torch.set_num_threads(args.threads)
     target = target_from_args(args, device=device_for_rank(args.device))
+    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
     spec = args.drafter or str(default_drafter_path())
 
     def proposer_for(spec: str):
@@ -94,11 +94,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(format_paired(cells) if other is not None else format_table(cells))
     if args.json:
-        record = {"drafter": spec, "compare": args.compare, "proposer": proposer.name, "target": target.name, "greedy_sets": args.greedy_sets,
-                  "sample_sets": args.sample_sets, "per_set": args.per_set, "max_new_tokens": args.max_new_tokens,
-                  "seed": args.seed, "verifier": "tev", "threads": args.threads, "device": str(target.device), "processes": world()[1],
-                  "machine": platform.machine(), "seconds": round(time.time() - start, 1),
-                  "cells": cells_to_json(cells)}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        print(written(write_json(args.json, record, overwrite=args.force), args.json))
+        settings = {"drafter": spec, "compare": args.compare, "proposer": proposer.name, "model": target.name,
+                    "greedy_sets": args.greedy_sets, "sample_sets": args.sample_sets, "per_set": args.per_set,
+                    "max_new_tokens": args.max_new_tokens, "verifier": "tev", "processes": world()[1]}
+        record = ResultRecord("eval-drafter", meta, cells_to_json(cells), settings=settings,
+                              summary={"seconds": round(time.time() - start, 1)})
+        write_result(args.json, record, force=args.force)
     return 0
