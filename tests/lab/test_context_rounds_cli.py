@@ -63,6 +63,7 @@ def test_every_rule_paired_with_the_builder_is_summarised_as_the_engine_computes
     (["--builder", "sampled:2", "--verifiers", "tev,nope"], "unknown verifier 'nope'"),
     (["--builder", "sampled:1,1,1,1,1"], "needs 5 draft depths"),
     (["--at-round", "-1"], "--at-round must be 0 or more"),
+    (["--at-round", "400"], "--at-round 400: 400 rounds may need"),  # past the tiny model's 512 tokens
 ])
 def test_bad_settings_get_one_line_and_exit_code_2(tiny, capsys, extra, message):
     code, _, err = _run(tiny, extra, capsys)

@@ -30,10 +30,10 @@ from tqdm import tqdm
 
 from tevcore.config import DecodeConfig
 from tevcore.engine.builders import get_builder, parse_builder_list
-from tevcore.lab.datasets import load_prompts
+from tevcore.lab.datasets import encode_within, load_prompts
 from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
-from tevcore.decoding.loop import generate, generate_ar, prompt_ids
+from tevcore.decoding.loop import generate, generate_ar, prompt_ids, reserved_positions
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
 from tevcore.proposers.base import HFAssistant
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
@@ -171,7 +171,8 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
     pairs = valid_pairs(builders or ["best_first"], verifiers)
     rows = [] if rows is None else rows
     for dataset in datasets:
-        prompts = [prompt_ids(target, p.text) for p in load_prompts(dataset, "heldout", n)]
+        room = reserved_positions(max_new_tokens, proposer.depth)
+        prompts = [encode_within(target, p, room) for p in load_prompts(dataset, "heldout", n)]
         for temperature in temperatures:
             stats = {("ar",): MethodStats("ours AR")}
             for budget in budgets:

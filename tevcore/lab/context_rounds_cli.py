@@ -16,7 +16,7 @@ from itertools import islice
 import torch
 
 from tevcore.config import DecodeConfig
-from tevcore.decoding.loop import prompt_ids, rounds
+from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.engine.records import round_context
 from tevcore.flags import (add_target_arguments, count_at_least_one, prompt_text, seed_value, target_from_args,
                            thread_count)
@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     proposer = resolve_proposer(args.proposer, target, parse_drafter_dtype(args.drafter_dtype))
     config = replace(config, max_new_tokens=max(1, args.at_round * (proposer.depth + 1)))  # room for every round
     ids = prompt_ids(target, args.prompt, chat=config.chat)
+    _check_room(args.at_round, len(ids), reserved_positions(config.max_new_tokens, proposer.depth), proposer.depth,
+                target.max_context)
     earlier = list(islice(rounds(target, proposer, ids, config), args.at_round))
     if len(earlier) < args.at_round:
         raise ValueError(f"--at-round {args.at_round}: the decode ended after {len(earlier)} rounds")
@@ -96,6 +98,16 @@ def run(args: argparse.Namespace) -> int:
         write_result(args.out, ResultRecord("rounds-at-context", meta, rows, settings=settings, summary=summary),
                      force=args.force)
     return 0
+
+
+def _check_room(at_round: int, prompt_tokens: int, reserve: int, depth: int, context: int) -> None:
+    """Refuse, naming --at-round, a decode whose rounds cannot fit the model's context: the decoding loop
+    reserves `reserve` positions (every token the rounds may emit, `depth + 1` a round, and one more path)."""
+    if at_round and prompt_tokens + reserve > context:
+        most = max(context - prompt_tokens - (depth + 1), 0) // (depth + 1)
+        raise ValueError(f"--at-round {at_round}: {at_round} rounds may need {reserve} positions, which with the "
+                         f"prompt's {prompt_tokens} tokens exceed the model's context of {context} tokens; give "
+                         f"--at-round {most} or less")
 
 
 COLUMNS = (Column("verifier", "verifier"), Column("standing", "standing"),

@@ -25,8 +25,8 @@ from tqdm import tqdm
 
 from tevcore.engine.builders import best_first, check_budget
 from tevcore.config import DecodeConfig
-from tevcore.lab.datasets import Prompt
-from tevcore.decoding.loop import prompt_ids, rounds
+from tevcore.lab.datasets import Prompt, encode_within
+from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.target.walker import walk
 from tevcore.engine.flow import parent_edge_log_probs, path_log_probs, target_flow
 from tevcore.target.loading import Target
@@ -64,8 +64,9 @@ def eval_prompts(datasets: tuple[str, ...], per_set: int) -> list[Prompt]:
     return [lst[i] for i in range(per_set) for lst in lists if i < len(lst)]
 
 
-def _content(prompt: PromptLike) -> str | list[int]:
-    return prompt.text if isinstance(prompt, Prompt) else prompt
+def _ids(target: Target, prompt: PromptLike, reserve: int) -> list[int]:
+    """A prompt's token ids; a set's prompt too long for the context is refused naming its file and line."""
+    return encode_within(target, prompt, reserve) if isinstance(prompt, Prompt) else prompt_ids(target, prompt)
 
 
 def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: float, budgets=BUDGETS,
@@ -84,7 +85,8 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
         measured = []  # (prompt, E, block) per round of this rank's prompts
         for index, prompt in tqdm(shard(prompts), desc=f"T={temperature} B={budget}",
                                   disable=not progress or not is_first(), leave=False):
-            for record in rounds(target, proposer, prompt_ids(target, _content(prompt)), config):
+            ids = _ids(target, prompt, reserved_positions(max_new_tokens, proposer.depth))
+            for record in rounds(target, proposer, ids, config):
                 measured.append((index, record.flow.expected_length, record.block_length))
         per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, block, prompt) per round
         prompt_counts: dict[str, int] = defaultdict(int)
@@ -126,7 +128,8 @@ def walk_decode(target: Target, prompts: list[PromptLike], temperature: float, m
     for index, prompt in tqdm(shard(prompts), desc=desc, disable=not progress or not is_first(), leave=False):
         generator = make_generator(seed + index)
         session = TargetSession(target, hidden_layers=hidden_layers)
-        session.prefill(prompt_ids(target, _content(prompt)), reserve=max_new_tokens + reserve + 1)
+        room = max_new_tokens + reserve + 1
+        session.prefill(_ids(target, prompt, room), reserve=room)
         walk(session, max_new_tokens, temperature, generator, stops, lambda s, index=index: measure(index, s))
 
 
