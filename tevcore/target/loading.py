@@ -27,7 +27,8 @@ from safetensors import SafetensorError
 
 from tevcore.diskwrite import temporary_folder
 from tevcore.engine.sampling import seeded_torch_rng
-from tevcore.target.converted_cache import CACHE_SETTING, cache_unwritable, converted_problem, record_conversion
+from tevcore.target.converted_cache import (CACHE_SETTING, cache_unwritable, conversion_unreadable, converted_problem,
+                                            record_conversion)
 from tevcore.target.devices import pick_device, pick_dtype
 from tevcore.target.packed_linear import pack_linears
 from tevcore.target.tree_attention import attention_for
@@ -103,6 +104,11 @@ def _converted_gguf_dir(gguf: Path) -> Path | None:
     stat = gguf.stat()
     key = hashlib.sha256(f"{gguf.name}:{stat.st_size}".encode()).hexdigest()[:12]
     out = cache_dir() / f"{gguf.stem}-{key}"
+    unreadable = conversion_unreadable(out) if out.exists() else None
+    if unreadable is not None:  # another user's cache: not damaged, and not this user's to rebuild
+        _note(f"{unreadable}: reading the GGUF file directly (slower on every load); point {CACHE_SETTING} to a "
+              "folder of your own")
+        return None
     problem = converted_problem(out) if out.exists() else None
     if out.exists() and problem is None:
         return out
