@@ -304,6 +304,10 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | N
     """Token ids of a user prompt, through the model's chat template when asked; with `reply`, the assistant's
     answer follows (teacher-forced training data), and the prompt's ids stay a prefix of the whole.
 
+    The user's text is text: a chat marker typed inside it (`<|im_end|>`) is
+    tokenized as the characters it is made of, never as the special token, so
+    a prompt cannot end its own turn or open the assistant's. Special tokens
+    come only from the chat template (and the tokenizer's own BOS).
     A model without a chat template gets plain text, and the user is told once.
     """
     if not isinstance(prompt, str) or not prompt.strip():
@@ -315,18 +319,54 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | N
     templated = chat and bool(getattr(tokenizer, "chat_template", None))
     if chat and not templated:
         _say_plain_text_once(target.name)
+    contents = [prompt] if reply is None else [prompt, reply]
     if templated:
-        messages = [{"role": "user", "content": prompt}]
-        if reply is not None:
-            messages.append({"role": "assistant", "content": reply})
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=reply is None, tokenize=True)
-        if isinstance(ids, dict) or hasattr(ids, "keys"):
-            ids = ids["input_ids"]
+        ids = _templated_ids(tokenizer, contents, marked=any(_holds_special_spelling(tokenizer, c) for c in contents))
     else:
-        ids = tokenizer(prompt)["input_ids"]
+        ids = tokenizer(prompt, split_special_tokens=True)["input_ids"]
         if reply is not None:
-            ids = list(ids) + list(tokenizer("\n" + reply, add_special_tokens=False)["input_ids"])
+            ids = list(ids) + list(tokenizer("\n" + reply, add_special_tokens=False,
+                                             split_special_tokens=True)["input_ids"])
     return [int(t) for t in ids]
+
+
+_CONTENT = "\ue000tevcore-content\ue000"  # a private-use placeholder no template alters and no text holds
+
+
+def _holds_special_spelling(tokenizer, text: str) -> bool:
+    """Whether `text` contains the spelling of one of the tokenizer's special or added tokens."""
+    spellings = set(getattr(tokenizer, "all_special_tokens", ())) | set(getattr(tokenizer, "get_added_vocab",
+                                                                                 dict)())
+    return any(spelling and spelling in text for spelling in spellings)
+
+
+def _templated_ids(tokenizer, contents: list[str], marked: bool) -> list[int]:
+    """The chat template's ids around `contents` (the user's turn, then the assistant's when there is a reply).
+
+    Text without any special token's spelling is tokenized with its template
+    in one piece, as the model saw it in training (a newline may merge across
+    the turn's edge). Marked text is cut out: the template's pieces keep their
+    special tokens, the text is tokenized with special tokens split.
+    """
+    roles = ("user", "assistant")
+    generation_prompt = len(contents) == 1
+    if not marked:
+        messages = [{"role": role, "content": text} for role, text in zip(roles, contents)]
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=True)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    messages = [{"role": role, "content": _CONTENT} for role, _ in zip(roles, contents)]
+    rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=False)
+    pieces = rendered.split(_CONTENT)
+    if len(pieces) != len(contents) + 1:
+        raise ValueError("the chat template does not place each message's text once; feed the prompt as raw "
+                         "text (--no-chat)")
+    ids: list[int] = []
+    for index, piece in enumerate(pieces):
+        if piece:
+            ids += tokenizer(piece, add_special_tokens=False)["input_ids"]
+        if index < len(contents):
+            ids += tokenizer(contents[index], add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    return ids
 
 
 _PLAIN_TEXT_SAID: set[str] = set()
