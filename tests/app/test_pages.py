@@ -512,3 +512,19 @@ def test_exittrain_paired_comparison_shows_the_cli_command_and_the_prompts_it_ne
     assert table["prompts per set for s.e. ≤ δ/2"].tolist() == [18, 18]  # 6 x (0.03 / 0.01)^2 = 54 over 3 sets
     at.selectbox(key="et_pair_b").set_value(committed).run()
     assert any("A and B are the same drafter" in e.value for e in at.error)
+
+
+def test_seed_widgets_take_every_seed_the_engine_takes():
+    """One seed range, the engine's (`engine.sampling.MAX_SEED`, 2^32 - 1), in every widget that takes a seed."""
+    from tevcore.engine.sampling import MAX_SEED
+
+    at = page("2_Verifier_comparison.py").run()
+    assert at.number_input(key="vc_seed").max == MAX_SEED
+    at.number_input(key="vc_seed").set_value(MAX_SEED).run()
+    assert not at.exception and at.number_input(key="vc_seed").value == MAX_SEED
+    workshop = page("4_Exit_law_workshop.py").run()
+    workshop.selectbox(key="ws_preset").set_value(next(iter(appdata.coupling_presets()))).run()
+    assert workshop.number_input(key="ws_c_seed").max == MAX_SEED
+    import inputs
+
+    assert inputs.range_problem("seed", MAX_SEED, inputs.decode_range("seed", MAX_SEED)) is None

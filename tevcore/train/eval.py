@@ -38,7 +38,13 @@ from tevcore.target.session import TargetSession
 from tevcore.train.prompts import heldout_prompts
 
 BUDGETS = ("chain", 4, 8, 16, 32)
-MIX = ("mt-bench", "humaneval", "gsm8k")
+MIX = ("mt-bench", "humaneval", "gsm8k")  # held-out sets at T > 0
+GREEDY_SETS = ("humaneval",)  # held-out sets at T = 0
+
+
+def prompt_sets(temperature: float) -> tuple[str, ...]:
+    """The held-out sets eval-drafter reads by default at `temperature`."""
+    return GREEDY_SETS if temperature == 0 else MIX
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, 
 from tevcore.parsing import budget_or_chain, comma_list
 from tevcore.train.eval import (
     BUDGETS,
+    GREEDY_SETS,
     MIX,
     cells_to_json,
     eval_prompts,
@@ -29,6 +30,7 @@ from tevcore.train.eval import (
     format_table,
     oracle_ceilings,
     paired_coverage,
+    prompt_sets,
 )
 
 
@@ -38,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="e.g. chain,4,8,16,32")
     parser.add_argument("--temperatures", default="0,1")
-    parser.add_argument("--greedy-sets", default="humaneval", help="held-out sets at T = 0")
+    parser.add_argument("--greedy-sets", default=",".join(GREEDY_SETS), help="held-out sets at T = 0")
     parser.add_argument("--sample-sets", default=",".join(MIX), help="held-out sets at T > 0")
     parser.add_argument("--per-set", type=count_at_least_one, default=6, help="held-out prompts per set")
     parser.add_argument("--max-new-tokens", type=count_at_least_one, default=64)
@@ -57,6 +59,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of one autoregressive decode, and report B - A with its standard error")
     parser.add_argument("--by-set", action="store_true", help="also report each held-out set's share of the prompts")
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
+
+
+def paired_argv(baseline: str, other: str, budgets: list[int], per_set: int, temperature: float,
+                max_new_tokens: int, lookup: bool) -> list[str]:
+    """The `eval-drafter --compare` command line for these settings (the app shows it beside its own paired
+    comparison), with the default sets of `temperature`; parsed by this command's own parser before it is
+    returned, so a flag renamed here cannot leave a command line that no longer runs."""
+    sets_flag = "--greedy-sets" if temperature == 0 else "--sample-sets"
+    argv = [baseline, "--compare", other, "--budgets", ",".join(map(str, budgets)), "--temperatures",
+            f"{temperature:g}", sets_flag, ",".join(prompt_sets(temperature)), "--per-set", str(per_set),
+            "--max-new-tokens", str(max_new_tokens)] + (["--lookup"] if lookup else [])
+    parser = argparse.ArgumentParser(prog="python -m tevcore eval-drafter", exit_on_error=False)
+    add_arguments(parser)
+    parser.parse_args(argv)
+    return ["python", "-m", "tevcore", "eval-drafter", *argv]
 
 
 def run(args: argparse.Namespace) -> int:
