@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tevcore"
-GLOBAL_SEEDING = re.compile(r"\b(torch\.(cuda\.)?manual_seed(_all)?|random\.seed|np\.random\.seed|numpy\.random\.seed)\(")
+GLOBAL_SEEDING = re.compile(
+    r"\b(torch\.(cuda\.)?manual_seed(_all)?|random\.seed|np\.random\.seed|numpy\.random\.seed)\(")
 SCOPED_USE = PACKAGE / "engine" / "sampling.py"
 
 

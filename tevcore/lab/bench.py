@@ -296,7 +296,8 @@ def run(args: argparse.Namespace) -> int:
     builders = parse_builder_list(args.builders)
     pairs = valid_pairs(builders, verifiers)
     target = target_from_args(args, device=device_for_rank(args.device))
-    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)  # the code that runs, even if the checkout moves
+    # taken now: the code that runs, even if the checkout moves on during a long bench
+    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
     proposer = resolve_proposer(args.proposer, target, drafter_dtype)
     for builder, _ in pairs:
         get_builder(builder).check_depth(proposer.depth)  # a shape deeper than the drafter, before any prompt

@@ -198,7 +198,7 @@ def _qwen_config(raw: dict, path: Path | None = None):
         raise ValueError(f"{where}the Qwen3 layer fields are not valid: {reason}") from None
 
 
-def check_target(spec: DFlashSpec, target: Target) -> None:
+def check_spec_fits_target(spec: DFlashSpec, target: Target) -> None:
     """A DFlash drafter fits only a target with its hidden size, vocabulary and at least its layers."""
     config = target.model.config
     hidden, depth = int(config.hidden_size), int(config.num_hidden_layers)
@@ -276,7 +276,7 @@ def load_dflash(source: str | Path, target: Target):
 
     folder = locate(str(source))
     spec = read_spec(folder)
-    check_target(spec, target)
+    check_spec_fits_target(spec, target)
     state = {_published_to_muse(k): v for k, v in read_weights(folder).items()}
     _check_weights(spec, state, folder)
     config = muse_config(spec)
