@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import zlib
 from dataclasses import dataclass, field, replace
 from statistics import mean, median, stdev
@@ -311,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
             auto[t] = from_first(choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
                                  if is_first() else None)
             if is_first():
-                print(f"T={t:g}: {auto[t].explain()}")
+                print(f"T={t:g}: {auto[t].explain()}", file=sys.stderr)  # a report; stdout keeps the table
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:
         plan = [(temperatures, comma_list(args.budgets, int, "budgets"))]
