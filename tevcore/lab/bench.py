@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from tevcore.config import DecodeConfig
 from tevcore.engine.builders import get_builder, parse_builder_list
-from tevcore.lab.datasets import encode_within, load_prompts
+from tevcore.lab.datasets import fitting, load_prompts
 from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids, reserved_positions
@@ -173,7 +173,8 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
     rows = [] if rows is None else rows
     for dataset in datasets:
         room = reserved_positions(max_new_tokens, proposer.depth)
-        prompts = [encode_within(target, p, room) for p in load_prompts(dataset, "heldout", n)]
+        prompts = [fitting(p, prompt_ids(target, p.text), room, target.max_context)
+                   for p in load_prompts(dataset, "heldout", n)]
         for temperature in temperatures:
             stats = {("ar",): MethodStats("ours AR")}
             for budget in budgets:

@@ -16,8 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tevcore.decoding.loop import prompt_ids
-from tevcore.target.loading import Target, check_text
+from tevcore.target.loading import check_text
 
 HELDOUT_EVERY = 5
 SPLITS = ("heldout", "train", "all")
@@ -135,13 +134,12 @@ def _custom(path: Path) -> list[Prompt]:
     return prompts
 
 
-def encode_within(target: Target, prompt: Prompt, reserve: int) -> list[int]:
-    """The prompt's token ids (chat template applied); a prompt that leaves no room in the model's context for
-    `reserve` more positions is refused naming where it came from (a file and line), before any decode."""
-    ids = prompt_ids(target, prompt.text)
-    if len(ids) + reserve > target.max_context:
+def fitting(prompt: Prompt, ids: list[int], reserve: int, context: int) -> list[int]:
+    """`ids` (the prompt's tokens) when they leave room in a context of `context` tokens for `reserve` more
+    positions; else a ValueError naming where the prompt came from (a file and line), before any decode."""
+    if len(ids) + reserve > context:
         raise ValueError(f"{prompt.where}: the prompt has {len(ids)} tokens; with {reserve} more positions it "
-                         f"exceeds the model's context of {target.max_context} tokens")
+                         f"exceeds the model's context of {context} tokens")
     return ids
 
 

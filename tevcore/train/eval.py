@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from tevcore.engine.builders import best_first, check_budget
 from tevcore.config import DecodeConfig
-from tevcore.lab.datasets import Prompt, encode_within
+from tevcore.lab.datasets import Prompt, fitting
 from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.target.walker import walk
 from tevcore.engine.flow import parent_edge_log_probs, path_log_probs, target_flow
@@ -72,7 +72,9 @@ def eval_prompts(datasets: tuple[str, ...], per_set: int) -> list[Prompt]:
 
 def _ids(target: Target, prompt: PromptLike, reserve: int) -> list[int]:
     """A prompt's token ids; a set's prompt too long for the context is refused naming its file and line."""
-    return encode_within(target, prompt, reserve) if isinstance(prompt, Prompt) else prompt_ids(target, prompt)
+    if isinstance(prompt, Prompt):
+        return fitting(prompt, prompt_ids(target, prompt.text), reserve, target.max_context)
+    return prompt_ids(target, prompt)
 
 
 def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: float, budgets=BUDGETS,
