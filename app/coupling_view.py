@@ -12,6 +12,8 @@ import streamlit as st
 import appdata
 import figures
 
+from tevcore.engine.sampling import MAX_SEED
+
 EXPLANATION = (
     "**Why sampling can win.** A fixed tree holds one guess, the drafter's argmax *x*; the target's sample starts "
     "with *x* with probability *p(x)*, and no rule that is exact given the tree can accept *x* more often. A node "
@@ -33,7 +35,7 @@ def show(ss, found: appdata.Coupling) -> None:
                                             shown.index(found.guess)), key="ws_coupling_rows")
     c1, c2, c3 = st.columns([1, 1, 2])
     rounds = int(c1.number_input("rounds", 100, 20_000, 1_000, step=100, key="ws_c_rounds"))
-    seed = int(c2.number_input("seed", 0, 2**31 - 1, 0, key="ws_c_seed"))
+    seed = int(c2.number_input("seed", 0, MAX_SEED, 0, key="ws_c_seed"))
     signature = (tuple(found.vocab), tuple(found.p.tolist()), tuple(found.q.tolist()), rounds, seed)
     if c3.button("▶ Draw the rounds", key="ws_c_run",
                  help="the fixed node verified by TEV, and a fresh node drawn from q by the sampled builder "

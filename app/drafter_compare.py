@@ -13,11 +13,11 @@ from pathlib import Path
 import pandas as pd
 
 from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
-from tevcore.train.eval import MIX, PairedCell, prompts_for_se
+from tevcore.train.eval import PairedCell, prompts_for_se
+from tevcore.train.eval_cli import paired_argv
 
 # the drafter as trained, and as the explorer's default proposer runs it (drafter + context lookup)
 VARIANTS = {"alone": "", "+ lookup": LOOKUP_SUFFIX}
-GREEDY_SETS = ("humaneval",)  # eval-drafter's sets at T = 0 (its --greedy-sets default); MIX at T > 0
 
 
 def eval_specs(picks: list[str], variants: list[str]) -> list[tuple[str, str, str]]:
@@ -25,18 +25,11 @@ def eval_specs(picks: list[str], variants: list[str]) -> list[tuple[str, str, st
     return [(path, variant, path + VARIANTS[variant]) for path in picks for variant in variants]
 
 
-def prompt_sets(temperature: float) -> tuple[str, ...]:
-    return GREEDY_SETS if temperature == 0 else MIX
-
-
 def paired_command(baseline: str, other: str, budgets: list[int], per_set: int, temperature: float,
                    max_new_tokens: int, lookup: bool) -> list[str]:
-    """The `eval-drafter --compare` command that measures what the page's paired comparison measures."""
-    sets_flag = "--greedy-sets" if temperature == 0 else "--sample-sets"
-    return (["python", "-m", "tevcore", "eval-drafter", baseline, "--compare", other,
-             "--budgets", ",".join(map(str, budgets)), "--temperatures", f"{temperature:g}",
-             sets_flag, ",".join(prompt_sets(temperature)), "--per-set", str(per_set),
-             "--max-new-tokens", str(max_new_tokens)] + (["--lookup"] if lookup else []))
+    """The `eval-drafter --compare` command that measures what the page's paired comparison measures (built by
+    the command itself, from its own flags and default sets)."""
+    return paired_argv(baseline, other, budgets, per_set, temperature, max_new_tokens, lookup)
 
 
 def paired_table(cells: list[PairedCell], resolution: float, sets: int) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import trainruns
 
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.parsing import budget_or_chain, comma_list
+from tevcore.train.eval import prompt_sets
 
 ss = st.session_state
 
@@ -94,7 +95,7 @@ def paired_section(options: list[str]) -> None:
     if st.button("Compare A and B (paired)", key="et_pair_run"):
         from tevcore.train import eval as engine_eval
 
-        sets = drafter_compare.prompt_sets(float(temp))
+        sets = prompt_sets(float(temp))
         suffix = drafter_compare.VARIANTS["+ lookup"] if lookup else ""
         with st.spinner("paired comparison: one decode, both drafters scored at every position…"):
             try:

@@ -21,7 +21,7 @@ SOURCE = "sampled trees (toy target, fresh draws at one context)"
 LIVE_SOURCE = "sampled trees at an explorer round's context (its target and drafter)"
 DEFAULT_BUILDER = "sampled:3,2,1"
 LIVE_BUILDER = "sampled:2,1,1"  # fits every drafter's depth (the stand-in rollout's is 4)
-LIVE_ROUNDS = 100  # one drafter and one target forward each: about 6 s on 2 CPU cores at budget 16
+LIVE_ROUNDS = 100  # one drafter and one target forward each (the README gives the time on a small CPU)
 SUMMARY_COLUMNS = {"mean_block_length": "E[L]", "mean_block_length_se": "E[L] ± s.e.",
                    "mean_expected_length": "E[1 + C]", "mean_expected_length_se": "E[1 + C] ± s.e.",
                    "gap": "gap E[L] − E[1 + C]", "gap_se": "gap ± s.e.",

@@ -3,8 +3,8 @@
 Target and drafter load once per process (`st.cache_resource`). Environment:
 TEV_APP_TARGET (default 'default'), TEV_APP_PROPOSER (default 'default'; any `--proposer` spec, listed
 in tevcore.proposers.PROPOSER_SPECS), TEV_APP_DEVICE (default: the engine's choice), TEV_APP_THREADS (torch CPU
-threads; default half the cores, at most 4: on a shared machine oversubscribed torch threads made a
-round ~10x slower than one thread).
+threads; default half the cores, at most 4: on a shared machine oversubscribed torch threads make a
+round far slower than one thread).
 """
 
 from __future__ import annotations

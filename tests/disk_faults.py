@@ -1,4 +1,5 @@
-"""A full disk, simulated: the writer of `tevcore.diskwrite` creates the file, then writing it raises ENOSPC."""
+"""A full disk, simulated: the writers of `tevcore.diskwrite` and `tevcore.outputs` create the file, then writing
+it raises ENOSPC."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ def disk_full_on(monkeypatch, match: str, times: int = 1):
     import builtins
 
     import tevcore.diskwrite as diskwrite
+    import tevcore.outputs as outputs
 
     seen = []
 
@@ -35,3 +37,4 @@ def disk_full_on(monkeypatch, match: str, times: int = 1):
         return handle
 
     monkeypatch.setattr(diskwrite, "open", opening, raising=False)
+    monkeypatch.setattr(outputs, "open", opening, raising=False)

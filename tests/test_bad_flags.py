@@ -50,7 +50,7 @@ CASES = [
     ("bench", ["--dataset", "{dir}/latin1.jsonl", "--out", "{dir}/b.json", "--target", "{tiny}"],
      "latin1.jsonl, line 2: not UTF-8 text (byte 0xe9 at column 16)"),
     ("bench", ["--dataset", "{dir}/surrogate.jsonl", "--out", "{dir}/b.json", "--target", "{tiny}"],
-     "surrogate.jsonl, record 1: the prompt is not valid UTF-8 text"),
+     "surrogate.jsonl, line 1: the prompt is not valid UTF-8 text"),
     # compare checks every variant name before it trains the first
     ("compare", ["{dir}/cmp", "--data", "{dir}", "--target", "{tiny}", "--variants", "distill,exit-Q"],
      "unknown variant 'exit-Q'"),

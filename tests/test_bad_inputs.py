@@ -252,7 +252,7 @@ def test_prompt_sets_say_where_they_looked_and_how_to_pass_a_jsonl(tmp_path, mon
         with pytest.raises(FileNotFoundError, match=f"looked for {tmp_path}/.*TEVCORE_DATASETS.*--datasets.*jsonl"):
             load_prompts(name)
     (tmp_path / "mine.jsonl").write_text('{"prompt": "ok"}\n{"prompt": ""}\n')
-    with pytest.raises(ValueError, match="mine.jsonl, record 2: needs a 'prompt'"):
+    with pytest.raises(ValueError, match="mine.jsonl, line 2: needs a 'prompt'"):
         load_prompts(str(tmp_path / "mine.jsonl"))
     (tmp_path / "broken.jsonl").write_text('{"prompt": "ok"}\n{oops\n')
     with pytest.raises(ValueError, match="broken.jsonl, line 2: not valid JSON"):
@@ -503,3 +503,22 @@ def test_a_drafter_folder_whose_config_cannot_be_read_is_one_line_in_the_cli(con
     code, err = run_cli(["round", "--prompt", "hi", "--target", tiny, "--proposer", str(folder), "--device", "cpu"],
                         capsys)
     assert code == 2 and "Traceback" not in err and f"{folder / 'config.json'} is not a valid block drafter" in err
+
+
+@pytest.mark.parametrize("command", ["bench", "eval-drafter"])
+def test_an_over_long_prompt_in_a_jsonl_is_named_by_its_file_and_line(command, tiny_model_folder, tmp_path, capsys):
+    from tevcore.cli import main
+
+    prompts = tmp_path / "mine.jsonl"
+    prompts.write_text('{"prompt": "short"}\n\n{"prompt": "' + "word " * 400 + '"}\n')  # line 3: > 512 tokens
+    common = ["--target", str(tiny_model_folder("llama")), "--device", "cpu", "--max-new-tokens", "4",
+              "--temperatures", "1", "--budgets", "2"]
+    argv = {"bench": ["bench", "--dataset", str(prompts), "--n", "2", "--proposer", "rollout", "--verifiers", "tev",
+                      "--no-peers", "--out", str(tmp_path / "out.json"), *common],
+            "eval-drafter": ["eval-drafter", "rollout", "--sample-sets", str(prompts), "--per-set", "2",
+                             "--json", str(tmp_path / "out.json"), *common]}[command]
+    code = main(argv)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: {prompts}, line 3: the prompt has ") and "context of 512 tokens" in err[0]
+    assert not (tmp_path / "out.json").exists()

@@ -73,9 +73,9 @@ def test_ctrl_c_during_generate_keeps_the_rounds_made_as_a_partial_trace(rounds_
     assert captured.err.strip().splitlines()[-1] == "interrupted: generate stopped by Ctrl-C"
     assert "Traceback" not in captured.err and "KeyboardInterrupt" not in captured.err
     if not made:  # nothing made: nothing written, not an empty trace
-        assert not out.exists() and "wrote" not in captured.out
+        assert not out.exists() and "wrote" not in captured.out + captured.err
         return
-    assert f"wrote {out} (partial: the run was interrupted)" in captured.out
+    assert f"wrote {out} (partial: the run was interrupted)" in captured.err and "wrote" not in captured.out
     trace = read_trace(out)
     assert [r.index for r in trace.rounds] == [r.index for r in made]
     assert trace.rounds[-1].emitted_tokens == made[-1].emitted_tokens
@@ -125,6 +125,17 @@ def test_a_real_sigint_during_generate_ends_in_one_line_and_a_partial_trace(tiny
     finally:
         child.kill()
     assert child.returncode == 130
-    assert rest.strip().splitlines() == ["interrupted: generate stopped by Ctrl-C"]
-    assert f"wrote {out} (partial" in stdout
+    assert rest.strip().splitlines()[-1] == "interrupted: generate stopped by Ctrl-C"
+    assert f"wrote {out} (partial" in rest and "wrote" not in stdout
     assert [r.index for r in read_trace(out).rounds] == [0, 1]
+
+
+def test_generate_writes_the_text_alone_to_stdout_and_its_report_to_stderr(tiny_model_folder, tmp_path, capsys):
+    """`generate ... > out.txt` keeps the generated text alone in the file: statistics and the trace line are
+    reports, on stderr."""
+    out = tmp_path / "run.jsonl"
+    assert main(_decode_argv("generate", tiny_model_folder("llama"), "--out", str(out), "--no-chat")) == 0
+    captured = capsys.readouterr()
+    trace = read_trace(out)
+    assert captured.out == "".join(record.emitted_text for record in trace.rounds)
+    assert "tokens/s" in captured.err and f"wrote {out}" in captured.err

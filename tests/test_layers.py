@@ -9,7 +9,7 @@ The floors, lowest first (a unit is a subpackage or a top-level module):
 
 | floor | units | what it holds |
 | --- | --- | --- |
-| 0 | `tevcore` (the package `__init__`), `parsing`, `outputs`, `diskwrite`, `filechecks`, `ranks` | plain helpers that import nothing of tevcore: parsers, result and file writers, file checks, the processes of a torchrun launch |
+| 0 | `tevcore` (the package `__init__`), `parsing`, `outputs`, `results`, `diskwrite`, `filechecks`, `ranks` | plain helpers that import nothing of tevcore: parsers, result and file writers, file checks, the processes of a torchrun launch |
 | 1 | `engine`, `timing` | the round's math and records; the one timer over the stage names of the records |
 | 2 | `verify`, `target` | the exact verifiers; the target and its session (apart: neither imports the other) |
 | 3 | `config`, `flags`, `proposer_protocol` | the decode config, the target flags, the `Proposer` interface |
@@ -30,7 +30,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "tevcore"
 
 FLOORS = {
-    "": 0, "parsing": 0, "outputs": 0, "diskwrite": 0, "filechecks": 0, "ranks": 0,
+    "": 0, "parsing": 0, "outputs": 0, "results": 0, "diskwrite": 0, "filechecks": 0, "ranks": 0,
     "engine": 1, "timing": 1,
     "verify": 2, "target": 2,
     "config": 3, "flags": 3, "proposer_protocol": 3,

@@ -23,6 +23,7 @@ from tevcore.proposers import resolve_proposer
 from tevcore.proposers.base import ProposerBase
 from tevcore.proposers.kind import DrafterKind, prefixed
 from tevcore.proposers.registry import KINDS
+from tevcore.results import read_result
 from tevcore.target.loading import load_target
 
 pytestmark = pytest.mark.slow  # trains, benches and evaluates (tiny models, ~20 s in all)
@@ -144,9 +145,9 @@ def test_round_and_bench_run_the_new_kind(registered, setup, tmp_path, capsys):
     assert main(["bench", "--proposer", f"{PREFIX}{table}", "--dataset", str(prompts), "--n", "2",
                  "--max-new-tokens", "6", "--temperatures", "0", "--budgets", "4", "--verifiers", "tev", "--no-peers",
                  "--target", str(folder), "--out", str(out), *COMMON]) == 0
-    report = json.loads(out.read_text())
-    assert report["meta"]["proposer"] == "table drafter"
-    (spec,) = [row for row in report["rows"] if row["method"] == "ours speculative"]
+    report = read_result(out)
+    assert report.settings["proposer"] == "table drafter"
+    (spec,) = [row for row in report.rows if row["method"] == "ours speculative"]
     assert spec["prompts"] == 2 and spec["rounds"] > 0 and spec["mean_expected_length"] >= 1.0
 
 
@@ -165,7 +166,7 @@ def test_eval_drafter_and_train_run_the_new_kind(registered, setup, tmp_path):
     assert main(["eval-drafter", f"{PREFIX}{run / 'drafter'}", "--target", str(folder), "--budgets", "4",
                  "--temperatures", "1", "--sample-sets", str(prompts), "--per-set", "2", "--max-new-tokens", "6",
                  "--json", str(report), *COMMON]) == 0
-    (cell,) = json.loads(report.read_text())["cells"]
+    (cell,) = read_result(report).rows
     assert cell["prompts"] == 2 and cell["rounds"] > 0 and cell["expected_length"] >= 1.0
     target = load_target(str(folder), device="cpu")
     assert isinstance(resolve_proposer(f"{PREFIX}{run / 'drafter'}", target), TableProposer)

@@ -155,7 +155,7 @@ def test_force_replaces_a_trace_with_the_new_run(tiny_model_folder, tmp_path, ca
     out.write_text("the first run's result")
     code = main(["generate", "--prompt", "hi", "--target", str(tiny_model_folder("llama")), "--proposer", "rollout",
                  "--device", "cpu", "--max-new-tokens", "4", "--out", str(out), "--force"])
-    assert code == 0 and f"wrote {out}\n" in capsys.readouterr().out
+    assert code == 0 and f"wrote {out}\n" in capsys.readouterr().err
     assert read_trace(out).rounds and [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
 
 

@@ -9,6 +9,8 @@ import sys
 from itertools import islice
 from pathlib import Path
 
+from tevcore.results import command_line
+
 # subcommand -> module with add_arguments(parser) and run(args); imported only when used
 COMMANDS = {
     "round": ("tevcore.cli", "one speculative round on the target; print the tree and its flow"),
@@ -112,7 +114,8 @@ def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
 
 
 def _write(args: argparse.Namespace, records: list, target, config, partial: bool = False) -> None:
-    """The rounds as a trace at --out; `partial` marks a run cut short (its rounds are still valid)."""
+    """The rounds as a trace at --out; `partial` marks a run cut short (its rounds are still valid). The line
+    saying so goes to stderr: stdout holds the command's result (the text of `generate`, the tree of `round`)."""
     from dataclasses import asdict
 
     from tevcore.engine.records import write_trace
@@ -122,7 +125,7 @@ def _write(args: argparse.Namespace, records: list, target, config, partial: boo
         meta = {"target": target.name, "prompt": args.prompt, "config": asdict(config)}
         if partial:
             meta["partial"] = f"interrupted after {len(records)} rounds"
-        print(written(write_trace(args.out, records, meta, overwrite=args.force), args.out, partial))
+        print(written(write_trace(args.out, records, meta, overwrite=args.force), args.out, partial), file=sys.stderr)
 
 
 def print_round(record) -> None:
@@ -190,9 +193,10 @@ def _run_generate(args: argparse.Namespace) -> int:
         _write(args, records, target, config, partial=True)
         raise
     tokens = sum(len(r.emitted_tokens) for r in records)
-    print(f"\n\n{tokens} tokens in {len(records)} rounds, {tokens / max(seconds, 1e-9):.1f} tokens/s, "
+    # stdout holds the text alone (`generate ... > out.txt`); the statistics are a report, on stderr
+    print(f"\n{tokens} tokens in {len(records)} rounds, {tokens / max(seconds, 1e-9):.1f} tokens/s, "
           f"mean block length {sum(r.block_length for r in records) / len(records):.2f} vs mean 1 + C "
-          f"{sum(r.expected_length for r in records) / len(records):.2f}")
+          f"{sum(r.expected_length for r in records) / len(records):.2f}", file=sys.stderr)
     _write(args, records, target, config)
     return 0
 
@@ -222,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                 command.add_argument("--datasets", default=None, help="folder of the shared prompt sets "
                                      "(default: $TEVCORE_DATASETS, else ../shared/datasets beside the checkout)")
     args = parser.parse_args(argv)
+    args.command_line = command_line("python -m tevcore", argv)  # what a result's meta block records
     module = importlib.import_module(COMMANDS[args.command][0])
     before = os.environ.get("TEVCORE_DATASETS")
     try:

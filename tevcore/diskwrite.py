@@ -21,11 +21,18 @@ from pathlib import Path
 import torch
 from safetensors.torch import save as safetensors_bytes
 
-from tevcore.outputs import WriteFailed, write_failure, write_output
+from tevcore.outputs import WriteFailed, temporary_name, write_failure, write_output
 
-def _temporary_folder(final: Path) -> Path:
-    """A temporary folder name beside `final`, unique to this process."""
-    return final.with_name(f".{final.name}.{os.getpid()}.tmp")
+
+def temporary_folder(final: Path) -> Path:
+    """A new empty folder of this writer's own beside `final`, named by `outputs.temporary_name`."""
+    while True:
+        tmp = temporary_name(Path(final))
+        try:
+            tmp.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return tmp
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
@@ -73,10 +80,8 @@ def folder_in_place(final: str | Path) -> Iterator[Path]:
     """Yield a temporary folder beside `final`; renamed to `final` (replacing it) when the block ends, removed
     with everything in it when the block fails, so `final` is never empty or half-written."""
     final = Path(final)
-    tmp = _temporary_folder(final)
-    shutil.rmtree(tmp, ignore_errors=True)
     try:
-        tmp.mkdir(parents=True)
+        tmp = temporary_folder(final)
     except OSError as err:
         raise write_failure(final, err) from None
     try:

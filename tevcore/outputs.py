@@ -115,10 +115,17 @@ def _publish(tmp: Path, path: Path, overwrite: bool) -> Path:
         return path
 
 
+def temporary_name(path: Path) -> Path:
+    """The package's one name for a file or folder being written before it is published as `path`: hidden,
+    beside it (so the publishing rename stays on one file system), unique to this writer (its process id and
+    a random part), ending in `.partial` (so a run folder's clean-up finds what a killed writer left)."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
+
+
 def _new_temporary(path: Path) -> Path:
     """An empty file of this writer's own beside `path`, created with the process's usual file mode."""
     while True:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.partial")
+        tmp = temporary_name(path)
         try:
             os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # mode 0o666 less the umask
         except FileExistsError:
@@ -149,8 +156,12 @@ def write_output(path: str | Path, write: Callable[[Path], None], overwrite: boo
 
 
 def write_json(path: str | Path, data: Any, overwrite: bool = False) -> Path:
-    """A JSON result written through `write_output`."""
-    return write_output(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1)), overwrite)
+    """A JSON file (a result, a run folder's status or pointer) written through `write_output`."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, indent=1))
+
+    return write_output(path, write, overwrite)
 
 
 def written(path: Path, wanted: str | Path, partial: bool = False) -> str:

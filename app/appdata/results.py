@@ -1,4 +1,4 @@
-"""Result files read for the pages: end-to-end benchmark rows and JSONL logs."""
+"""Result files read for the pages: the measuring commands' result records and JSONL logs."""
 
 from __future__ import annotations
 
@@ -7,27 +7,35 @@ import json
 
 import pandas as pd
 
+from tevcore.results import ResultRecord, read_result
 
-def bench_rows(data: bytes | str) -> pd.DataFrame:
-    """Rows of an end-to-end result file: a JSON list of rows, or an object with a 'rows'/'results' list."""
-    try:
-        obj = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"not a JSON file: {err}") from None
-    if isinstance(obj, dict):
-        for key in ("rows", "results", "runs"):
-            if isinstance(obj.get(key), list):
-                obj = obj[key]
-                break
-    if not isinstance(obj, list) or not obj or not all(isinstance(r, dict) for r in obj):
-        raise ValueError("expected a list of result rows (objects with verifier, budget, speedup, mean_block_length)")
-    frame = pd.DataFrame(obj)
-    need = [c for c in ("verifier", "budget") if c not in frame]
-    if need:
-        raise ValueError(f"result rows lack the field(s) {', '.join(need)}")
-    if "speedup" not in frame and "mean_block_length" not in frame:
-        raise ValueError("result rows need 'speedup' or 'mean_block_length'")
-    return frame
+
+def result_file(data: bytes | str, name: str) -> ResultRecord:
+    """The result record of a file a measuring command wrote (bench, bench-verifiers, rounds-at-context,
+    eval-drafter, compare, a GPU-proof step); a ValueError says why a file is not one."""
+    return read_result(data.encode() if isinstance(data, str) else data, name)
+
+
+def runs_frame(records: dict[str, ResultRecord]) -> pd.DataFrame:
+    """One line per file: which command wrote it, when, from which code, where, with which seed."""
+    return pd.DataFrame([{"file": name, "command": r.command, "rows": len(r.rows), "started": r.meta.started,
+                          "commit": r.meta.commit[:12], "device": r.meta.device, "threads": r.meta.torch_threads,
+                          "seed": r.meta.seed, "partial": r.partial or "", "command line": r.meta.command_line}
+                         for name, r in records.items()])
+
+
+def bench_rows(records: dict[str, ResultRecord]) -> pd.DataFrame:
+    """The rows that draw the end-to-end figures: a verifier at a budget with a speedup or a mean block length
+    (bench's speculative rows; bench-verifiers and eval rows measure other things), with their file."""
+    frames = [pd.DataFrame(r.rows).assign(file=name) for name, r in records.items() if r.rows]
+    if not frames:
+        return pd.DataFrame()
+    rows = pd.concat(frames, ignore_index=True)
+    if not {"verifier", "budget"} <= set(rows) or not {"speedup", "mean_block_length"} & set(rows):
+        return pd.DataFrame()
+    keep = rows["verifier"].notna() & rows["budget"].notna()
+    figures = [c for c in ("speedup", "mean_block_length") if c in rows]
+    return rows[keep & rows[figures].notna().any(axis=1)].reset_index(drop=True)
 
 
 def read_jsonl_frame(text: str) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import explorer_state  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig  # noqa: E402
+from tevcore.engine.sampling import MAX_SEED  # noqa: E402
 from tevcore.proposers.registry import proposer_specs, ready_specs  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
@@ -80,7 +81,7 @@ with st.sidebar:
         help=f"{proposer_specs()}; a folder made active on the ExitTrain page is offered first")
 
 RANGES = {"temperature": inputs.decode_range("temperature", 5.0), "budget": inputs.decode_range("budget", 512),
-          "seed": inputs.decode_range("seed", 2**31 - 1), "max_new_tokens": inputs.decode_range("max_new_tokens", 1024)}
+          "seed": inputs.decode_range("seed", MAX_SEED), "max_new_tokens": inputs.decode_range("max_new_tokens", 1024)}
 input_problems = [problem for problem in (
     inputs.range_problem(label, value, RANGES[name]) for name, label, value in (
         ("temperature", "temperature", temperature), ("budget", "budget (tree nodes)", budget),

@@ -15,7 +15,7 @@ import streamlit as st  # noqa: E402
 import appdata  # noqa: E402
 import figures  # noqa: E402
 import sampled_view  # noqa: E402
-from tevcore.engine.sampling import make_generator  # noqa: E402
+from tevcore.engine.sampling import MAX_SEED, make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
 from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law,  # noqa: E402
@@ -113,7 +113,7 @@ else:
 tree, node_logits = compact.tree, compact.node_logits
 c1, c2, c3 = st.columns(3)
 n_draws = int(c1.number_input("draws per verifier", 1000, 2_000_000, 100_000, step=10_000, key="vc_n"))
-seed = int(c2.number_input("seed", 0, 2**31 - 1, 0, key="vc_seed"))
+seed = int(c2.number_input("seed", 0, MAX_SEED, 0, key="vc_seed"))
 options = appdata.rules_for(drawn_with) if drawn_with is not None else list(VERIFIERS)
 chosen = c3.multiselect("verifiers", options, default=options, format_func=verifier_label,
                         key="vc_names" if drawn_with is None else f"vc_names_{len(options)}")
@@ -264,27 +264,28 @@ if sampled is not None:
 # ------------------------------------------------------------------ end to end
 st.divider()
 st.subheader("End to end: benchmark results")
-st.caption("Result JSON files from `python -m tevcore bench` (an object with 'rows'), or a plain list of rows with "
-           "verifier, budget, speedup, mean_block_length.")
+st.caption("Result files of the measuring commands (`bench`, `bench-verifiers`, `rounds-at-context`, "
+           "`eval-drafter --json`, `compare`, the GPU proof): each with the run's meta block and its rows; "
+           "bench's speculative rows draw the figures.")
 uploads = st.file_uploader("result files", type=["json"], accept_multiple_files=True, key="vc_bench_upload")
 folder = Path(st.text_input("or read every .json in a folder", value="results", key="vc_bench_folder"))
-frames = []
+records = {}
 for up in uploads or []:
     try:
-        frames.append(appdata.bench_rows(up.getvalue()).assign(file=up.name))
+        records[up.name] = appdata.result_file(up.getvalue(), up.name)
     except ValueError as err:
-        st.error(f"{up.name}: {err}")
+        st.error(str(err))
 if folder.is_dir():
     for path in sorted(folder.glob("*.json")):
         try:
-            frames.append(appdata.bench_rows(path.read_text()).assign(file=path.name))
+            records[path.name] = appdata.result_file(path.read_bytes(), str(path))
         except (ValueError, OSError) as err:
             st.warning(f"{path}: {err}")
-if frames:
-    bench = pd.concat(frames, ignore_index=True)
-    if "method" in bench:
-        bench["verifier"] = bench["verifier"].fillna(bench["method"])
-    bench = bench[bench["budget"].notna()]
+if records:
+    st.dataframe(appdata.runs_frame(records), hide_index=True, key="vc_bench_runs")
+bench = appdata.bench_rows(records)
+plotted = set(bench.get("file", []))
+if not bench.empty:
     for facet in ("dataset", "temperature"):
         if facet in bench and bench[facet].nunique() > 1:
             value = st.selectbox(facet, sorted(bench[facet].dropna().unique().tolist()), key=f"vc_bench_{facet}")
@@ -294,5 +295,9 @@ if frames:
     b1.plotly_chart(f1, key="vc_bench_speedup")
     b2.plotly_chart(f2, key="vc_bench_blocks")
     st.dataframe(bench, hide_index=True, key="vc_bench_table")
-else:
+for name, record in records.items():
+    if record.rows and name not in plotted:
+        with st.expander(f"{name}: {record.command}, {len(record.rows)} rows"):
+            st.dataframe(pd.DataFrame(record.rows), hide_index=True, key=f"vc_result_{name}")
+if not records:
     st.info("No result files yet.")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -161,14 +163,33 @@ def test_verifier_comparison_figures():
                                                   "tev · trim off"]
 
 
-def test_bench_rows_accepts_both_formats():
-    plain = b'[{"verifier": "tev", "budget": 8, "speedup": 1.3, "mean_block_length": 2.1}]'
-    assert len(appdata.bench_rows(plain)) == 1
-    wrapped = b'{"meta": {}, "rows": [{"method": "spec", "verifier": "tev", "budget": 8, "speedup": 1.3}]}'
-    assert appdata.bench_rows(wrapped)["speedup"].tolist() == [1.3]
-    for bad in (b"{", b"[]", b'[{"budget": 1}]'):
-        with pytest.raises(ValueError):
-            appdata.bench_rows(bad)
+def _result(command: str, rows: list[dict]) -> bytes:
+    from tevcore.results import ResultRecord, RunMeta
+
+    return json.dumps(ResultRecord(command, RunMeta.now(f"python -m tevcore {command}", "cpu", 0), rows).to_dict()).encode()
+
+
+def test_the_app_reads_the_one_result_record_and_draws_only_benchs_speculative_rows():
+    bench = appdata.result_file(_result("bench", [{"method": "ours AR", "verifier": None, "budget": None,
+                                                   "speedup": 1.0},
+                                                  {"method": "spec", "verifier": "tev", "budget": 8, "speedup": 1.3}]),
+                                "bench.json")
+    timings = appdata.result_file(_result("bench-verifiers", [{"verifier": "tev", "budget": 8,
+                                                               "given_flow_median_ms": 0.2}]), "bv.json")
+    rows = appdata.bench_rows({"bench.json": bench, "bv.json": timings})
+    assert rows["speedup"].tolist() == [1.3] and rows["file"].tolist() == ["bench.json"]
+    runs = appdata.runs_frame({"bench.json": bench, "bv.json": timings})
+    assert runs["command"].tolist() == ["bench", "bench-verifiers"] and set(runs["seed"]) == {0}
+    plain = b'[{"verifier": "tev", "budget": 8, "speedup": 1.3, "mean_block_length": 2.1}]'  # no meta: refused
+    for bad in (b"{", b"[]", plain, b'{"meta": {}, "rows": []}'):
+        with pytest.raises(ValueError, match="not a JSON file|not a tevcore result"):
+            appdata.result_file(bad, "x.json")
+
+
+def test_the_app_reads_every_committed_result():
+    for path in sorted((Path(__file__).resolve().parents[2] / "assets").rglob("*.json")):
+        if path.parent.name != "drafter":
+            assert appdata.result_file(path.read_bytes(), str(path)).rows
 
 
 def test_training_figures():

@@ -183,13 +183,21 @@ def test_verifier_comparison_on_a_replayed_round_is_labelled_approximate():
 def test_verifier_comparison_reads_benchmark_rows(tmp_path):
     rows = [{"verifier": v, "budget": b, "speedup": 1 + b / 100, "mean_block_length": 1 + b / 20}
             for v in ("tev", "residual") for b in (8, 32)]
-    (tmp_path / "bench.json").write_text(json.dumps({"meta": {}, "rows": rows}))
+    from tevcore.results import ResultRecord, RunMeta
+
+    meta = RunMeta.now("python -m tevcore bench", "cpu", 0)
+    (tmp_path / "bench.json").write_text(json.dumps(ResultRecord("bench", meta, rows).to_dict()))
+    (tmp_path / "rounds.json").write_text(json.dumps(ResultRecord("rounds-at-context", meta,
+                                                                  [{"verifier": "rrs", "gap": 0.1}]).to_dict()))
     (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "old.json").write_text(json.dumps({"meta": {}, "rows": rows}))  # not the one record: named
     at = page("2_Verifier_comparison.py").run()
     at.text_input(key="vc_bench_folder").set_value(str(tmp_path)).run()
     assert not at.exception
     assert at.get("plotly_chart")
-    assert any("broken.json" in w.value for w in at.warning)
+    assert any("broken.json" in w.value for w in at.warning) and any("old.json" in w.value for w in at.warning)
+    runs = [frame.value for frame in at.dataframe if "command line" in frame.value]
+    assert len(runs) == 1 and sorted(runs[0]["command"]) == ["bench", "rounds-at-context"]
 
 
 def _fake_runs(root: Path) -> None:
@@ -260,7 +268,7 @@ def test_workshop_recomputes_and_steps_without_a_model():
 
 @pytest.mark.parametrize("key, value, allowed", [
     ("ex_budget", 100_000, "[0, 512]"), ("ex_budget", -5, "[0, 512]"), ("ex_temp", 7.0, "[0, 5]"),
-    ("ex_temp", -1.0, "[0, 5]"), ("ex_max_new", 0, "[1, 1024]"), ("ex_seed", -1, "[0, 2147483647]"),
+    ("ex_temp", -1.0, "[0, 5]"), ("ex_max_new", 0, "[1, 1024]"), ("ex_seed", -1, "[0, 4294967295]"),
 ])
 def test_explorer_refuses_an_out_of_range_number_and_names_the_range(key, value, allowed):
     at = page("1_Tree_explorer.py").run()
@@ -504,3 +512,19 @@ def test_exittrain_paired_comparison_shows_the_cli_command_and_the_prompts_it_ne
     assert table["prompts per set for s.e. ≤ δ/2"].tolist() == [18, 18]  # 6 x (0.03 / 0.01)^2 = 54 over 3 sets
     at.selectbox(key="et_pair_b").set_value(committed).run()
     assert any("A and B are the same drafter" in e.value for e in at.error)
+
+
+def test_seed_widgets_take_every_seed_the_engine_takes():
+    """One seed range, the engine's (`engine.sampling.MAX_SEED`, 2^32 - 1), in every widget that takes a seed."""
+    from tevcore.engine.sampling import MAX_SEED
+
+    at = page("2_Verifier_comparison.py").run()
+    assert at.number_input(key="vc_seed").max == MAX_SEED
+    at.number_input(key="vc_seed").set_value(MAX_SEED).run()
+    assert not at.exception and at.number_input(key="vc_seed").value == MAX_SEED
+    workshop = page("4_Exit_law_workshop.py").run()
+    workshop.selectbox(key="ws_preset").set_value(next(iter(appdata.coupling_presets()))).run()
+    assert workshop.number_input(key="ws_c_seed").max == MAX_SEED
+    import inputs
+
+    assert inputs.range_problem("seed", MAX_SEED, inputs.decode_range("seed", MAX_SEED)) is None

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tevcore.lab.bench import MethodStats, draw_seed, git_commit, run_bench
+from tevcore.lab.bench import MethodStats, draw_seed, run_bench
 from tevcore.lab.bench_table import format_table
 from tevcore.cli import main
+from tevcore.results import git_commit, read_result
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +56,11 @@ def test_the_cli_writes_the_json_with_its_metadata(tmp_path, capsys, default_tar
     assert main(["bench", "--dataset", "gsm8k", "--n", "1", "--max-new-tokens", "6", "--temperatures", "1",
                  "--budgets", "2", "--verifiers", "tev", "--no-peers", "--threads", "1", "--trim", "off,auto",
                  "--refresh-curve", "--out", str(out)]) == 0
-    record = json.loads(out.read_text())
-    assert record["meta"]["proposer"].endswith("+ context lookup") and record["meta"]["threads"] == 1
-    assert record["meta"]["trim"] == ["off", "auto"] and set(record["meta"]["cost_curve_s"]) == {"0", "1", "2"}
+    record = read_result(out).to_dict()
+    assert record["command"] == "bench" and record["meta"]["torch_threads"] == 1 and record["meta"]["seed"] == 0
+    assert record["meta"]["command_line"].startswith("python -m tevcore bench --dataset gsm8k --n 1")
+    assert record["settings"]["proposer"].endswith("+ context lookup")
+    assert record["settings"]["trim"] == ["off", "auto"] and set(record["settings"]["cost_curve_s"]) == {"0", "1", "2"}
     off, auto = record["rows"][1:]  # the two trims, measured side by side
     assert (off["trim"], off["tree_costs"], auto["trim"]) == ("off", None, "auto")
     assert len(auto["tree_costs"]) == 3 and auto["tree_costs"][0] == 1.0  # per tree size 0..2, relative to one token
@@ -136,11 +139,11 @@ def test_ctrl_c_during_bench_keeps_the_finished_cells_marked_partial(decodes_bef
     captured = capsys.readouterr()
     assert code == 130 and captured.err.strip().splitlines()[-1] == "interrupted: bench stopped by Ctrl-C"
     assert "Traceback" not in captured.err
-    result = json.loads(out.read_text())
+    result = read_result(out).to_dict()
     assert [Path(row["dataset"]).stem for row in result["rows"] if row["method"] == "ours AR"] == \
         list(SETS[:decodes_before])
-    assert result["meta"]["partial"] == f"interrupted after {len(result['rows'])} rows"
-    assert f"wrote {out} (partial" in captured.out
+    assert result["partial"] == f"interrupted after {len(result['rows'])} rows"
+    assert f"wrote {out} (partial" in captured.err and "wrote" not in captured.out
 
 
 def test_ctrl_c_before_any_cell_finishes_never_replaces_a_result(tiny_model_folder, tmp_path, capsys, monkeypatch):
@@ -154,5 +157,5 @@ def test_ctrl_c_before_any_cell_finishes_never_replaces_a_result(tiny_model_fold
     out.write_text('{"rows": ["the first run"]}')
     code = main(_bench_argv(tiny_model_folder("llama"), tmp_path, out, "--force"))
     captured = capsys.readouterr()
-    assert code == 130 and "wrote" not in captured.out
+    assert code == 130 and "wrote" not in captured.out + captured.err
     assert out.read_text() == '{"rows": ["the first run"]}'

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from itertools import islice
 
 import pytest
@@ -13,6 +12,7 @@ from tevcore.decoding.loop import prompt_ids, rounds
 from tevcore.lab.context_rounds import rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.proposers import resolve_proposer
+from tevcore.results import read_result
 from tevcore.target.loading import load_target
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -34,7 +34,8 @@ def test_every_rule_paired_with_the_builder_is_summarised_as_the_engine_computes
     out = tmp_path / "rounds.json"
     code, printed, err = _run(tiny, ["--builder", "sampled:2,1", "--at-round", "2", "--out", str(out)], capsys)
     assert code == 0, err
-    data = json.loads(out.read_text())
+    data = read_result(out).to_dict()
+    assert data["command"] == "rounds-at-context" and data["meta"]["seed"] == 2
     rows = {row["verifier"]: row for row in data["rows"]}
     assert list(rows) == ["tev", "predraw", "residual", "greedy", "chain", "naive_ratio", "rrs"]  # block: no chain
     assert rows["rrs"]["standing"] == "exact over the draws" and rows["naive_ratio"]["standing"] == "not exact"
@@ -45,14 +46,14 @@ def test_every_rule_paired_with_the_builder_is_summarised_as_the_engine_computes
     config = DecodeConfig(max_new_tokens=2 * (proposer.depth + 1), temperature=1.0, budget=6, seed=2)
     earlier = list(islice(rounds(target, proposer, ids, config), 2))
     context = ids + [t for r in earlier for t in r.emitted_tokens]
-    assert data["meta"]["context_length"] == len(context) > len(ids)
+    assert data["settings"]["context_length"] == len(context) > len(ids)
     drawn = rounds_at_context(target, proposer, context, "sampled:2,1", 6, 1.0, 30, 2)
     found = verify_rounds(list(rows), drawn.rounds, 1.0, 2)
     for name, result in found.items():
         assert rows[name]["mean_block_length"] == pytest.approx(result.mean_block_length()[0])
         assert rows[name]["first_token_p"] == pytest.approx(result.first_token_pvalue(drawn.context_probs))
-    assert data["meta"]["best_first_length"] == pytest.approx(drawn.best_first_length)
-    assert "30 trees of sampled:2,1 (budget 6, T = 1)" in printed and f"wrote {out}" in printed
+    assert data["summary"]["best_first_length"] == pytest.approx(drawn.best_first_length)
+    assert "30 trees of sampled:2,1 (budget 6, T = 1)" in printed and f"wrote {out}" in err
     assert sum(line.startswith(("tev ", "rrs ", "naive_ratio ")) for line in printed.splitlines()) == 3
 
 
@@ -62,6 +63,7 @@ def test_every_rule_paired_with_the_builder_is_summarised_as_the_engine_computes
     (["--builder", "sampled:2", "--verifiers", "tev,nope"], "unknown verifier 'nope'"),
     (["--builder", "sampled:1,1,1,1,1"], "needs 5 draft depths"),
     (["--at-round", "-1"], "--at-round must be 0 or more"),
+    (["--at-round", "400"], "--at-round 400: 400 rounds may need"),  # past the tiny model's 512 tokens
 ])
 def test_bad_settings_get_one_line_and_exit_code_2(tiny, capsys, extra, message):
     code, _, err = _run(tiny, extra, capsys)

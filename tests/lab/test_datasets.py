@@ -58,9 +58,9 @@ def test_a_prompt_file_with_a_byte_order_mark_reads_like_one_without(tmp_path):
     (b'{"prompt": "ok"}\n{"prompt": "caf\xe9"}\n', "line 2: not UTF-8 text \\(byte 0xe9 at column 16\\)"),
     (b'\xff\xfe{\x00"\x00', "line 1: not UTF-8 text \\(byte 0xff at column 1\\)"),  # UTF-16
     (b'{"prompt": "ok"}\n\n\n{"prompt": "\xc3"}\n', "line 4: not UTF-8 text"),  # a cut multi-byte character
-    ('{"prompt": "half \\ud83d an emoji"}\n'.encode(), "record 1: the prompt is not valid UTF-8 text: character 6 is "
+    ('{"prompt": "half \\ud83d an emoji"}\n'.encode(), "line 1: the prompt is not valid UTF-8 text: character 6 is "
                                                       "'\\\\ud83d', a lone surrogate"),
-    ('{"prompt": "ok"}\n{"question": "\\udcff"}\n'.encode(), "record 2: the prompt is not valid UTF-8 text"),
+    ('{"prompt": "ok"}\n{"question": "\\udcff"}\n'.encode(), "line 2: the prompt is not valid UTF-8 text"),
     (b"", "holds no prompts"),
     (b"\n \n\t\n", "holds no prompts"),
     (b"\xef\xbb\xbf", "holds no prompts"),

@@ -13,7 +13,7 @@ from tevcore.proposers.block import (
     BlockDrafter,
     BlockDrafterConfig,
     BlockProposer,
-    context_features,
+    context_window,
     load_drafter,
     save_drafter,
 )
@@ -152,7 +152,7 @@ def test_a_known_slot_drafter_gives_rows_below_its_likeliest_depth1_tokens(tiny_
     plain = BlockProposer(drafter, branches=0, dtype=torch.float32).propose(session)
     assert torch.equal(rows.shared, plain.shared) and not plain.after_first
     assert set(rows.after_first) == set(rows.shared[0].topk(2).indices.tolist())
-    features, mask = context_features(session, drafter.config)
+    features, mask = context_window(session, drafter.config)
     roots = torch.tensor([session.root_token])
     with torch.no_grad():
         for token, below in rows.after_first.items():
@@ -180,7 +180,7 @@ def test_known_slots_round_trip_and_are_refused_where_untrained(tiny_target, tmp
     with pytest.raises(ValueError, match="known slot"):
         BlockProposer(tiny_drafter(tiny_target), branches=2)
     with pytest.raises(ValueError, match="trained with 0"):
-        tiny_drafter(tiny_target)(*context_features(_session(tiny_target), drafter.config),
+        tiny_drafter(tiny_target)(*context_window(_session(tiny_target), drafter.config),
                                   torch.tensor([5]), known=torch.tensor([[7]]))
     with pytest.raises(ValueError, match="known_slots"):
         BlockDrafterConfig(target_vocab_size=97, target_hidden_size=64, draft_vocab_size=40, hidden_layers=(1, 2),

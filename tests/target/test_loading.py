@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -164,7 +166,7 @@ def converted(tiny_gguf, cache):
     """(the cache entry, the logits of a target loaded from it) after one conversion."""
     target = load_target(str(tiny_gguf), device="cpu")
     entry = _conversion(cache)
-    assert (entry / "tevcore-converted.json").is_file() and not list(cache.glob(".converting-*"))
+    assert (entry / "tevcore-converted.json").is_file() and not list(cache.glob(".*.partial"))
     return entry, _logits(target)
 
 
@@ -310,3 +312,57 @@ def test_text_a_tokenizer_cannot_take_is_refused_before_it(tiny_model_folder, ch
     target = load_target(str(tiny_model_folder("llama", chat_template=chat_template)), device="cpu")
     with pytest.raises(ValueError, match=message):
         encode_prompt(target, prompt, reply=reply)
+
+
+def _unreadable_by_this_user(monkeypatch, folder: Path) -> None:
+    """`folder` as another user's cache of mode 0700 looks to this one (the tests run as root, whom permission
+    bits do not stop): listing it or opening anything inside fails with EACCES, and a file in it is not found."""
+    import builtins
+    import errno
+    import os
+
+    def inside(path) -> bool:
+        return Path(path).resolve().is_relative_to(folder.resolve()) and Path(path).resolve() != folder.resolve()
+
+    def denied(path):
+        return PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    real_open, real_listdir, real_is_file = builtins.open, os.listdir, Path.is_file
+    real_read_text, real_read_bytes = Path.read_text, Path.read_bytes
+
+    def opening(path, *args, **kwargs):
+        if isinstance(path, (str, Path)) and inside(path):
+            raise denied(path)
+        return real_open(path, *args, **kwargs)
+
+    def listing(path="."):
+        if Path(path).resolve() == folder.resolve():
+            raise denied(path)
+        return real_listdir(path)
+
+    def guarded(real):
+        def read(self, *args, **kwargs):
+            if inside(self):
+                raise denied(self)
+            return real(self, *args, **kwargs)
+        return read
+
+    monkeypatch.setattr(builtins, "open", opening)
+    monkeypatch.setattr(os, "listdir", listing)
+    monkeypatch.setattr(Path, "is_file", lambda self: False if inside(self) else real_is_file(self))
+    monkeypatch.setattr(Path, "read_text", guarded(real_read_text))
+    monkeypatch.setattr(Path, "read_bytes", guarded(real_read_bytes))
+
+
+def test_another_users_healthy_cache_is_not_called_damaged_and_the_gguf_is_read_directly(
+        converted, tiny_gguf, monkeypatch, capsys):
+    entry, logits = converted
+    _no_conversion_allowed(monkeypatch)
+    _unreadable_by_this_user(monkeypatch, entry)
+    capsys.readouterr()
+    target = load_target(str(tiny_gguf), device="cpu")
+    err = capsys.readouterr().err
+    assert "damaged" not in err and f"note: {entry} cannot be read by this user (" in err
+    assert "reading the GGUF file directly" in err and "TEVCORE_CACHE" in err
+    monkeypatch.undo()
+    assert torch.equal(_logits(target), logits)

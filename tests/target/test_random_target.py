@@ -29,3 +29,14 @@ def test_a_random_target_takes_the_tree_attention_and_its_tree_forward_equals_a_
             assert torch.allclose(logits[node], expected, atol=1e-4)
     again = random_target(config, "tiny random qwen3", device="cpu", dtype="float32", seed=3)
     assert torch.equal(again.model.get_output_embeddings().weight, target.model.get_output_embeddings().weight)
+
+
+def test_making_a_random_target_leaves_the_callers_random_state_as_it_was():
+    config = Qwen3Config(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=32)
+    torch.manual_seed(123)  # the test's own state, as a caller of the package would set it
+    before = torch.random.get_rng_state()
+    first = random_target(config, "tiny", device="cpu", dtype="float32", seed=5)
+    assert torch.equal(torch.random.get_rng_state(), before)
+    second = random_target(config, "tiny", device="cpu", dtype="float32", seed=6)
+    assert not torch.equal(first.model.get_output_embeddings().weight, second.model.get_output_embeddings().weight)

@@ -13,6 +13,7 @@ import pytest
 
 from tevcore.cli import main
 from tevcore.proposers import resolve_proposer
+from tevcore.results import read_result
 from tevcore.target.loading import load_target
 
 
@@ -39,7 +40,7 @@ def test_the_drafter_records_its_target_and_runs_in_eval_and_round(pipeline, tmp
     cells = tmp_path / "eval.json"
     assert main(["eval-drafter", str(drafter), "--target", str(folder), "--device", "cpu", "--budgets", "4",
                  "--temperatures", "0", "--per-set", "1", "--max-new-tokens", "6", "--json", str(cells)]) == 0
-    assert json.loads(cells.read_text())["cells"]
+    assert read_result(cells).rows
     out = tmp_path / "round.jsonl"
     assert main(["round", "--target", str(folder), "--proposer", str(drafter), "--prompt", "abcab", "--no-chat",
                  "--device", "cpu", "--budget", "4", "--out", str(out)]) == 0

@@ -85,6 +85,7 @@ def test_a_depth_past_the_block_is_refused_before_anything_is_written(setup, tmp
 
 def test_compare_fine_tunes_one_dflash_drafter_both_ways_and_scores_each(setup, tmp_path, one_thread, capsys):
     """`compare --init dflash:...` on a tiny Qwen3: both variants trained, saved, reloaded and evaluated."""
+    from tevcore.results import read_result
     from tevcore.train.eval import evaluate, eval_prompts
 
     folder, target, data, checkpoint = setup
@@ -98,21 +99,21 @@ def test_compare_fine_tunes_one_dflash_drafter_both_ways_and_scores_each(setup, 
                  "--temperature", "1"]) == 0
     table = capsys.readouterr().out
     assert "distill" in table and "exit-F-1.0" in table
-    report = json.loads((out / "compare.json").read_text())
-    results = report["results"]
-    assert list(results) == ["distill", "exit-F-1.0"] and report["prompts"] == 2
-    assert results["distill"]["train_tree_E_last10"] is None  # plain distillation builds no trees
-    assert 1.0 < results["exit-F-1.0"]["train_tree_E_last10"] < 4.0
+    report = read_result(out / "compare.json")
+    assert report.command == "compare" and report.partial is None
+    rows = {row["variant"]: row for row in report.rows}
+    assert list(rows) == ["distill", "exit-F-1.0"] and report.settings["prompts"] == 2
+    assert rows["distill"]["train_tree_E_last10"] is None  # plain distillation builds no trees
+    assert 1.0 < rows["exit-F-1.0"]["train_tree_E_last10"] < 4.0
     prompts = eval_prompts((str(prompts_file),), 2)
-    for name, result in results.items():
+    for name, cell in rows.items():
         saved = out / name / "drafter"
         assert json.loads((saved / "config.json").read_text())["architectures"] == ["DFlashDraftModel"]
         again = evaluate(target, DFlashProposer.load(str(saved), target), prompts, 1.0, [4], 4, progress=False)
-        (cell,) = result["cells"]
         assert 1.0 < cell["expected_length"] < 5.0 and cell["block_length"] >= 1.0
         assert cell["expected_length"] == pytest.approx(again[0].expected_length, abs=1e-6)  # computed, not filled in
         assert cell["block_length"] == pytest.approx(again[0].block_length, abs=1e-6)
-    (paired,) = results["exit-F-1.0"]["paired_vs_distill"]
+    (paired,) = report.summary["paired_vs_first"]["exit-F-1.0"]
     assert paired["baseline"] == "distill" and paired["other"] == "exit-F-1.0" and paired["positions"] > 0
     assert paired["difference"] == pytest.approx(paired["other_length"] - paired["baseline_length"], abs=1e-9)
 

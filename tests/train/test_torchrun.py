@@ -20,6 +20,7 @@ from tiny_models import save_tiny_distillation_set
 from safetensors.torch import load_file
 
 from dflash_checkpoints import dflash_config, write_dflash
+from tevcore.results import read_result
 from tevcore.cli import main
 from tevcore.target.loading import load_target
 
@@ -110,8 +111,8 @@ def test_sharded_bench_and_eval_drafter_equal_the_one_process_run(setup, tmp_pat
              "--no-peers", "--target", str(folder), "--device", "cpu", "--threads", "1"]
     assert main([*bench, "--out", str(tmp_path / "one.json")]) == 0
     torchrun(*bench, "--out", str(tmp_path / "two.json"))
-    one, two = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
-    assert two["meta"]["processes"] == 2 and len(one["rows"]) == len(two["rows"]) == 6
+    one, two = (read_result(tmp_path / f"{n}.json").to_dict() for n in ("one", "two"))
+    assert two["settings"]["processes"] == 2 and len(one["rows"]) == len(two["rows"]) == 6
     for a, b in zip(one["rows"], two["rows"]):
         _same_figures(a, b, ("dataset", "temperature", "method", "budget", "verifier", "prompts", "rounds",
                              "mean_block_length", "mean_expected_length", "length_gap", "length_gap_se",
@@ -127,5 +128,5 @@ def test_sharded_bench_and_eval_drafter_equal_the_one_process_run(setup, tmp_pat
     for name, args in (("eval", evaluate), ("paired", paired)):
         assert main([*args, "--json", str(tmp_path / f"{name}-one.json")]) == 0
         torchrun(*args, "--json", str(tmp_path / f"{name}-two.json"))
-        one, two = (json.loads((tmp_path / f"{name}-{n}.json").read_text()) for n in ("one", "two"))
-        assert two["processes"] == 2 and one["cells"] == two["cells"] and one["cells"]
+        one, two = (read_result(tmp_path / f"{name}-{n}.json") for n in ("one", "two"))
+        assert two.settings["processes"] == 2 and one.rows == two.rows and one.rows

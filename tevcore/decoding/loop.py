@@ -60,12 +60,17 @@ def _add_texts(target: Target, record: RoundRecord) -> None:
     record.bonus_text = texts[-1]
 
 
+def reserved_positions(max_new_tokens: int, depth: int) -> int:
+    """Positions a decode needs beyond its prompt: every new token, and one more round's tree path."""
+    return max_new_tokens + depth + 1
+
+
 def _start(target: Target, prompt: str | list[int], config: DecodeConfig, depth: int,
            hidden_layers: tuple[int, ...]) -> tuple[TargetSession, set[int]]:
     """Validate the prompt against the context and prefill a session."""
     ids = prompt_ids(target, prompt, chat=config.chat)
     session = TargetSession(target, hidden_layers=hidden_layers)
-    session.prefill(ids, reserve=config.max_new_tokens + depth + 1)
+    session.prefill(ids, reserve=reserved_positions(config.max_new_tokens, depth))
     stops = set(config.stop_tokens) if config.stop_tokens is not None else target.stop_token_ids()
     return session, stops
 

@@ -122,7 +122,7 @@ def draw_token(
     the weights exp((l - max) / T) in float32, their running sum in float64,
     one float64 uniform below the total and a binary search. That is one exp
     pass and one uniform, where a Gumbel-max draws V uniforms and takes two
-    logs of each (4x slower over a 49k vocabulary, and every round draws one).
+    logs of each (over a large vocabulary, and every round draws one).
     A token of zero weight (banned, -inf, or too small to move the float64
     sum) has an empty interval and is never drawn. This is the single
     sampler of one token: the decode loop's bonus, the walker's AR step.

@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
-import subprocess
-import time
+import sys
 import zlib
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from statistics import mean, median, stdev
 
 import torch
@@ -34,10 +31,10 @@ from tqdm import tqdm
 
 from tevcore.config import DecodeConfig
 from tevcore.engine.builders import get_builder, parse_builder_list
-from tevcore.lab.datasets import load_prompts
+from tevcore.lab.datasets import fitting, load_prompts
 from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
-from tevcore.decoding.loop import generate, generate_ar, prompt_ids
+from tevcore.decoding.loop import generate, generate_ar, prompt_ids, reserved_positions
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
 from tevcore.proposers.base import HFAssistant
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
@@ -45,7 +42,7 @@ from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.sampling import seeded_torch_rng
-from tevcore.outputs import write_json, written
+from tevcore.results import ResultRecord, RunMeta, write_result
 from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
 from tevcore.timing import seconds_of
 from tevcore.decoding.trim import TRIM_HELP, parse_trim
@@ -175,7 +172,9 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
     pairs = valid_pairs(builders or ["best_first"], verifiers)
     rows = [] if rows is None else rows
     for dataset in datasets:
-        prompts = [prompt_ids(target, p.text) for p in load_prompts(dataset, "heldout", n)]
+        room = reserved_positions(max_new_tokens, proposer.depth)
+        prompts = [fitting(p, prompt_ids(target, p.text), room, target.max_context)
+                   for p in load_prompts(dataset, "heldout", n)]
         for temperature in temperatures:
             stats = {("ar",): MethodStats("ours AR")}
             for budget in budgets:
@@ -249,22 +248,6 @@ def valid_pairs(builders: list[str], verifiers: list[str]) -> list[tuple[str, st
     return pairs
 
 
-def git_commit(folder: Path = Path(__file__).parent) -> str:
-    """HEAD of the checkout holding `folder`, with '-dirty' when tracked files differ from it.
-
-    A figure measured with uncommitted weights or code (a drafter about to be
-    committed) must not read as the commit before them.
-    """
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=folder).stdout.strip()
-
-    try:
-        head = git("rev-parse", "HEAD")
-        return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="humaneval,mt-bench,gsm8k,spec-bench",
                         help="comma-separated prompt sets (held-out split) or .jsonl paths")
@@ -297,7 +280,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tevcore.decoding.autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
 
-    commit = git_commit()  # the code that runs, even if the checkout moves on during a long bench
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -316,6 +298,8 @@ def run(args: argparse.Namespace) -> int:
     builders = parse_builder_list(args.builders)
     pairs = valid_pairs(builders, verifiers)
     target = target_from_args(args, device=device_for_rank(args.device))
+    # taken now: the code that runs, even if the checkout moves on during a long bench
+    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
     proposer = resolve_proposer(args.proposer, target, drafter_dtype)
     for builder, _ in pairs:
         get_builder(builder).check_depth(proposer.depth)  # a shape deeper than the drafter, before any prompt
@@ -329,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
             auto[t] = from_first(choose_budget(target, proposer, calibration, t, trim=trim_specs[0])
                                  if is_first() else None)
             if is_first():
-                print(f"T={t:g}: {auto[t].explain()}")
+                print(f"T={t:g}: {auto[t].explain()}", file=sys.stderr)  # a report; stdout keeps the table
         plan = [([t], [auto[t].budget] if auto[t].budget > 0 else []) for t in temperatures]
     else:
         plan = [(temperatures, comma_list(args.budgets, int, "budgets"))]
@@ -350,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # keep the finished (set, temperature) cells, marked partial
         if rows and is_first():
             print(format_table(rows))
-            _write(args, rows, _meta(args, commit, target, proposer, datasets, trim_specs, None, auto), partial=True)
+            _write(args, rows, meta, _settings(args, target, proposer, datasets, trim_specs, None, auto), partial=True)
         raise
     if not is_first():
         return 0
@@ -362,27 +346,21 @@ def run(args: argparse.Namespace) -> int:
                                        f"{row['builder']} + {row['verifier']}", row["siblings"]))
     uses_curve = "auto" in trim_specs or bool(auto)
     curve = forward_cost_curve(target, sizes=curve_sizes(all_budgets)) if uses_curve and all_budgets else None
-    _write(args, rows, _meta(args, commit, target, proposer, datasets, trim_specs, curve, auto))
+    _write(args, rows, meta, _settings(args, target, proposer, datasets, trim_specs, curve, auto))
     return 0
 
 
-def _meta(args: argparse.Namespace, commit: str, target: Target, proposer, datasets: list[str], trim_specs: list[str],
-          curve: dict | None, auto: dict) -> dict:
-    return {"commit": commit, "model": target.name, "proposer": proposer.name, "datasets": datasets,
-            "n": args.n, "max_new_tokens": args.max_new_tokens, "seed": args.seed, "device": str(target.device),
-            "processes": world()[1],
-            "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": platform.machine(),
-            "trim": trim_specs, "cost_curve_s": curve,
-            "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None,
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+def _settings(args: argparse.Namespace, target: Target, proposer, datasets: list[str], trim_specs: list[str],
+              curve: dict | None, auto: dict) -> dict:
+    return {"model": target.name, "proposer": proposer.name, "datasets": datasets, "n": args.n,
+            "max_new_tokens": args.max_new_tokens, "processes": world()[1], "trim": trim_specs, "cost_curve_s": curve,
+            "auto_budget": {str(t): choice.to_dict() for t, choice in auto.items()} or None}
 
 
-def _write(args: argparse.Namespace, rows: list[dict], meta: dict, partial: bool = False) -> None:
+def _write(args: argparse.Namespace, rows: list[dict], meta: RunMeta, settings: dict, partial: bool = False) -> None:
     """The rows and their settings at --out; `partial` marks a run cut short (its finished cells only)."""
     if not rows:
         raise ValueError("the run measured nothing: no result written")
-    if partial:
-        meta = {**meta, "partial": f"interrupted after {len(rows)} rows"}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    print(written(write_json(out, {"meta": meta, "rows": rows}, overwrite=args.force), args.out, partial))
+    record = ResultRecord("bench", meta, rows, settings=settings,
+                          partial=f"interrupted after {len(rows)} rows" if partial else None)
+    write_result(args.out, record, force=args.force)

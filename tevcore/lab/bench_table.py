@@ -3,34 +3,40 @@
 from __future__ import annotations
 
 from tevcore.engine.records import STAGES
+from tevcore.results import Column, format_table as tabulate_rows
 
 _SHORT_STAGE = {"tree_build": "build", "tree_forward": "fwd", "verify_decision": "verify"}
 
 
-def format_table(rows: list[dict]) -> str:
-    header = (f"{'dataset':<11}{'T':>4} {'method':<26}{'B':>5} {'builder':<15}{'verifier':<9}{'trim':<5}{'tok/s':>7}{'speedup':>8}"
-              f"{'E[L]':>7}{'1+C':>7}{'gap% (se)':>14}{'nodes':>6}{'plain':>6}"
-              f"  % of wall time ({'/'.join(_SHORT_STAGE.get(s, s) for s in (*STAGES, 'other'))})")
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        shares = "/".join(f"{100 * v:.0f}" for v in r["stage_shares"].values()) if r["stage_shares"] else ""
-        plain = f"{100 * r['skipped_share']:.0f}%" if r.get("skipped_share") is not None else "-"
-        lines.append(f"{r['dataset']:<11}{r['temperature']:>4g} {r['method']:<26}{_cell(r['budget'], 5, 'd')} "
-                     f"{(r.get('builder') or '-')[:14]:<15}{r['verifier'] or '-':<9}{r.get('trim') or '-':<5}{_cell(r['tokens_per_s'], 7, '.1f')}{_cell(r['speedup'], 7, '.2f')}x"
-                     f"{_cell(r['mean_block_length'], 7, '.2f')}{_cell(r['mean_expected_length'], 7, '.2f')}"
-                     f"{_gap_cell(r)}"
-                     f"{_cell(r.get('mean_tree_size'), 6, '.1f')}{plain:>6}  {shares}")
-    return "\n".join(lines)
-
-
-def _gap_cell(row: dict) -> str:
+def _gap(row: dict) -> str | None:
     """E[L] - (1 + C) in percent of 1 + C, with its standard error."""
     if row.get("length_gap") is None:
-        return "-".rjust(14)
+        return None
     scale = 100 / row["mean_expected_length"]
-    return f"{row['length_gap'] * scale:+.1f} ({row['length_gap_se'] * scale:.1f})".rjust(14)
+    return f"{row['length_gap'] * scale:+.1f} ({row['length_gap_se'] * scale:.1f})"
 
 
-def _cell(value, width: int, spec: str) -> str:
-    """A right-aligned table cell; '-' where a method has no such figure."""
-    return format(value, f">{width}{spec}") if value is not None else "-".rjust(width)
+def _shares(row: dict) -> str | None:
+    return "/".join(f"{100 * v:.0f}" for v in row["stage_shares"].values()) if row.get("stage_shares") else None
+
+
+def _plain(row: dict) -> str | None:
+    return f"{100 * row['skipped_share']:.0f}%" if row.get("skipped_share") is not None else None
+
+
+def _speedup(row: dict) -> str | None:
+    return f"{row['speedup']:.2f}x" if row.get("speedup") is not None else None
+
+
+COLUMNS = (
+    Column("dataset", "dataset"), Column("T", "temperature", "g"), Column("method", "method"),
+    Column("B", "budget", "d"), Column("builder", "builder"), Column("verifier", "verifier"), Column("trim", "trim"),
+    Column("tok/s", "tokens_per_s", ".1f"), Column("speedup", _speedup, "s"),
+    Column("E[L]", "mean_block_length", ".2f"), Column("1+C", "mean_expected_length", ".2f"),
+    Column("gap% (se)", _gap, "s"), Column("nodes", "mean_tree_size", ".1f"), Column("plain", _plain, "s"),
+    Column(f"% of wall time ({'/'.join(_SHORT_STAGE.get(s, s) for s in (*STAGES, 'other'))})", _shares),
+)
+
+
+def format_table(rows: list[dict]) -> str:
+    return tabulate_rows(rows, COLUMNS)

@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import torch
@@ -32,7 +29,7 @@ import torch
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.target.walker import walk
 from tevcore.engine.builders import get_builder, parse_builder_list
-from tevcore.lab.bench import git_commit, valid_pairs
+from tevcore.lab.bench import valid_pairs
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
@@ -42,7 +39,7 @@ from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.sampling import make_generator
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
-from tevcore.outputs import write_json, written
+from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
 from tevcore.timing import seconds_of
 from tevcore.verify.verifiers import ALL_VERIFIERS, get_verifier, verifier_label
 
@@ -183,17 +180,21 @@ def summarise(trees: list[ScoredTree], timings: dict[str, dict[str, list[float]]
     return rows
 
 
+def _vs_residual(mode: str):
+    return lambda r: f"{r[mode + '_vs_residual']:.2f}" if r[mode + "_vs_residual"] is not None else None
+
+
+COLUMNS = (Column("B", "budget", "d"), Column("builder", "builder"), Column("nodes", "mean_nodes", ".1f"),
+           Column("parents", "mean_parent_rows", ".1f"), Column("fwd ms", "forward_ms_median", ".1f"),
+           Column("verifier", "label"), Column("given flow ms", "given_flow_median_ms", ".3f"),
+           Column("x resid", _vs_residual("given_flow"), "s"),
+           Column("incl. flow ms", "including_flow_median_ms", ".3f"),
+           Column("x resid", _vs_residual("including_flow"), "s"),
+           Column("% fwd", lambda r: 100 * r["including_flow_fraction_of_forward"], ".2f"))
+
+
 def format_table(rows: list[dict]) -> str:
-    header = (f"{'B':>4} {'builder':<16}{'nodes':>6} {'parents':>8} {'fwd ms':>8}  {'verifier':<38}"
-              f"{'given flow ms':>14}{'x resid':>8}{'incl. flow ms':>14}{'x resid':>8}{'% fwd':>7}")
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        ratios = [f"{r[m + '_vs_residual']:.2f}" if r[m + "_vs_residual"] is not None else "-" for m in MODES]
-        lines.append(f"{r['budget']:>4} {r['builder'][:15]:<16}{r['mean_nodes']:>6.1f} {r['mean_parent_rows']:>8.1f} "
-                     f"{r['forward_ms_median']:>8.1f}  {r['label']:<38}{r['given_flow_median_ms']:>14.3f}"
-                     f"{ratios[0]:>8}{r['including_flow_median_ms']:>14.3f}{ratios[1]:>8}"
-                     f"{100 * r['including_flow_fraction_of_forward']:>6.2f}%")
-    return "\n".join(lines)
+    return tabulate_rows(rows, COLUMNS)
 
 
 def goals(rows: list[dict]) -> dict:
@@ -221,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     target = target_from_args(args)
+    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
     prompts = [p.text for p in load_prompts("mt-bench", "heldout", args.prompts)]
     trees = collect_trees(target, prompts, budgets, args.positions, args.depth, tuple(builders), args.temperature,
                           args.seed)
@@ -234,12 +236,9 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(rows))
     met = goals(rows)
     print(json.dumps(met))
-    meta = {"commit": git_commit(), "model": target.name, "device": str(target.device), "threads": torch.get_num_threads(),
-            "torch": torch.__version__, "machine": platform.machine(), "processor": platform.processor(),
-            "budgets": budgets, "rounds": args.rounds, "temperature": args.temperature, "prompts": args.prompts,
-            "positions": args.positions, "proposer": GreedyRolloutProposer(args.depth).name, "builders": builders,
-            "seed": args.seed, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    print(written(write_json(out, {"meta": meta, "goals": met, "rows": rows}, overwrite=args.force), args.out))
+    settings = {"model": target.name, "budgets": budgets, "rounds": args.rounds, "temperature": args.temperature,
+                "prompts": args.prompts, "positions": args.positions,
+                "proposer": GreedyRolloutProposer(args.depth).name, "builders": builders}
+    write_result(args.out, ResultRecord("bench-verifiers", meta, rows, settings=settings, summary={"goals": met}),
+                 force=args.force)
     return 0

@@ -16,13 +16,13 @@ from itertools import islice
 import torch
 
 from tevcore.config import DecodeConfig
-from tevcore.decoding.loop import prompt_ids, rounds
+from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.engine.records import round_context
 from tevcore.flags import (add_target_arguments, count_at_least_one, prompt_text, seed_value, target_from_args,
                            thread_count)
 from tevcore.lab.context_rounds import rounds_at_context, sampled_builder
 from tevcore.lab.simulate import verify_rounds
-from tevcore.outputs import write_json, written
+from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
 from tevcore.parsing import comma_list
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
 from tevcore.verify.laws import standing
@@ -70,9 +70,12 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     target = target_from_args(args)
+    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
     proposer = resolve_proposer(args.proposer, target, parse_drafter_dtype(args.drafter_dtype))
     config = replace(config, max_new_tokens=max(1, args.at_round * (proposer.depth + 1)))  # room for every round
     ids = prompt_ids(target, args.prompt, chat=config.chat)
+    _check_room(args.at_round, len(ids), reserved_positions(config.max_new_tokens, proposer.depth), proposer.depth,
+                target.max_context)
     earlier = list(islice(rounds(target, proposer, ids, config), args.at_round))
     if len(earlier) < args.at_round:
         raise ValueError(f"--at-round {args.at_round}: the decode ended after {len(earlier)} rounds")
@@ -87,22 +90,34 @@ def run(args: argparse.Namespace) -> int:
           f"{drawn.best_first[0].size} nodes: 1 + C = {drawn.best_first_length:.3f}")
     print(format_table(rows))
     if args.out:
-        meta = {"target": target.name, "proposer": proposer.name, "prompt": args.prompt, "at_round": args.at_round,
-                "context_length": len(context), "builder": args.builder, "budget": args.budget,
-                "temperature": args.temperature, "rounds": args.rounds, "seed": args.seed,
-                "best_first_size": drawn.best_first[0].size, "best_first_length": drawn.best_first_length,
-                "decode_config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}}
-        print(written(write_json(args.out, {"meta": meta, "rows": rows}, overwrite=args.force), args.out))
+        settings = {"model": target.name, "proposer": proposer.name, "prompt": args.prompt, "at_round": args.at_round,
+                    "context_length": len(context), "builder": args.builder, "budget": args.budget,
+                    "temperature": args.temperature, "rounds": args.rounds,
+                    "decode_config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}}
+        summary = {"best_first_size": drawn.best_first[0].size, "best_first_length": drawn.best_first_length}
+        write_result(args.out, ResultRecord("rounds-at-context", meta, rows, settings=settings, summary=summary),
+                     force=args.force)
     return 0
+
+
+def _check_room(at_round: int, prompt_tokens: int, reserve: int, depth: int, context: int) -> None:
+    """Refuse, naming --at-round, a decode whose rounds cannot fit the model's context: the decoding loop
+    reserves `reserve` positions (every token the rounds may emit, `depth + 1` a round, and one more path)."""
+    if at_round and prompt_tokens + reserve > context:
+        most = max(context - prompt_tokens - (depth + 1), 0) // (depth + 1)
+        raise ValueError(f"--at-round {at_round}: {at_round} rounds may need {reserve} positions, which with the "
+                         f"prompt's {prompt_tokens} tokens exceed the model's context of {context} tokens; give "
+                         f"--at-round {most} or less")
+
+
+COLUMNS = (Column("verifier", "verifier"), Column("standing", "standing"),
+           Column("E[L]", lambda r: f"{r['mean_block_length']:.3f} ± {r['mean_block_length_se']:.3f}", "s"),
+           Column("E[1 + C]", lambda r: f"{r['mean_expected_length']:.3f} ± {r['mean_expected_length_se']:.3f}", "s"),
+           Column("gap", lambda r: f"{r['gap']:+.3f} ± {r['gap_se']:.3f}", "s"),
+           Column("first token p", "first_token_p", ".3g"))
 
 
 def format_table(rows: list[dict]) -> str:
     """One line per rule: how it stands to the target, E[L] and E[1 + C] of the same trees and their gap (each
     ± s.e.), and the first token's χ² p-value (tiny only where the standing says the rule is not this target's)."""
-    lines = [f"{'verifier':<13}{'standing':<23}{'E[L]':>10}{'E[1 + C]':>16}{'gap':>16}{'first token p':>15}"]
-    for row in rows:
-        lines.append(f"{row['verifier']:<13}{row['standing']:<23}"
-                     f"{row['mean_block_length']:>7.3f} ± {row['mean_block_length_se']:<4.3f}"
-                     f"{row['mean_expected_length']:>9.3f} ± {row['mean_expected_length_se']:<4.3f}"
-                     f"{row['gap']:>+9.3f} ± {row['gap_se']:<4.3f}{row['first_token_p']:>15.3g}")
-    return "\n".join(lines)
+    return tabulate_rows(rows, COLUMNS)

@@ -34,6 +34,11 @@ class Prompt:
     text: str
     reference: str | None = None
     category: str | None = None  # the set's own task category, where it has one
+    source: str = ""  # where it came from, for errors: a file and line, or the set and item
+
+    @property
+    def where(self) -> str:
+        return self.source or f"{self.dataset} item {self.item_id}"
 
 
 DATASETS_SETTING = "TEVCORE_DATASETS"
@@ -57,6 +62,11 @@ def _shared_file(name: str, file_name: str) -> Path:
 
 def _read_jsonl(path: Path) -> list[dict]:
     """The records of a JSONL file, UTF-8 (a byte-order mark allowed); errors name the file and line."""
+    return [row for _, row in _numbered_jsonl(path)]
+
+
+def _numbered_jsonl(path: Path) -> list[tuple[int, dict]]:
+    """Each record of a JSONL file with its line number (blank lines are skipped, so the two can differ)."""
     if not path.is_file():
         raise FileNotFoundError(f"prompt file not found: {path}")
     rows = []
@@ -69,7 +79,7 @@ def _read_jsonl(path: Path) -> list[dict]:
                                  f"column {err.start + 1}); save the file as UTF-8") from None
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    rows.append((number, json.loads(line)))
                 except (json.JSONDecodeError, RecursionError):
                     raise ValueError(f"{path}, line {number}: not valid JSON") from None
     return rows
@@ -112,16 +122,25 @@ def _first_text(reference) -> str | None:
 
 def _custom(path: Path) -> list[Prompt]:
     prompts = []
-    for i, row in enumerate(_read_jsonl(path)):
+    for i, (line, row) in enumerate(_numbered_jsonl(path)):
         text = ((row.get("prompt") or row.get("question") or (row.get("turns") or [None])[0])
                 if isinstance(row, dict) else None)
         if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"{path}, record {i + 1}: needs a 'prompt', 'question' or 'turns' field with text")
-        check_text(text, f"{path}, record {i + 1}: the prompt")
+            raise ValueError(f"{path}, line {line}: needs a 'prompt', 'question' or 'turns' field with text")
+        check_text(text, f"{path}, line {line}: the prompt")
         category = row.get("category")
         prompts.append(Prompt(path.stem, str(row.get("id", i)), text,
-                              category=str(category) if category is not None else None))
+                              category=str(category) if category is not None else None, source=f"{path}, line {line}"))
     return prompts
+
+
+def fitting(prompt: Prompt, ids: list[int], reserve: int, context: int) -> list[int]:
+    """`ids` (the prompt's tokens) when they leave room in a context of `context` tokens for `reserve` more
+    positions; else a ValueError naming where the prompt came from (a file and line), before any decode."""
+    if len(ids) + reserve > context:
+        raise ValueError(f"{prompt.where}: the prompt has {len(ids)} tokens; with {reserve} more positions it "
+                         f"exceeds the model's context of {context} tokens")
+    return ids
 
 
 _LOADERS = {"humaneval": _humaneval, "mt-bench": _mt_bench, "gsm8k": _gsm8k, "spec-bench": _spec_bench}

@@ -16,6 +16,7 @@ from typing import Iterable
 
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.tree import DraftTree
+from tevcore.results import Column, format_table
 
 
 def sibling_ranks(tree: DraftTree) -> list[int]:
@@ -64,17 +65,17 @@ def format_sibling_table(label: str, diagnostics: dict[str, list[dict]], max_ran
         cell = cells[(row["depth"], min(row["rank"], max_rank))]
         cell[0] += row["accepted"]
         cell[1] += row["nodes"]
-    depths = sorted({d for d, _ in cells})
-    ranks = [f"r{r}" if r < max_rank else f"r{max_rank}+" for r in range(max_rank + 1)]
-    lines = [f"{label}: accepted share by (depth, sibling rank); next depth accepted after a top-1 / other pick",
-             f"{'depth':>5} " + " ".join(f"{r:>12}" for r in ranks) + f"{'after top-1':>16}{'after other':>16}"]
     picks = {(row["depth"], row["pick"]): row for row in diagnostics["after_pick"]}
-    for d in depths:
-        row_cells = []
-        for r in range(max_rank + 1):
-            got, total = cells.get((d, r), (0, 0))
-            row_cells.append(f"{got / total:.3f} ({total})".rjust(12) if total else "-".rjust(12))
-        after = [f"{picks[(d, p)]['share']:.3f} ({picks[(d, p)]['rounds']})".rjust(16) if (d, p) in picks
-                 else "-".rjust(16) for p in ("top-1", "other")]
-        lines.append(f"{d:>5} " + " ".join(row_cells) + "".join(after))
-    return "\n".join(lines)
+
+    def share(got: int, total: int) -> str | None:
+        return f"{got / total:.3f} ({total})" if total else None
+
+    rows = [{"depth": d, **{r: share(*cells.get((d, r), (0, 0))) for r in range(max_rank + 1)},
+             **{p: share(picks[(d, p)]["next_accepted"], picks[(d, p)]["rounds"]) if (d, p) in picks else None
+                for p in ("top-1", "other")}}
+            for d in sorted({d for d, _ in cells})]
+    columns = [Column("depth", "depth", "d")] + [
+        Column(f"r{r}" if r < max_rank else f"r{max_rank}+", lambda row, r=r: row[r], "s") for r in range(max_rank + 1)
+    ] + [Column("after top-1", "top-1", "s"), Column("after other", "other", "s")]
+    return (f"{label}: accepted share by (depth, sibling rank); next depth accepted after a top-1 / other pick\n"
+            + format_table(rows, columns))

@@ -28,7 +28,7 @@ from tevcore.diskwrite import save_tensors, write_text_atomic
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.target.loading import Target
 from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
-from tevcore.proposers.block_config import MODEL_TYPE, BlockDrafterConfig, check_draft_ids, check_target
+from tevcore.proposers.block_config import MODEL_TYPE, BlockDrafterConfig, check_draft_ids, check_config_fits_target
 from tevcore.target.session import TargetSession
 from tevcore.proposers.base import GreedyRolloutProposer, ProposerBase
 
@@ -106,7 +106,7 @@ class BlockDrafter(nn.Module):
 
     def attach(self, target: Target) -> BlockDrafter:
         """Take the frozen embedding and lm_head rows from `target` (checks its shape)."""
-        check_target(self.config, target)
+        check_config_fits_target(self.config, target)
         embed = target.model.get_input_embeddings().weight.detach().float()
         head = target.model.get_output_embeddings().weight.detach().float()
         self.embed = embed.to(self.bias.device)
@@ -173,7 +173,7 @@ def check_growth(have: int, layers: int) -> None:
         raise ValueError(f"cannot shrink a drafter of {have} encoder layers to {layers}")
 
 
-def context_features(session: TargetSession, config: BlockDrafterConfig) -> tuple[torch.Tensor, torch.Tensor]:
+def context_window(session: TargetSession, config: BlockDrafterConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """The last C cached positions of the drafter's layers, left-padded: (1, C, L, H) and (1, C)."""
     missing = [layer for layer in config.hidden_layers if layer not in session.context_hidden]
     if missing:
@@ -231,7 +231,7 @@ class BlockProposer(ProposerBase):
     @torch.inference_mode()
     def propose(self, session: TargetSession) -> DraftRows:
         device = self.drafter.bias.device
-        features, mask = context_features(session, self.drafter.config)
+        features, mask = context_window(session, self.drafter.config)
         features, mask = features.to(device), mask.to(device)
         roots = torch.tensor([session.root_token], device=device)
         logq = self.drafter(features, mask, roots, head=self._head)[0]
@@ -276,7 +276,7 @@ def load_drafter(folder: Path, target: Target) -> BlockDrafter:
     """Load a drafter folder against `target` (fp32, on the target's device)."""
     folder = Path(folder)
     config = read_config(folder)
-    check_target(config, target)
+    check_config_fits_target(config, target)
     path = folder / WEIGHTS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing")
@@ -335,7 +335,7 @@ def load_default_proposer(target: Target, dtype: torch.dtype | None = None, bran
     if not (path / CONFIG_FILE).is_file():
         return GreedyRolloutProposer()
     try:
-        check_target(read_config(path), target)
+        check_config_fits_target(read_config(path), target)
     except ValueError:
         return GreedyRolloutProposer()  # the default drafter belongs to the default target only
     drafter = load_drafter(path, target)

@@ -122,7 +122,7 @@ def check_draft_ids(config: BlockDrafterConfig, ids: torch.Tensor, where: Path) 
                          f"than once); each draft row must be a distinct target token")
 
 
-def check_target(config: BlockDrafterConfig, target: Target) -> None:
+def check_config_fits_target(config: BlockDrafterConfig, target: Target) -> None:
     """A drafter only fits the target it was trained for (its record), or at least that target's shape."""
     hidden = int(target.model.config.hidden_size)
     layers = int(target.model.config.num_hidden_layers)

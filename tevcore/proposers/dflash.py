@@ -87,7 +87,7 @@ def block_logits(drafter, spec: DFlashSpec, target: Target, context: torch.Tenso
     return logits
 
 
-def context_features(session: TargetSession, spec: DFlashSpec, start: int) -> torch.Tensor:
+def features_since(session: TargetSession, spec: DFlashSpec, start: int) -> torch.Tensor:
     """(1, S - start, k*H): the session's cached hidden states of the drafter's layers from `start` on."""
     missing = [layer for layer in spec.hidden_layers if layer not in session.context_hidden]
     if missing:
@@ -130,19 +130,19 @@ class DFlashProposer(ProposerBase):
         drafter, spec = load_dflash(source, target)
         return cls(drafter, spec, target)
 
-    def _sync(self, session: TargetSession) -> torch.Tensor:
+    def _features_to_feed(self, session: TargetSession) -> torch.Tensor:
         """Restart the draft cache unless it holds a prefix of this session's context; return the new features."""
         cached = session.cached_length
         fed = len(self._fed)
         if self._cache is None or fed > cached or session.committed[:fed] != self._fed:
             self._cache, fed = DynamicCache(), 0
         self._fed = session.committed[:cached]
-        return context_features(session, self.spec, fed)
+        return features_since(session, self.spec, fed)
 
     @torch.inference_mode()
     def propose(self, session: TargetSession) -> DraftRows:
         with self._lock:
-            context = self._sync(session)
+            context = self._features_to_feed(session)
             start = session.cached_length - context.shape[1]
             device = self.drafter.norm.weight.device
             positions = torch.arange(start, session.cached_length + self.spec.block_size, device=device)[None]

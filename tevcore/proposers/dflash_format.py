@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
-from tevcore.diskwrite import save_tensors, write_text_atomic
+from tevcore.diskwrite import save_tensors, temporary_folder, write_text_atomic
 from tevcore.target.loading import Target
 
 ARCHITECTURE = "DFlashDraftModel"
@@ -199,7 +198,7 @@ def _qwen_config(raw: dict, path: Path | None = None):
         raise ValueError(f"{where}the Qwen3 layer fields are not valid: {reason}") from None
 
 
-def check_target(spec: DFlashSpec, target: Target) -> None:
+def check_spec_fits_target(spec: DFlashSpec, target: Target) -> None:
     """A DFlash drafter fits only a target with its hidden size, vocabulary and at least its layers."""
     config = target.model.config
     hidden, depth = int(config.hidden_size), int(config.num_hidden_layers)
@@ -277,7 +276,7 @@ def load_dflash(source: str | Path, target: Target):
 
     folder = locate(str(source))
     spec = read_spec(folder)
-    check_target(spec, target)
+    check_spec_fits_target(spec, target)
     state = {_published_to_muse(k): v for k, v in read_weights(folder).items()}
     _check_weights(spec, state, folder)
     config = muse_config(spec)
@@ -315,7 +314,7 @@ def save_dflash(drafter, spec: DFlashSpec, folder: Path, dtype: torch.dtype | No
              for k, v in drafter.state_dict().items()}
     if any(not math.isfinite(float(v.float().abs().max())) for v in state.values() if v.numel()):
         raise ValueError("the DFlash drafter has non-finite weights; not saved")
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
+    tmp = temporary_folder(folder)
     try:
         save_tensors(tmp / WEIGHTS_FILE, state, metadata={"format": "pt"})
         write_text_atomic(tmp / CONFIG_FILE, json.dumps(spec.raw, indent=2))

@@ -174,7 +174,7 @@ class DraftLMProposer(ProposerBase):
         with self._lock:
             committed = list(session.committed)
             context = len(committed)
-            root_row = self._sync(committed)
+            root_row = self._root_draft_logp(committed)
             columns: dict[int, int] = {}
 
             def level_rows(nodes: list[int], tokens: list[int], parents: list[int]) -> tuple[torch.Tensor, list[int]]:
@@ -201,7 +201,7 @@ class DraftLMProposer(ProposerBase):
         """Sync the cache to `committed`, expand one frontier per depth, crop the tree's entries away."""
         context = len(committed)
         pool = _Pool(tokens=[committed[-1]], parents=[-1], scores=[0.0], depths=[0])
-        frontier, logp = [0], self._sync(committed)
+        frontier, logp = [0], self._root_draft_logp(committed)
         try:
             for depth in range(1, len(widths) + 1):
                 logp = _mixed(logp, frontier, pool.tokens, pool.parents, mix)
@@ -238,7 +238,7 @@ class DraftLMProposer(ProposerBase):
                 if node in in_pool and in_pool[node] in pool.rows}
         return DraftGrowth(tree, rows)
 
-    def _sync(self, committed: list[int]) -> torch.Tensor:
+    def _root_draft_logp(self, committed: list[int]) -> torch.Tensor:
         """Bring the draft cache to the committed tokens; the root's (1, V) draft log-probs."""
         common = 0
         limit = min(len(self.cached_tokens), len(committed) - 1)  # the root is always fed: its row is needed

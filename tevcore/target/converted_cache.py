@@ -41,6 +41,23 @@ def cache_unwritable(folder: Path) -> str | None:
     return None
 
 
+def conversion_unreadable(folder: Path) -> str | None:
+    """Why this user cannot read a cached conversion that is there (None when it can), found by trying.
+
+    Another user's healthy cache (a folder of mode 0700) is not damaged: it is
+    only not this user's to read, and converting "again" could not replace it.
+    """
+    try:
+        os.listdir(folder)
+        with open(Path(folder) / "config.json", "rb"):
+            pass
+    except PermissionError as err:
+        return f"{folder} cannot be read by this user ({err.strerror or err})"
+    except OSError:
+        return None  # a missing file is damage, which `converted_problem` names
+    return None
+
+
 def _json_object(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text())

@@ -1,9 +1,8 @@
 """The KV caches of a target session and of a draft LM: room reserved up front, every key kept.
 
 transformers' `DynamicCache` grows each layer by concatenation, so every
-forward copies the whole cache: at a 1200-token context that is ~56 MB per
-forward for SmolLM2 (6.6 ms of a one-token forward under the torch profiler
-on a 2-core CPU; our AR decoded long prompts ~4% faster without it). A
+forward copies the whole cache, a cost that grows with the context and
+falls on every one-token forward of a long decode. A
 session knows how long its decode can get, so its
 layers keep one buffer each with that much room; a forward writes its new
 keys and values in place and attention reads views of the filled part. A

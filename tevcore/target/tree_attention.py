@@ -3,13 +3,14 @@
 With grouped-query attention (SmolLM2: 9 query heads share 3 key/value
 heads) transformers' SDPA path copies the whole KV cache once per query head
 whenever more than one query comes with a mask: `repeat_kv` turns 3 heads
-into 9 in every layer of every tree forward. On a CPU that copy is ~1.5 ms of
-a 6-node forward at a 150-token context, and grows with the context. torch's
+into 9 in every layer of every tree forward, a copy that grows with the
+context (`bench --refresh-curve` measures what a tree forward costs). torch's
 SDPA takes the grouped heads directly (`enable_gqa`), mask and all: the same
 products without the copy. transformers only asks for that where no mask is
 given, so this function asks for it where one is, on CPU. On CUDA, by
 transformers' own account, grouped heads with a mask fall back to torch's
-math kernel (untested here: no GPU), so there, as for anything else,
+math kernel (the CUDA-marked tests of tests/target run tree forwards there,
+in the GPU proof), so there, as for anything else,
 transformers' own SDPA function runs. What SDPA cannot compute (Gemma 2's
 attention logit soft-capping) runs in the model family's own eager attention
 instead: a slower forward, never a different one. `attention_for` picks

@@ -32,10 +32,10 @@ import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE, DecodeConfig
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
-from tevcore.outputs import write_json
 from tevcore.parsing import comma_list
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, resolve_proposer
 from tevcore.proposers.registry import trainable_specs, trainer_for
+from tevcore.results import Column, ResultRecord, RunMeta, format_table, write_result
 from tevcore.train.config import TrainConfig
 
 VARIANTS = {
@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     shape = _shape(args.init, args.data)
     configs = {name: variant_config(args, name, shape) for name in names if name != "start"}  # checked up front
     target = target_from_args(args)
+    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
     results, proposers = {}, {}
     for name in names:
         start = time.time()
@@ -113,14 +114,14 @@ def run(args: argparse.Namespace) -> int:
         tail = [m for m in (trained or [])[-10:] if "tree_E" in m]  # plain distillation builds no trees
         results[name] = {"cells": cells_to_json(cells), "seconds": round(time.time() - start, 1),
                          "train_tree_E_last10": (sum(m["tree_E"] for m in tail) / len(tail)) if tail else None}
-        _write(args, prompts, results)
+        _write(args, meta, prompts, results, done=len(results) == len(names) and len(names) == 1)
         print(_table(results, budgets), flush=True)
     first, *others = proposers
     for name in others:
         paired = paired_coverage(target, proposers[first], proposers[name], prompts, args.temperature, budgets,
                                  args.max_new_tokens)
         results[name]["paired_vs_" + first] = cells_to_json(paired)
-        _write(args, prompts, results)
+        _write(args, meta, prompts, results, done=name == others[-1])
         print(format_paired(paired), flush=True)
     return 0
 
@@ -172,21 +173,23 @@ def _shape(init: str | None, data: str | None = None) -> dict:
     return {**{k: v for k, v in fresh.items() if k != "dropout"}, **fixed}
 
 
-def _write(args: argparse.Namespace, prompts: list, results: dict) -> None:
-    """compare.json, rewritten after each variant: the CLI refused an existing one at the start (unless --force)."""
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "compare.json", {"args": {k: str(v) for k, v in vars(args).items()},
-                                           "prompts": len(prompts), "results": results}, overwrite=True)
+def _write(args: argparse.Namespace, meta: RunMeta, prompts: list, results: dict, done: bool) -> None:
+    """compare.json, rewritten after each variant (marked partial until the last paired comparison): the CLI
+    refused an existing one at the start (unless --force). A row per (variant, budget); the paired cells of
+    each later variant against the first go in the summary."""
+    rows = [{"variant": name, **cell, "seconds": r["seconds"], "train_tree_E_last10": r["train_tree_E_last10"]}
+            for name, r in results.items() for cell in r["cells"]]
+    paired = {name: r[key] for name, r in results.items() for key in r if key.startswith("paired_vs_")}
+    settings = {**{k: str(v) for k, v in vars(args).items()}, "prompts": len(prompts)}
+    record = ResultRecord("compare", meta, rows, settings=settings, summary={"paired_vs_first": paired},
+                          partial=None if done else f"{len(results)} variants evaluated, the run goes on")
+    write_result(args.out / "compare.json", record, force=True)
 
 
 def _table(results: dict, budgets: list[int]) -> str:
-    head = f"{'variant':<12}" + "".join(f" {'E B=' + str(b):>8} {'L B=' + str(b):>8}" for b in budgets) + \
-        f" {'train E':>8}"
-    lines = [head]
-    for name, r in results.items():
-        row = f"{name:<12}"
-        for cell in r["cells"]:
-            row += f" {cell['expected_length']:>8.3f} {cell['block_length']:>8.3f}"
-        train_e = r["train_tree_E_last10"]
-        lines.append(row + (f" {train_e:>8.3f}" if train_e is not None else f" {'-':>8}"))
-    return "\n".join(lines)
+    columns = [Column("variant", "variant")]
+    for i, b in enumerate(budgets):
+        columns += [Column(f"E B={b}", lambda r, i=i: r["cells"][i]["expected_length"], ".3f"),
+                    Column(f"L B={b}", lambda r, i=i: r["cells"][i]["block_length"], ".3f")]
+    columns.append(Column("train E", "train_tree_E_last10", ".3f"))
+    return format_table([{"variant": name, **r} for name, r in results.items()], columns)

@@ -25,19 +25,26 @@ from tqdm import tqdm
 
 from tevcore.engine.builders import best_first, check_budget
 from tevcore.config import DecodeConfig
-from tevcore.lab.datasets import Prompt
-from tevcore.decoding.loop import prompt_ids, rounds
+from tevcore.lab.datasets import Prompt, fitting
+from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.target.walker import walk
 from tevcore.engine.flow import parent_edge_log_probs, path_log_probs, target_flow
 from tevcore.target.loading import Target
 from tevcore.decoding.oracle import oracle_tree
 from tevcore.engine.sampling import make_generator
 from tevcore.ranks import gather, is_first, shard
+from tevcore.results import Column, format_table as tabulate_rows
 from tevcore.target.session import TargetSession
 from tevcore.train.prompts import heldout_prompts
 
 BUDGETS = ("chain", 4, 8, 16, 32)
-MIX = ("mt-bench", "humaneval", "gsm8k")
+MIX = ("mt-bench", "humaneval", "gsm8k")  # held-out sets at T > 0
+GREEDY_SETS = ("humaneval",)  # held-out sets at T = 0
+
+
+def prompt_sets(temperature: float) -> tuple[str, ...]:
+    """The held-out sets eval-drafter reads by default at `temperature`."""
+    return GREEDY_SETS if temperature == 0 else MIX
 
 
 @dataclass(frozen=True)
@@ -63,8 +70,11 @@ def eval_prompts(datasets: tuple[str, ...], per_set: int) -> list[Prompt]:
     return [lst[i] for i in range(per_set) for lst in lists if i < len(lst)]
 
 
-def _content(prompt: PromptLike) -> str | list[int]:
-    return prompt.text if isinstance(prompt, Prompt) else prompt
+def _ids(target: Target, prompt: PromptLike, reserve: int) -> list[int]:
+    """A prompt's token ids; a set's prompt too long for the context is refused naming its file and line."""
+    if isinstance(prompt, Prompt):
+        return fitting(prompt, prompt_ids(target, prompt.text), reserve, target.max_context)
+    return prompt_ids(target, prompt)
 
 
 def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: float, budgets=BUDGETS,
@@ -83,7 +93,8 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
         measured = []  # (prompt, E, block) per round of this rank's prompts
         for index, prompt in tqdm(shard(prompts), desc=f"T={temperature} B={budget}",
                                   disable=not progress or not is_first(), leave=False):
-            for record in rounds(target, proposer, prompt_ids(target, _content(prompt)), config):
+            ids = _ids(target, prompt, reserved_positions(max_new_tokens, proposer.depth))
+            for record in rounds(target, proposer, ids, config):
                 measured.append((index, record.flow.expected_length, record.block_length))
         per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, block, prompt) per round
         prompt_counts: dict[str, int] = defaultdict(int)
@@ -125,7 +136,8 @@ def walk_decode(target: Target, prompts: list[PromptLike], temperature: float, m
     for index, prompt in tqdm(shard(prompts), desc=desc, disable=not progress or not is_first(), leave=False):
         generator = make_generator(seed + index)
         session = TargetSession(target, hidden_layers=hidden_layers)
-        session.prefill(prompt_ids(target, _content(prompt)), reserve=max_new_tokens + reserve + 1)
+        room = max_new_tokens + reserve + 1
+        session.prefill(_ids(target, prompt, room), reserve=room)
         walk(session, max_new_tokens, temperature, generator, stops, lambda s, index=index: measure(index, s))
 
 
@@ -250,25 +262,27 @@ def prompts_for_se(cell: PairedCell, wanted_se: float) -> int | None:
     return max(2, math.ceil(cell.prompts * (cell.difference_se / wanted_se) ** 2))
 
 
+PAIRED_COLUMNS = (
+    Column("T", "temperature", "g"), Column("budget", "budget", "d"), Column("prompts", "prompt_set"),
+    Column("n", "prompts", "d"), Column("positions", "positions", "d"), Column("E(A)", "baseline_length", ".3f"),
+    Column("E(B)", "other_length", ".3f"), Column("B - A", "difference", "+.3f"),
+    Column("%", lambda c: 100 * c["difference"] / c["baseline_length"], "+.1f"),
+    Column("s.e. %", lambda c: 100 * c["difference_se"] / c["baseline_length"], ".1f"))
+CELL_COLUMNS = (
+    Column("T", "temperature", "g"), Column("budget", "budget", ">"), Column("prompts", "prompt_set"),
+    Column("n", "prompts", "d"), Column("rounds", "rounds", "d"), Column("E=1+C", "expected_length", ".3f"),
+    Column("(s.e.)", lambda c: f"({c['expected_length_se']:.3f})", "s"), Column("block", "block_length", ".3f"))
+
+
 def format_paired(cells: list[PairedCell]) -> str:
     if not cells:
         return ""
-    lines = [f"baseline A = {cells[0].baseline}; B = {cells[0].other}; same round starts, one tree forward each",
-             f"{'T':>4} {'budget':>6} {'prompts':<10} {'n':>3} {'positions':>9} {'E(A)':>7} {'E(B)':>7} "
-             f"{'B - A':>7} {'%':>6} {'s.e. %':>7}"]
-    for c in cells:
-        lines.append(f"{c.temperature:>4g} {c.budget:>6} {c.prompt_set:<10} {c.prompts:>3} {c.positions:>9} "
-                     f"{c.baseline_length:>7.3f} {c.other_length:>7.3f} {c.difference:>+7.3f} "
-                     f"{100 * c.difference / c.baseline_length:>+6.1f} {100 * c.difference_se / c.baseline_length:>7.1f}")
-    return "\n".join(lines)
+    return (f"baseline A = {cells[0].baseline}; B = {cells[0].other}; same round starts, one tree forward each\n"
+            + tabulate_rows(cells_to_json(cells), PAIRED_COLUMNS))
 
 
 def format_table(cells: list[EvalCell]) -> str:
-    lines = [f"{'T':>4} {'budget':>9} {'prompts':<10} {'n':>3} {'rounds':>7} {'E=1+C':>7} {'(s.e.)':>7} {'block':>7}"]
-    for c in cells:
-        lines.append(f"{c.temperature:>4g} {c.budget:>9} {c.prompt_set:<10} {c.prompts:>3} {c.rounds:>7} "
-                     f"{c.expected_length:>7.3f} {f'({c.expected_length_se:.3f})':>7} {c.block_length:>7.3f}")
-    return "\n".join(lines)
+    return tabulate_rows(cells_to_json(cells), CELL_COLUMNS)
 
 
 def cells_to_json(cells: list[EvalCell] | list[PairedCell]) -> list[dict]:

@@ -7,13 +7,12 @@ share the prompts and rank 0 prints the one table and writes the one JSON.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 from pathlib import Path
 
 import torch
 
-from tevcore.outputs import write_json, written
+from tevcore.results import ResultRecord, RunMeta, write_result
 from tevcore.proposers import DRAFTER_DTYPE_HELP, default_drafter_path, parse_drafter_dtype, resolve_proposer
 from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
 from tevcore.proposers.registry import proposer_specs
@@ -22,6 +21,7 @@ from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, 
 from tevcore.parsing import budget_or_chain, comma_list
 from tevcore.train.eval import (
     BUDGETS,
+    GREEDY_SETS,
     MIX,
     cells_to_json,
     eval_prompts,
@@ -30,6 +30,7 @@ from tevcore.train.eval import (
     format_table,
     oracle_ceilings,
     paired_coverage,
+    prompt_sets,
 )
 
 
@@ -39,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="e.g. chain,4,8,16,32")
     parser.add_argument("--temperatures", default="0,1")
-    parser.add_argument("--greedy-sets", default="humaneval", help="held-out sets at T = 0")
+    parser.add_argument("--greedy-sets", default=",".join(GREEDY_SETS), help="held-out sets at T = 0")
     parser.add_argument("--sample-sets", default=",".join(MIX), help="held-out sets at T > 0")
     parser.add_argument("--per-set", type=count_at_least_one, default=6, help="held-out prompts per set")
     parser.add_argument("--max-new-tokens", type=count_at_least_one, default=64)
@@ -60,6 +61,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
 
 
+def paired_argv(baseline: str, other: str, budgets: list[int], per_set: int, temperature: float,
+                max_new_tokens: int, lookup: bool) -> list[str]:
+    """The `eval-drafter --compare` command line for these settings (the app shows it beside its own paired
+    comparison), with the default sets of `temperature`; parsed by this command's own parser before it is
+    returned, so a flag renamed here cannot leave a command line that no longer runs."""
+    sets_flag = "--greedy-sets" if temperature == 0 else "--sample-sets"
+    argv = [baseline, "--compare", other, "--budgets", ",".join(map(str, budgets)), "--temperatures",
+            f"{temperature:g}", sets_flag, ",".join(prompt_sets(temperature)), "--per-set", str(per_set),
+            "--max-new-tokens", str(max_new_tokens)] + (["--lookup"] if lookup else [])
+    parser = argparse.ArgumentParser(prog="python -m tevcore eval-drafter", exit_on_error=False)
+    add_arguments(parser)
+    parser.parse_args(argv)
+    return ["python", "-m", "tevcore", "eval-drafter", *argv]
+
+
 def run(args: argparse.Namespace) -> int:
     drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
@@ -71,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         plan.append((temperature, eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)))
     torch.set_num_threads(args.threads)
     target = target_from_args(args, device=device_for_rank(args.device))
+    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
     spec = args.drafter or str(default_drafter_path())
 
     def proposer_for(spec: str):
@@ -94,11 +111,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(format_paired(cells) if other is not None else format_table(cells))
     if args.json:
-        record = {"drafter": spec, "compare": args.compare, "proposer": proposer.name, "target": target.name, "greedy_sets": args.greedy_sets,
-                  "sample_sets": args.sample_sets, "per_set": args.per_set, "max_new_tokens": args.max_new_tokens,
-                  "seed": args.seed, "verifier": "tev", "threads": args.threads, "device": str(target.device), "processes": world()[1],
-                  "machine": platform.machine(), "seconds": round(time.time() - start, 1),
-                  "cells": cells_to_json(cells)}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        print(written(write_json(args.json, record, overwrite=args.force), args.json))
+        settings = {"drafter": spec, "compare": args.compare, "proposer": proposer.name, "model": target.name,
+                    "greedy_sets": args.greedy_sets, "sample_sets": args.sample_sets, "per_set": args.per_set,
+                    "max_new_tokens": args.max_new_tokens, "verifier": "tev", "processes": world()[1]}
+        record = ResultRecord("eval-drafter", meta, cells_to_json(cells), settings=settings,
+                              summary={"seconds": round(time.time() - start, 1)})
+        write_result(args.json, record, force=args.force)
     return 0

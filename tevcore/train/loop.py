@@ -29,6 +29,7 @@ from tevcore.diskwrite import write_text_atomic
 from tevcore.engine.builders import best_first
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import seeded_torch_rng
+from tevcore.outputs import write_json
 from tevcore.proposers.kind import TrainingAdapter
 from tevcore.proposers.registry import trainer_for
 from tevcore.ranks import barrier, world
@@ -47,7 +48,6 @@ from tevcore.train.rundir import (
     reported_end,
     save_checkpoint,
     save_final,
-    write_json_atomic,
     write_status,
 )
 from tevcore.train.treescore import PooledContexts
@@ -152,7 +152,7 @@ def _prepare_folder(config: TrainConfig, out: Path) -> None:
             raise ValueError(f"{out} holds a run with another config (differs in {changed}); "
                              "resume with the same config or use a new folder")
     else:
-        write_json_atomic(saved, config.to_dict())
+        write_json(saved, config.to_dict(), overwrite=True)
 
 
 def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[AnchorSet], TrainingAdapter],

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import torch
 
-from tevcore.diskwrite import append_line, folder_in_place, save_torch, write_text_atomic
+from tevcore.diskwrite import append_line, folder_in_place, save_torch
+from tevcore.outputs import write_json
 from tevcore.proposers.block import BlockDrafter, load_drafter, save_drafter
 from tevcore.target.loading import Target
 
@@ -41,10 +42,6 @@ METRICS = "metrics.jsonl"
 STATUS = "status.json"
 LATEST = "latest.json"
 FINAL_DRAFTER = "drafter"
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2))
 
 
 def append_metrics(folder: Path, metrics: dict) -> None:
@@ -142,7 +139,8 @@ def held_run_folder(folder: Path, owner: bool = True) -> Iterator[Path]:
     lock.acquire()
     fresh, before = not (folder / CONFIG).exists(), read_status(folder)
     try:
-        for stale in [*folder.glob(".*.tmp"), *folder.glob(".*.partial")]:  # a killed writer's: the lock says none lives
+        # a killed writer's (`.tmp`: a folder's name before the one scheme): the lock says no writer lives
+        for stale in [*folder.glob(".*.tmp"), *folder.glob(".*.partial")]:
             shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
         yield folder
     except BaseException as err:
@@ -162,7 +160,7 @@ def _take_back_start(folder: Path, fresh: bool, before: dict, err: BaseException
         status.update(state="interrupted" if stopped else "crashed", step=before.get("step", 0), updated=time.time(),
                       **({} if stopped else {"error": f"{type(err).__name__}: {err}"}))
         try:
-            write_json_atomic(folder / STATUS, status)
+            write_json(folder / STATUS, status, overwrite=True)
         except OSError:
             pass
     if fresh and done_steps(folder) == 0:
@@ -202,9 +200,9 @@ class RunClock:
 
 def write_status(folder: Path, state: str, step: int, total: int, clock: RunClock, **extra) -> None:
     now = time.time()
-    write_json_atomic(Path(folder) / STATUS, {
-        "state": state, "pid": os.getpid(), "step": step, "total_steps": total, "updated": now,
-        **clock.fields(now), **extra})
+    status = {"state": state, "pid": os.getpid(), "step": step, "total_steps": total, "updated": now,
+              **clock.fields(now), **extra}
+    write_json(Path(folder) / STATUS, status, overwrite=True)
 
 
 def _last_words(folder: Path, state: str, total: int, clock: RunClock, **extra) -> None:
@@ -271,7 +269,7 @@ def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, ste
     with folder_in_place(final) as tmp:
         (save or save_drafter)(drafter, tmp)
         save_torch(tmp / TRAINER_STATE, {"step": step, "optimizer": optimizer.state_dict()})
-    write_json_atomic(folder / LATEST, {"checkpoint": final.name, "step": step})
+    write_json(folder / LATEST, {"checkpoint": final.name, "step": step}, overwrite=True)
     for old in folder.glob("checkpoint-*"):
         if old != final:
             shutil.rmtree(old, ignore_errors=True)

@@ -9,7 +9,10 @@ cost curve with acceptance measured on CPU for the embedded SmolLM2 pair, and
 says it is predicted. `--rehearse` runs the same steps on the CPU at tiny
 geometry, so the script is proven before a GPU is lent.
 
-Modules: `schema` (the keys of every step's JSON, one definition for both
-paths), `plans` (geometries and sizes per mode), `models` (building them),
-`steps` and `rounds_steps` (the measurements), `cli` (one step per process).
+Modules: `schema` (the keys of every step's result record, one definition
+for both paths), `plans` (geometries and sizes per mode), `models` (building
+them), `steps`, `rounds_steps` and `predict` (the measurements), `cli` (the
+measuring steps in one process). The harness that runs the checkout's
+CUDA-marked tests is a script, `scripts/gpu_cuda_tests.py`, not part of the
+package.
 """

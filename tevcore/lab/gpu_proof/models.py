@@ -16,10 +16,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
+from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.lab.gpu_proof.plans import Plan
 from tevcore.proposers.dflash import DFlashProposer
-from tevcore.proposers.dflash_format import (ARCHITECTURE, CONFIG_FILE, WEIGHTS_FILE, check_target, muse_config,
-                                             read_spec)
+from tevcore.proposers.dflash_format import (ARCHITECTURE, CONFIG_FILE, WEIGHTS_FILE, check_spec_fits_target,
+                                             muse_config, read_spec)
 from tevcore.target.devices import pick_dtype
 from tevcore.target.loading import Target, random_target
 
@@ -73,12 +74,11 @@ def build_dflash(plan: Plan, target: Target, seed: int = 1) -> DFlashProposer:
         save_file({f"layers.{i}.input_layernorm.weight": torch.ones(1) for i in range(raw["num_hidden_layers"])},
                   str(Path(folder) / WEIGHTS_FILE))
         spec = read_spec(Path(folder))
-    check_target(spec, target)
+    check_spec_fits_target(spec, target)
     config = muse_config(spec)
     config._attn_implementation = "sdpa"
-    torch.manual_seed(seed)
     dtype = pick_dtype(target.device, target.model.dtype)
-    with torch.device(target.device):
+    with seeded_torch_rng(seed, target.device), torch.device(target.device):  # the caller's random state is kept
         drafter = MuseGlimmerAssistantModel(config).to(dtype)
     drafter.requires_grad_(False)
     name = f"random DFlash drafter ({spec.raw['num_hidden_layers']} layers, hidden {spec.raw['hidden_size']}, " \

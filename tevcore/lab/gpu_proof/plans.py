@@ -4,9 +4,9 @@ The GPU run uses the real geometries (every layer, the family's vocabulary);
 the rehearsal uses the same families at tiny geometry, except SmolLM2, which
 is small enough to run at its real geometry on a CPU, so the rehearsal's
 prediction step drafts with the committed drafter (it fits only that shape).
-The sizes and repeats are chosen so the GPU call fits one device run (under
-8 minutes with every start-up) and the rehearsal takes under 3 minutes on
-a shared 2-core CPU.
+The sizes and repeats are chosen so the GPU call fits one device run (each
+step's time limit is in `cli.STEP_LIMITS`) and the rehearsal fits a test of
+the slow lane on a small shared CPU.
 """
 
 from __future__ import annotations

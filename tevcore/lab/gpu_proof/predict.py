@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from pathlib import Path
 from statistics import median
 
@@ -28,7 +27,8 @@ from tevcore.decoding.autobudget import expected_length_by_budget, random_contex
 from tevcore.engine.builders import best_first
 from tevcore.lab.gpu_proof.models import build_target
 from tevcore.lab.gpu_proof.plans import SMOLLM2, Plan
-from tevcore.lab.gpu_proof.schema import git_commit, read_step
+from tevcore.lab.gpu_proof.schema import read_step
+from tevcore.results import ResultRecord, RunMeta, read_result, write_result
 from tevcore.target.loading import Target
 from tevcore.target.session import TargetSession
 from tevcore.timing import event_seconds_of
@@ -39,9 +39,9 @@ E_TEMPERATURES = (0.0, 1.0)
 FORMULA = "E[L](B) * t(one-token forward) / (t(draft + build, B) + t(tree forward, B))"
 
 
-def measure_expected_lengths(out: Path, prompts: int = 4, rounds_per_prompt: int = 8,
+def measure_expected_lengths(out: Path, command: str, prompts: int = 4, rounds_per_prompt: int = 8,
                              budgets: tuple[int, ...] = E_BUDGETS,
-                             temperatures: tuple[float, ...] = E_TEMPERATURES) -> dict:
+                             temperatures: tuple[float, ...] = E_TEMPERATURES, force: bool = False) -> ResultRecord:
     """E[L] = mean 1 + C of the default proposer's best-first trees cut to each budget, over real decoding rounds
     of held-out MT-Bench prompts with the embedded target (CPU, float32); written to `out`."""
     from tevcore.lab.datasets import load_prompts
@@ -49,19 +49,17 @@ def measure_expected_lengths(out: Path, prompts: int = 4, rounds_per_prompt: int
     from tevcore.target.loading import encode_prompt, load_target
 
     target = load_target(device="cpu", dtype="float32")
+    meta = RunMeta.now(command, device="cpu", seed=None)  # the decodes seed themselves from their prompts
     proposer = resolve_proposer("default", target)
     ids = [encode_prompt(target, p.text) for p in load_prompts("mt-bench", "heldout", prompts)]
     rows = []
     for temperature in temperatures:
         lengths = expected_length_by_budget(target, proposer, ids, budgets, temperature, rounds_per_prompt)
         rows.extend({"temperature": temperature, "budget": b, "expected_length": lengths[b]} for b in budgets)
-    record = {"meta": {"model": target.name, "proposer": proposer.name, "prompts": f"mt-bench heldout, first {prompts}",
-                       "rounds_per_prompt": rounds_per_prompt, "commit": git_commit(), "device": "cpu",
-                       "dtype": "float32", "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "command": f"python -m tevcore.lab.gpu_proof expected-lengths --prompts {prompts} "
-                                  f"--rounds {rounds_per_prompt} --out {out}"},
-              "rows": rows}
-    Path(out).write_text(json.dumps(record, indent=1))
+    settings = {"model": target.name, "proposer": proposer.name, "prompts": f"mt-bench heldout, first {prompts}",
+                "rounds_per_prompt": rounds_per_prompt, "dtype": "float32"}
+    record = ResultRecord("gpu-proof expected-lengths", meta, rows, settings=settings)
+    write_result(out, record, force=force)
     return record
 
 
@@ -85,10 +83,10 @@ def committed_pair_proposer(target: Target):
 
 def prediction(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, list[dict], str]:
     """Predicted speedup per temperature and budget from the measured curve, draft times and CPU E[L]."""
-    curve = {row["nodes"]: row["forward_ms"] for row in read_step(out_dir, "cost_curve")["rows"]
+    curve = {row["nodes"]: row["forward_ms"] for row in read_step(out_dir, "cost_curve").rows
              if row["geometry"] == SMOLLM2 and row["context"] == plan.prediction_context}
-    table = json.loads(EXPECTED_LENGTHS.read_text())
-    budgets = sorted({row["budget"] for row in table["rows"]} & set(curve) - {0})
+    table = read_result(EXPECTED_LENGTHS)
+    budgets = sorted({row["budget"] for row in table.rows} & set(curve) - {0})
     target = build_target(plan, SMOLLM2, device)
     proposer = committed_pair_proposer(target)
     session = TargetSession(target, hidden_layers=proposer.hidden_layers)
@@ -102,9 +100,9 @@ def prediction(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, l
     rows = [{"temperature": row["temperature"], "budget": row["budget"], "expected_length": row["expected_length"],
              "tree_forward_ms": curve[row["budget"]], "draft_ms": draft_ms[row["budget"]], "one_token_ms": curve[0],
              "predicted_speedup": row["expected_length"] * curve[0] / (draft_ms[row["budget"]] + curve[row["budget"]])}
-            for row in table["rows"] if row["budget"] in draft_ms]
+            for row in table.rows if row["budget"] in draft_ms]
     summary = {"label": "predicted", "geometry": SMOLLM2, "context": plan.prediction_context, "formula": FORMULA,
-               "expected_lengths_from": f"{EXPECTED_LENGTHS.name}: {table['meta']['command']} "
-                                        f"(commit {table['meta']['commit']}, {table['meta']['device']})"}
+               "expected_lengths_from": f"{EXPECTED_LENGTHS.name}: {table.meta.command_line} "
+                                        f"(commit {table.meta.commit}, {table.meta.device})"}
     return summary, rows, (f"PREDICTED, not measured: E[L] from the real pair on a CPU, costs from random weights of "
                            f"its geometry here; draft by {proposer.name}")

@@ -1,6 +1,7 @@
-"""The proof's cost steps: the CUDA test lane, the tree-forward cost curve and the verifier stage.
+"""The proof's cost steps: the tree-forward cost curve and the verifier stage.
 
-Each step returns (summary, rows, note) for `schema.write_step`; the timer is
+Each step returns (summary, rows, note) for `schema.write_step` (the CUDA test
+lane is the harness's, in `scripts/gpu_cuda_tests.py`); the timer is
 `timing.event_seconds_of` (CUDA events on a GPU, the one wall-clock timer
 elsewhere), the tree forwards are `TargetSession.score_tree`, the trees
 `autobudget.star_tree` (cost curve) and `builders.best_first` (verifiers),
@@ -9,10 +10,6 @@ and the verifier timing is bench-verifiers' own interleaved loop.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
-import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import torch
@@ -27,40 +24,10 @@ from tevcore.target.session import TargetSession
 from tevcore.timing import event_seconds_of
 from tevcore.verify.verifiers import EXACT_VERIFIERS
 
-REPOSITORY = Path(__file__).resolve().parents[3]
-CUDA_TESTS = ("tests/target",)
-
-
 def release(device: torch.device) -> None:
     """Give a finished model's memory back before the next one is built."""
     if device.type == "cuda":
         torch.cuda.empty_cache()
-
-
-def cuda_tests(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, list[dict], str]:
-    """`pytest -m cuda` over the target tests (tree forward vs recompute per family in bf16, T = 0 identity,
-    chi-square of tev and residual) in a child process; its JUnit report gives one row per test."""
-    with tempfile.TemporaryDirectory(prefix="gpu-proof-tests-") as scratch:
-        report = Path(scratch) / "cuda_tests.xml"
-        command = [sys.executable, "-m", "pytest", "-q", "-m", "cuda", *CUDA_TESTS, "-rs", "-p", "no:cacheprovider"]
-        done = subprocess.run(command + [f"--junitxml={report}"], cwd=REPOSITORY, capture_output=True, text=True)
-        cases = list(ElementTree.parse(report).getroot().iter("testcase")) if report.is_file() else []
-    (out_dir / "cuda_tests.log").write_text(done.stdout + done.stderr)
-    rows = []
-    for case in cases:
-        found = {child.tag: child for child in case}
-        outcome = next((tag for tag in ("failure", "error", "skipped") if tag in found), "passed")
-        reason = found[outcome].get("message", "") if outcome != "passed" else ""
-        rows.append({"test": f"{case.get('classname')}::{case.get('name')}",
-                     "outcome": {"failure": "failed"}.get(outcome, outcome), "seconds": float(case.get("time", 0)),
-                     "reason": reason[:300]})
-    count = {kind: sum(r["outcome"] == kind for r in rows) for kind in ("passed", "failed", "skipped", "error")}
-    summary = {"command": " ".join(["python", *command[1:]]), "exit_code": done.returncode, "collected": len(rows),
-               "passed": count["passed"], "failed": count["failed"], "skipped": count["skipped"],
-               "errors": count["error"]}
-    note = ("the CUDA-marked tests ran on the GPU" if device.type == "cuda" else
-            "no CUDA device: pytest collected the CUDA-marked tests and skipped every one (none ran)")
-    return summary, rows, note
 
 
 def cost_curve(plan: Plan, device: torch.device, out_dir: Path) -> tuple[dict, list[dict], str]:
