@@ -151,9 +151,8 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
     """Every chosen rule once per round on the same trees: E[L] against E[1 + C], and the first-token test."""
     st.subheader("Across rounds: E[L] against E[1 + C]")
     st.caption(f"Each rule verifies every one of the {len(sampled.rounds)} realised trees once, as a decoding run "
-               "would (the same trees for every rule). An exact-given-tree rule has E[L | tree] = 1 + C(tree), so "
-               "its gap is zero up to noise; a proposal-ratio rule's need not be: 1 + C is its yardstick, not its "
-               "cap. Every round starts at the same context, so an exact rule's first emitted token is a sample of "
+               "would (the same trees for every rule). " + appdata.gap_claim(chosen, sampled.temperature)
+               + " Every round starts at the same context, so an exact rule's first emitted token is a sample of "
                "the target's row there, whichever tree was drawn: the χ² column tests that.")
     signature = (id(sampled), tuple(chosen), seed)
     if st.button("▶ Verify every round", key="vc_s_run_rounds"):
@@ -173,11 +172,13 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
     st.plotly_chart(figures.rounds_length_figure({n: r.mean_block_length() for n, r in found.items()},
                                                  any_result.mean_expected_length(),
                                                  {n: verifier_label(n) for n in found},
-                                                 ("fixed best-first + TEV, same budget", fixed)),
+                                                 (f"fixed best-first ({sampled.best_first[0].size} nodes) + TEV",
+                                                  fixed)),
                     key="vc_s_rounds_chart")
     pair = "drafter, target and context" if live else "toy drafter, target and context"
-    st.caption(f"The dotted line is the other school on the same {pair}: the fixed best-first tree of "
-               f"{sampled.best_first[0].size} nodes, where TEV's E[L] is its 1 + C = {fixed:.3f}. "
+    st.caption(f"The dotted line is the other school on the same {pair}: the fixed best-first tree, where TEV's E[L] "
+               f"is its 1 + C = {fixed:.3f}; sizes: {sampled.size_note()} (the fixed tree is as large as the largest "
+               f"drawn one, never above the budget). "
                + ("One context is one point of a decode; `tevcore bench --builders` compares the schools over "
                   "whole decodes and their speed." if live else
                   "A toy pair shows the mechanics, not which school wins on a real model (pick the source at an "
