@@ -34,8 +34,8 @@ def bound_claim() -> str:
             f"most *1 + C*, the sum of *P* over the tree plus the bonus, and the optimal ones ({optimal}) reach it. "
             f"A proposal-ratio rule on a sampled tree ({ratio}) is exact only over the draw of the tree: on one "
             f"realised tree it can accept *v* more often than *P(v)*, so *1 + C* is its yardstick, not its cap "
-            f"(the workshop's preset '{name}': a node drawn from q is accepted with {preset.sampled_accept:.4f} where the "
-            f"fixed guess gets {preset.fixed_accept:.4f}).")
+            f"(the workshop's preset '{name}': a node drawn from q is accepted with {preset.sampled_accept:.4f} "
+            f"where the fixed guess gets {preset.fixed_accept:.4f}).")
 
 
 def over_draws_note(verifier: str) -> str | None:

@@ -304,6 +304,10 @@ if frames:
     b1, b2 = st.columns(2)
     b1.plotly_chart(f1, key="vc_bench_speedup")
     b2.plotly_chart(f2, key="vc_bench_blocks")
+    sizes = appdata.bench_sizes_text(bench, figures.bench_series(bench))
+    st.caption("The x axis is the node budget; a series is one (builder, verifier) pair. "
+               + (f"Mean tree sizes (nodes a round's tree really held): {sizes}." if sizes else
+                  "These rows record no tree sizes: a sampled builder's trees may hold fewer nodes than the budget."))
     st.dataframe(bench, hide_index=True, key="vc_bench_table")
 else:
     st.info("No result files yet.")

@@ -31,8 +31,8 @@ ss = st.session_state
 st.markdown(
     "**The law in plain words.** The target's probability mass enters the tree at the root and flows down: "
     "node *v* receives *P(v)*, the chance that a sample from the target starts with the path to *v*. Of that, the "
-    "share *m(v)* that continues into one of *v*'s children stays in the tree, and the rest, *X(v) = P(v)(1 − m(v))*, "
-    "leaves the tree at *v*. An exact verifier that is optimal stops at *v* with probability exactly *X(v)*, "
+    "share *m(v)* that continues into one of *v*'s children stays in the tree, and the rest, "
+    "*X(v) = P(v)(1 − m(v))*, leaves the tree at *v*. An exact verifier that is optimal stops at *v* with probability exactly *X(v)*, "
     "whatever its mechanics, and then draws the bonus token from the target's choices at *v* that are not "
     "children of *v*. " + claims.bound_claim())
 

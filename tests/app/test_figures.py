@@ -161,6 +161,22 @@ def test_verifier_comparison_figures():
                                                   "tev · trim off"]
 
 
+def test_bench_figures_draw_one_coloured_series_per_builder_and_verifier_and_say_the_tree_sizes():
+    rows = pd.DataFrame({"verifier": ["tev", "tev", "tev", "tev", "block", "block"],
+                         "builder": ["best_first", "best_first", "sampled:1,1,1", "sampled:1,1,1", "sampled:1,1,1",
+                                     "sampled:1,1,1"],
+                         "budget": [8, 16] * 3, "speedup": [1.4, 1.5, 1.2, 1.3, 1.3, 1.35],
+                         "mean_block_length": [2.5, 2.8, 2.0, 2.1, 2.2, 2.3],
+                         "mean_tree_size": [8, 16, 3, 3, 3, 3]})
+    speed, blocks = figures.bench_figures(rows)
+    for fig in (speed, blocks):  # no line joins two builders' rows; tev and block never share a colour
+        assert sorted(t.name for t in fig.data) == ["best_first + tev", "sampled:1,1,1 + block", "sampled:1,1,1 + tev"]
+        assert all(len(t.x) == 2 for t in fig.data)
+        assert len({t.line.color for t in fig.data}) == 3 and fig.layout.showlegend
+    sizes = appdata.bench_sizes_text(rows, figures.bench_series(rows))
+    assert "sampled:1,1,1 + tev: 3.0 at budget 8, 3.0 at budget 16" in sizes
+
+
 def test_bench_rows_accepts_both_formats():
     plain = b'[{"verifier": "tev", "budget": 8, "speedup": 1.3, "mean_block_length": 2.1}]'
     assert len(appdata.bench_rows(plain)) == 1
