@@ -131,7 +131,8 @@ except ValueError as err:
     st.stop()
 st.markdown(f"Tree of **{tree.size} nodes**, depth {tree.max_depth}; at T = {temperature:g}: "
             f"**1 + C = {law.flow.expected_length:.4f}** (optimal exact verifiers reach it; chain-only reaches "
-            f"1 + the chain's P).")
+            f"1 + the chain's P" + ("; rrs and block, exact only over the tree's draw, may exceed it on one tree)."
+                                    if drawn_with is not None else ")."))
 STANDING_TEXT = {OPTIMAL: "exact, optimal: exit law X, E[L] = 1 + C", OWN_LAW: "exact, with its own law",
                  T0_ONLY: f"exact only for the T = 0 target: not this one (T = {temperature:g})",
                  OVER_DRAWS: "exact over the tree's draws, with its own law on each tree",
