@@ -11,7 +11,7 @@ The app's ExitTrain page opens with `recipe(...)`; every number stays settable.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import Any
 
 from tevcore.train.config import TrainConfig
@@ -25,9 +25,9 @@ SHORT_RUN = {"steps": 200, "checkpoint_every": 50, "max_shards": 8}  # a run tha
 
 
 def recipe(fine_tune: bool, short: bool = False) -> dict[str, Any]:
-    """Every `TrainConfig` field's value in the ExitTrain recipe; `fine_tune`: the run starts from a trained
+    """Every defaulted `TrainConfig` field's value in the ExitTrain recipe; `fine_tune`: the run starts from a trained
     drafter (`init`), so it keeps that drafter's learning rate and regularisation; `short`: `SHORT_RUN`'s size."""
-    values = {f.name: f.default for f in fields(TrainConfig)}
+    values = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}  # not `data`: no default
     values.update(EXIT_TRAIN)
     if short:
         values.update(SHORT_RUN)
