@@ -15,7 +15,7 @@ import streamlit as st
 import appdata
 import figures
 from tevcore.lab.context_rounds import SampledRounds
-from tevcore.verify.verifiers import verifier_label
+from tevcore.verify.verifiers import NOT_EXACT
 
 SOURCE = "sampled trees (toy target, fresh draws at one context)"
 LIVE_SOURCE = "sampled trees at an explorer round's context (its target and drafter)"
@@ -130,6 +130,12 @@ def _draw_live(ss, at: int, builder: str, budget: int, temperature: float, round
     return sampled, appdata.LazyTexts(lambda t: shared_ui.decode_text(target, t)), where
 
 
+def sampled_label(name: str) -> str:
+    """A rule's name on sampled trees: the rule that is not exact says so, but is no teaching foil there (its
+    registry entry's `on_sampled` says why)."""
+    return f"{name} (NOT exact)" if name in NOT_EXACT else name
+
+
 def tree_against_rrs(results: dict, labels: list[str], law, rrs_law) -> None:
     """On the picked tree: TEV's exit law X against rrs's empirical exits (and rrs's own law on this tree)."""
     st.subheader("This realised tree: TEV's exit law against rrs's outcomes")
@@ -164,14 +170,14 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
         return
     found = stored[1]
     context = sampled.context_probs
-    rows = [{"verifier": verifier_label(name), "standing": standing[name], **result.summary(context)}
+    rows = [{"verifier": sampled_label(name), "standing": standing[name], **result.summary(context)}
             for name, result in found.items()]
     st.dataframe(pd.DataFrame(rows).rename(columns=SUMMARY_COLUMNS), hide_index=True, key="vc_s_rounds_table")
     any_result = next(iter(found.values()))
     fixed = sampled.best_first_length
     st.plotly_chart(figures.rounds_length_figure({n: r.mean_block_length() for n, r in found.items()},
                                                  any_result.mean_expected_length(),
-                                                 {n: verifier_label(n) for n in found},
+                                                 {n: sampled_label(n) for n in found},
                                                  (f"fixed best-first ({sampled.best_first[0].size} nodes) + TEV",
                                                   fixed)),
                     key="vc_s_rounds_chart")

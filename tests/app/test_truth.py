@@ -96,6 +96,10 @@ def test_the_naive_rule_is_not_called_a_foil_on_sampled_trees(across_rounds):
     assert not any("(teaching foil)" in m.value for m in at.markdown)
     rounds = next(d.value for d in at.dataframe if "standing" in d.value.columns)
     assert not rounds["standing"].str.contains("teaching foil").any()
+    assert "naive_ratio (NOT exact)" in set(rounds["verifier"])
+    assert not rounds["verifier"].str.contains("teaching foil").any()
+    chart = titled(chart_specs(at), "across rounds: each rule's E[L]")[0]
+    assert not any("teaching foil" in str(x) for x in chart["data"][0]["x"])
 
 
 def test_the_examples_results_survive_picking_another_bonus_node():
