@@ -31,7 +31,6 @@ def scroll_to_plot(page, start):
     page.wait_for_timeout(1500)
 
 
-STAGES = set(sys.argv[4].split(",")) if len(sys.argv) > 4 else {"workshop", "across", "bench", "live"}
 try:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
