@@ -5,16 +5,20 @@ from __future__ import annotations
 import shared_ui  # noqa: F401  (path and environment setup)
 import streamlit as st
 
+from appdata.claims import TEV_EXPANDED, bound_claim
+
 shared_ui.page_header("Tree speculative decoding you can see",
                       "Draft trees, target flow, exact verifiers and ExitTrain — on a real small target.")
 
 st.markdown(
-    """
+    f"""
 One speculative round: a **drafter** proposes, a **builder** makes a draft **tree**, the **target** scores
-every node in one forward pass, and a **verifier** accepts a root path (ending at the **exit node**) plus one
-**bonus token**. The target's probability mass flows down the tree: `P(v)` reaches node `v`, and
-`X(v) = P(v)(1 - m(v))` leaves the tree there. An exact, optimal verifier exits at `v` with probability
-`X(v)`, and its mean block length is `1 + C`, where `C` is the sum of `P` over the tree.
+every node in one forward pass, and a **verifier** (such as {TEV_EXPANDED}) accepts a root path (ending at the
+**exit node**) plus one **bonus token**. The target's probability mass flows down the tree: `P(v)` reaches node
+`v`; `m(v)` is the share of it that goes on into one of `v`'s children (the sum of the children's target
+probabilities), and the rest, `X(v) = P(v)(1 - m(v))`, leaves the tree at `v`. An exact, optimal verifier exits at
+`v` with probability `X(v)`, and its mean block length is `1 + C`, where `C` is the sum of `P` over the tree.
+{bound_claim()}
 
 **Pages**
 """

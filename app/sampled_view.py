@@ -15,7 +15,7 @@ import streamlit as st
 import appdata
 import figures
 from tevcore.lab.context_rounds import SampledRounds
-from tevcore.verify.verifiers import verifier_label
+from tevcore.verify.verifiers import NOT_EXACT
 
 SOURCE = "sampled trees (toy target, fresh draws at one context)"
 LIVE_SOURCE = "sampled trees at an explorer round's context (its target and drafter)"
@@ -130,6 +130,12 @@ def _draw_live(ss, at: int, builder: str, budget: int, temperature: float, round
     return sampled, appdata.LazyTexts(lambda t: shared_ui.decode_text(target, t)), where
 
 
+def sampled_label(name: str) -> str:
+    """A rule's name on sampled trees: the rule that is not exact says so, but is no teaching foil there (its
+    registry entry's `on_sampled` says why)."""
+    return f"{name} (NOT exact)" if name in NOT_EXACT else name
+
+
 def tree_against_rrs(results: dict, labels: list[str], law, rrs_law) -> None:
     """On the picked tree: TEV's exit law X against rrs's empirical exits (and rrs's own law on this tree)."""
     st.subheader("This realised tree: TEV's exit law against rrs's outcomes")
@@ -151,9 +157,8 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
     """Every chosen rule once per round on the same trees: E[L] against E[1 + C], and the first-token test."""
     st.subheader("Across rounds: E[L] against E[1 + C]")
     st.caption(f"Each rule verifies every one of the {len(sampled.rounds)} realised trees once, as a decoding run "
-               "would (the same trees for every rule). An exact-given-tree rule has E[L | tree] = 1 + C(tree), so "
-               "its gap is zero up to noise; a proposal-ratio rule's need not be: 1 + C is its yardstick, not its "
-               "cap. Every round starts at the same context, so an exact rule's first emitted token is a sample of "
+               "would (the same trees for every rule). " + appdata.gap_claim(chosen, sampled.temperature)
+               + " Every round starts at the same context, so an exact rule's first emitted token is a sample of "
                "the target's row there, whichever tree was drawn: the χ² column tests that.")
     signature = (id(sampled), tuple(chosen), seed)
     if st.button("▶ Verify every round", key="vc_s_run_rounds"):
@@ -165,19 +170,21 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
         return
     found = stored[1]
     context = sampled.context_probs
-    rows = [{"verifier": verifier_label(name), "standing": standing[name], **result.summary(context)}
+    rows = [{"verifier": sampled_label(name), "standing": standing[name], **result.summary(context)}
             for name, result in found.items()]
     st.dataframe(pd.DataFrame(rows).rename(columns=SUMMARY_COLUMNS), hide_index=True, key="vc_s_rounds_table")
     any_result = next(iter(found.values()))
     fixed = sampled.best_first_length
     st.plotly_chart(figures.rounds_length_figure({n: r.mean_block_length() for n, r in found.items()},
                                                  any_result.mean_expected_length(),
-                                                 {n: verifier_label(n) for n in found},
-                                                 ("fixed best-first + TEV, same budget", fixed)),
+                                                 {n: sampled_label(n) for n in found},
+                                                 (f"fixed best-first ({sampled.best_first[0].size} nodes) + TEV",
+                                                  fixed)),
                     key="vc_s_rounds_chart")
     pair = "drafter, target and context" if live else "toy drafter, target and context"
-    st.caption(f"The dotted line is the other school on the same {pair}: the fixed best-first tree of "
-               f"{sampled.best_first[0].size} nodes, where TEV's E[L] is its 1 + C = {fixed:.3f}. "
+    st.caption(f"The dotted line is the other school on the same {pair}: the fixed best-first tree, where TEV's E[L] "
+               f"is its 1 + C = {fixed:.3f}; sizes: {sampled.size_note()} (the fixed tree is as large as the largest "
+               f"drawn one, never above the budget). "
                + ("One context is one point of a decode; `tevcore bench --builders` compares the schools over "
                   "whole decodes and their speed." if live else
                   "A toy pair shows the mechanics, not which school wins on a real model (pick the source at an "

@@ -351,3 +351,9 @@ def launch_data(folder: Path, shards: int, threads: int = 1) -> subprocess.Popen
 def data_progress(folder: Path) -> tuple[int, int] | None:
     """(shards written, shards planned) of a data-set build, by the plan its manifest records; None before that."""
     return build_progress(Path(folder))
+
+
+def checkpoints_signature(runs: list[RunInfo]) -> tuple:
+    """What the Compare tab offers from `runs`: every checkpoint and each run's state. When it changes (a run
+    wrote a checkpoint or ended), the tab must be redrawn to offer the new drafter."""
+    return tuple((str(r.folder), r.state, tuple(str(p) for p in r.checkpoints)) for r in runs)

@@ -38,6 +38,19 @@ def bench_rows(records: dict[str, ResultRecord]) -> pd.DataFrame:
     return rows[keep & rows[figures].notna().any(axis=1)].reset_index(drop=True)
 
 
+def bench_sizes_text(rows: pd.DataFrame, series: pd.Series) -> str | None:
+    """The mean tree size of each series at each budget, where the rows record it (`mean_tree_size`): a sampled
+    builder's trees often hold fewer nodes than the budget, so a chart by budget must say what it compares."""
+    if "mean_tree_size" not in rows or rows["mean_tree_size"].isna().all():
+        return None
+    sized = rows.assign(series=series)[["series", "budget", "mean_tree_size"]].dropna()
+    sized = sized[pd.to_numeric(sized["budget"], errors="coerce") > 0]
+    parts = [f"{name}: " + ", ".join(f"{size:.1f} at budget {int(budget)}" for budget, size in
+                                     part.groupby("budget")["mean_tree_size"].mean().items())
+             for name, part in sized.groupby("series", sort=True)]
+    return "; ".join(parts) if parts else None
+
+
 def read_jsonl_frame(text: str) -> pd.DataFrame:
     """A JSONL log as a frame; unreadable lines (a line being written) are skipped."""
     rows = []

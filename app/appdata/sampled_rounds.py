@@ -18,7 +18,7 @@ import torch
 from tevcore.engine.builders import best_first
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
-from tevcore.lab.context_rounds import SampledRounds, sampled_builder
+from tevcore.lab.context_rounds import SampledRounds, matched_budget, sampled_builder
 from tevcore.lab.simulate import RoundsResult, verify_rounds
 from tevcore.verify.verifiers import rules_for  # noqa: F401  (re-exported: the page's rule list)
 
@@ -63,7 +63,7 @@ def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: f
 
     draft = torch.log_softmax(draft_logits, -1)
     out = [scored(made(ROOT_TOKEN, draft, budget, temperature, generator)) for _ in range(rounds)]
-    fixed = scored(best_first(ROOT_TOKEN, draft, budget if budget is not None else 4 * depth))
+    fixed = scored(best_first(ROOT_TOKEN, draft, matched_budget(out, budget if budget is not None else 4 * depth)))
     return SampledRounds(made.name, float(temperature), out, fixed)
 
 

@@ -33,3 +33,23 @@ def load_trace(source: bytes | str | Path, name: str = "trace.jsonl") -> Trace:
     if not trace.rounds:
         raise ValueError("the trace holds no rounds")
     return trace
+
+
+def trace_settings_text(meta: dict | None, records: list[RoundRecord]) -> str:
+    """What a replayed trace was made with: its prompt, temperature, builder, budget, verifier and seed (from the
+    trace's header, else from its rounds; a setting neither records is said to be unknown)."""
+    meta = meta if isinstance(meta, dict) else {}
+    config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    first = records[0] if records else None
+
+    def setting(name: str):
+        if name in config:
+            return config[name]
+        return getattr(first, name, None) if first is not None else None
+
+    shown = {name: setting(name) for name in ("temperature", "builder", "budget", "verifier", "seed")}
+    prompt = meta.get("prompt")
+    prompt_text = repr(prompt if len(str(prompt)) <= 160 else str(prompt)[:157] + "...") if prompt else "unknown"
+    parts = [f"{name} {value if value is not None else 'unknown'}" for name, value in shown.items()]
+    target = f" on {meta['target']}" if meta.get("target") else ""
+    return f"This trace was made{target} with prompt {prompt_text} · " + " · ".join(parts)

@@ -16,7 +16,8 @@ from figures.sampled import rounds_length_figure, tev_against_rrs_figure
 from figures.siblings import after_pick_figure, sibling_rank_figure
 from figures.training import eval_figure, training_curves_figure
 from figures.tree import node_table, record_tree_figure, tree_figure, tree_graph, tree_layout
-from figures.verifiers import bench_figures, bonus_figure, exit_law_figure, latency_figure, length_histogram_figure
+from figures.verifiers import (bench_figures, bench_series, bonus_figure, exit_law_figure, latency_figure,
+                               length_histogram_figure)
 from figures.workshop import acceptance_figure, coupling_figure, flow_bars_figure
 
 __all__ = [
@@ -25,7 +26,7 @@ __all__ = [
     "next_token_figure", "node_distribution", "timings_figure", "block_length_figure", "exit_depth_figure",
     "exit_mass_by_depth", "speed_figure", "speed_table", "text_by_round_html", "eval_figure",
     "training_curves_figure", "node_table", "record_tree_figure", "tree_figure",
-    "tree_graph", "tree_layout", "bench_figures", "bonus_figure", "exit_law_figure", "latency_figure",
+    "tree_graph", "tree_layout", "bench_figures", "bench_series", "bonus_figure", "exit_law_figure", "latency_figure",
     "length_histogram_figure", "flow_bars_figure", "rounds_length_figure", "tev_against_rrs_figure",
     "acceptance_figure", "coupling_figure",
 ]

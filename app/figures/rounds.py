@@ -9,6 +9,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from figures.common import EXIT_COLOUR, ROUND_COLOURS
+from tevcore.verify.laws import OPTIMAL, standing
+
+
+def x_is_its_law(verifier: str, temperature: float) -> bool:
+    """Whether the exit law X is `verifier`'s own law at `temperature` (the optimal rules')."""
+    return standing(verifier, temperature) == OPTIMAL
 
 
 def block_length_figure(records) -> go.Figure:
@@ -46,14 +52,21 @@ def exit_mass_by_depth(records) -> pd.DataFrame:
 
 
 def exit_depth_figure(records) -> go.Figure:
-    """Where the rounds exit: analytic mean exit mass per depth vs realised exit depths."""
+    """Where the rounds exit: analytic mean exit mass per depth vs realised exit depths.
+
+    X is the exit law of the optimal rules only: for any other verifier the legend and title say that the bars are
+    not its law (a proposal-ratio rule's own law needs each round's node logits, which a live run does not keep).
+    """
     table = exit_mass_by_depth(records)
+    others = sorted({r.verifier for r in records if r.verifier and not x_is_its_law(r.verifier, r.temperature)})
+    law = "exit law X of the optimal rules" + (f", not {', '.join(others)}'s" if others else "")
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=table["depth"], y=table["mean X"], name="mean exit mass X (analytic)",
+    fig.add_trace(go.Bar(x=table["depth"], y=table["mean X"], name=f"mean X (analytic): {law}",
                          marker_color="#f87171"))
     fig.add_trace(go.Scatter(x=table["depth"], y=table["realised exit frequency"], mode="markers+lines",
                              name="realised exit depth", line={"color": "#111827"}))
-    fig.update_layout(title="exit mass by depth", xaxis={"title": "depth", "dtick": 1},
+    fig.update_layout(title="exit mass by depth" + (f" (bars: X, not {', '.join(others)}'s law)" if others else ""),
+                      legend={"orientation": "h", "y": -0.3}, xaxis={"title": "depth", "dtick": 1},
                       yaxis={"title": "probability"}, height=300, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 

@@ -127,26 +127,44 @@ def bonus_figure(token_labels: Sequence[str], law: Sequence[float], empirical: M
     return fig
 
 
+SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                  "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
+
+
+def bench_series(rows: pd.DataFrame) -> pd.Series:
+    """The series each benchmark row belongs to: one per (builder, verifier), and per trim where several are shown.
+
+    Rows of different builders are different designs: joined into one line per verifier they zig-zag."""
+    labels = rows["verifier"].astype(str)
+    if "builder" in rows:
+        labels = rows["builder"].fillna("builder not recorded").astype(str) + " + " + labels
+    if "trim" in rows and rows["trim"].dropna().nunique() > 1:
+        labels = labels + " · trim " + rows["trim"].astype(str)
+    return labels
+
+
 def bench_figures(rows: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
-    """End-to-end results: speedup and mean block length per verifier (and trim, if several) across budgets.
+    """End-to-end results: speedup and mean block length per (builder, verifier) (and trim, if several) across
+    budgets, each series its own colour, named in the legend.
 
     The budget axis is logarithmic with a tick at every measured budget (and only there).
     """
-    labels = rows["verifier"].astype(str)
-    if "trim" in rows and rows["trim"].dropna().nunique() > 1:
-        labels = labels + " · trim " + rows["trim"].astype(str)
+    labels = bench_series(rows)
     xaxis = budget_axis(rows["budget"])
+    names = sorted(labels.unique().tolist())
     figs = []
     for column, title, unit in (("speedup", "speedup over autoregressive", "× autoregressive"),
                                 ("mean_block_length", "mean block length", "tokens per round")):
         fig = go.Figure()
         if column in rows:
-            for i, (name, part) in enumerate(rows.groupby(labels, sort=True)):
+            for name, part in rows.groupby(labels, sort=True):
                 part = part[pd.to_numeric(part["budget"], errors="coerce") > 0].sort_values("budget")
+                colour = SERIES_COLOURS[names.index(name) % len(SERIES_COLOURS)]
                 fig.add_trace(go.Scatter(x=part["budget"].tolist(), y=part[column].tolist(), mode="lines+markers",
-                                         name=str(name), line={"color": _bar_colour(str(name), i)}))
+                                         name=str(name), line={"color": colour}, marker={"color": colour}))
         fig.update_layout(title=title, xaxis=xaxis, yaxis={"title": unit, "tickformat": ".2f", "rangemode": "tozero"},
-                          height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+                          height=360, showlegend=True, legend={"title": {"text": "builder + verifier"}},
+                          margin={"l": 10, "r": 10, "t": 40, "b": 10})
         figs.append(fig)
     return figs[0], figs[1]
 

@@ -19,6 +19,7 @@ import figures  # noqa: E402
 import inputs  # noqa: E402
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig  # noqa: E402
 from tevcore.engine.sampling import MAX_SEED  # noqa: E402
+from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX  # noqa: E402
 from tevcore.proposers.registry import proposer_specs, ready_specs  # noqa: E402
 
 shared_ui.page_header("Tree explorer", "One speculative round at a time: the draft tree, where the target's mass "
@@ -26,6 +27,8 @@ shared_ui.page_header("Tree explorer", "One speculative round at a time: the dra
                       "(red star) and the bonus token (green diamond).")
 
 ss = st.session_state
+explorer = explorer_state.ExplorerSession.of(ss)
+explorer.restore(ss)  # the settings this session chose here before it visited another page
 ss.setdefault("ex_records", [])
 ss.setdefault("ex_gen", None)
 ss.setdefault("ex_done", False)
@@ -71,8 +74,8 @@ with st.sidebar:
     seed = st.number_input("seed", value=DecodeConfig.default("seed"), step=1, key="ex_seed")
     max_new = st.number_input("max new tokens", value=48, step=8, key="ex_max_new")
     proposer_options = ready_specs()
-    if ss.get("active_drafter"):
-        proposer_options.insert(0, ss["active_drafter"])
+    if ss.get("active_drafter"):  # a drafter trained on the ExitTrain page: alone, and with the context lookup
+        proposer_options[:0] = [ss["active_drafter"], ss["active_drafter"] + LOOKUP_SUFFIX]
     env_choice = shared_ui.default_proposer_spec()
     if env_choice not in proposer_options:
         proposer_options.append(env_choice)
@@ -91,6 +94,7 @@ for problem in input_problems:
 settings = dict(target=target_choice, prompt=prompt, chat=chat, temperature=float(temperature), budget=int(budget),
                 builder=builder,
                 verifier=verifier, seed=int(seed), max_new_tokens=int(max_new), proposer=proposer_spec, trim=trim)
+explorer.keep(ss)
 
 
 def make_config():
@@ -213,8 +217,12 @@ if run_clicked or step_clicked:
     fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
     if not fresh or start_generation():
         advance(None if run_clicked else 1, live_slot if run_clicked else None)
-elif ss.ex_gen is not None and not ss.ex_done and ss.get("ex_settings") != settings:
-    c4.info("Settings changed: the next Run or Step starts a new generation.")
+else:
+    changed = explorer_state.settings_changes(ss.get("ex_settings"), settings) if ss.ex_records and \
+        ss.get("ex_source") == "live" else []
+    if changed:
+        c4.warning("The rounds shown came from other settings: " + "; ".join(changed) + ". The next Run or Step "
+                   "starts a new generation with the settings on screen.")
 
 # ------------------------------------------------------------------ the selected round
 VIEW_KEYS = ("ex_nodes", "ex_clicks", "ex_opened")  # what a view error resets (with the round); the rounds stay
@@ -276,6 +284,12 @@ def show_round(record, index: int) -> None:
         m4.metric("depth", record.tree.max_depth)
         st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
                     f"`{record.bonus_text!r}` · **emitted** `{record.emitted_text!r}`")
+        if record.trimmed:
+            st.caption(f"✂ trimmed: the target scored the first {record.tree.size} of the {record.drafted_size} "
+                       f"nodes drafted this round (trim auto keeps the prefix with the most forecast tokens per "
+                       f"forward cost); the tree, 1 + C and the metrics above are those of the scored prefix.")
+        elif record.drafted_size is not None:
+            st.caption(f"trim auto kept all {record.drafted_size} drafted nodes this round.")
         texts = record.token_texts
         st.selectbox("node", list(range(num_nodes)), key=node_key, on_change=pick_node, args=(index, node_key),
                      format_func=lambda v: f"{v}: {texts[v]!r} (depth {int(record.tree.depths[v])})",
@@ -311,6 +325,9 @@ def show_across_rounds(records) -> None:
     a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
     a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
     a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
+    for note in dict.fromkeys(appdata.over_draws_note(r.verifier) for r in records if r.verifier):
+        if note:
+            st.caption(f"Why a block can be longer than 1 + C: {note}")
     explorer_sampled.show_siblings(records)
 
 
@@ -349,6 +366,8 @@ def show_view() -> None:
         st.caption(ss.ex_proposer_note)
     st.caption(f"source: {ss.ex_source} · drafter: {records[-1].proposer} · {len(records)} rounds · "
                f"{'finished' if ss.ex_done else 'in progress (Step or Run for more)'}")
+    if str(ss.ex_source).startswith("trace"):
+        st.info(appdata.trace_settings_text(ss.get("ex_meta"), records))
     if ss.ex_seen != len(records):  # new rounds arrived: follow the latest
         ss.ex_round = len(records) - 1
         ss.ex_seen = len(records)

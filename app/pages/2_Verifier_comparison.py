@@ -20,9 +20,10 @@ from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
 from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law,  # noqa: E402
                                  exit_pvalue, law_name, rule_law, standing)
-from tevcore.verify.verifiers import VERIFIERS, get_verifier, verifier_label  # noqa: E402
+from tevcore.verify.verifiers import VERIFIERS, get_rule, get_verifier, verifier_label  # noqa: E402
 
 LATENCY_REPEATS = 30
+NAIVE_NAME = figures.NAIVE_NAME
 
 shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, many independent draws each: the "
                       "exact ones must follow the exit law X and the bonus law; the naive ratio rule is the foil "
@@ -43,10 +44,12 @@ source = st.radio("tree", sources, horizontal=True, key="vc_source")
 compact = None
 record = None
 sampled = None  # the drawn rounds, for the sampled source
+round_key = None  # what the round is, stable across reruns (the records of some sources are rebuilt on every rerun)
 if source == "a round from the tree explorer":
     records = ss.ex_records
     index = st.number_input("round", 0, len(records) - 1, value=int(ss.get("ex_selected_round", 0)), key="vc_round")
     record = records[int(index)]
+    round_key = (ss.get("ex_source"), ss.get("ex_wall_start"), id(records), int(index))  # the list lives in the session
     if ss.get("ex_prompt_ids"):
         key = (ss.get("ex_wall_start"), int(index))
         cached = ss.get("vc_logits")
@@ -78,16 +81,20 @@ elif source == "a round from a trace file":
         st.stop()
     index = st.number_input("round", 0, len(trace.rounds) - 1, value=0, key="vc_trace_round")
     record = trace.rounds[int(index)]
+    round_key = (upload.file_id, int(index))
     compact = appdata.approximate_round(record)
 elif source == sampled_view.SOURCE:
-    sampled, record, compact = sampled_view.choose_round(ss)  # record: the picked round's key
+    sampled, round_key, compact = sampled_view.choose_round(ss)
+    record = round_key
 elif source == sampled_view.LIVE_SOURCE:
-    sampled, record, compact = sampled_view.choose_live_round(ss)
+    sampled, round_key, compact = sampled_view.choose_live_round(ss)
+    record = round_key
 else:
     c1, c2 = st.columns(2)
     ex_budget = c1.number_input("example tree budget", 2, 128, 24, key="vc_ex_budget")
     ex_seed = c2.number_input("example seed", 0, 10_000, 0, key="vc_ex_seed")
     record, logits = appdata.synthetic_record(budget=int(ex_budget), seed=int(ex_seed))
+    round_key = ("example", int(ex_budget), int(ex_seed))
     texts = [f"t{i}" for i in range(logits.shape[-1])]
     compact = appdata.CompactRound(record.tree, logits, texts, approximate=False)
 
@@ -124,11 +131,14 @@ except ValueError as err:
     st.stop()
 st.markdown(f"Tree of **{tree.size} nodes**, depth {tree.max_depth}; at T = {temperature:g}: "
             f"**1 + C = {law.flow.expected_length:.4f}** (optimal exact verifiers reach it; chain-only reaches "
-            f"1 + the chain's P).")
+            f"1 + the chain's P" + ("; rrs and block, exact only over the tree's draw, may exceed it on one tree)."
+                                    if drawn_with is not None else ")."))
 STANDING_TEXT = {OPTIMAL: "exact, optimal: exit law X, E[L] = 1 + C", OWN_LAW: "exact, with its own law",
                  T0_ONLY: f"exact only for the T = 0 target: not this one (T = {temperature:g})",
                  OVER_DRAWS: "exact over the tree's draws, with its own law on each tree",
                  FOIL: "NOT exact (teaching foil)"}
+if drawn_with is not None:  # on a sampled tree the foil's own registry entry says what it is there
+    STANDING_TEXT[FOIL] = get_rule(NAIVE_NAME).on_sampled or STANDING_TEXT[FOIL]
 groups = {name: standing(name, temperature) for name in chosen}
 if temperature == 0:
     st.info("At T = 0 the target's every row is one token with probability 1, so the naive ratio rule accepts a "
@@ -140,8 +150,8 @@ elif "greedy" in chosen:
                f"against its own law (the T = 0 exit), not against X, and its blocks are not samples of this "
                f"target, so its mean block length is no rival to 1 + C.")
 
-NAIVE = figures.NAIVE_NAME
-signature = (source, record if sampled is not None else id(record), float(temperature), n_draws, seed, tuple(chosen))
+NAIVE = NAIVE_NAME
+signature = (source, round_key, float(temperature), n_draws, seed, tuple(chosen))
 
 
 def own_law(name: str):
@@ -215,7 +225,9 @@ else:
             st.plotly_chart(figures.exit_law_figure(labels, own_law(n).exit_probs.numpy(), {n: freq[n]}, top=12,
                                                     law_name=law_name(n, temperature)), key=f"vc_exit_{n}")
     with right:
-        st.markdown("**:red[Naive ratio rule — NOT exact (teaching foil)]**")
+        st.markdown("**:red[Naive ratio rule — NOT exact]**" + (" (teaching foil)" if drawn_with is None else ""))
+        if drawn_with is not None:
+            st.caption(STANDING_TEXT[FOIL])
         if NAIVE in results:
             st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {NAIVE: freq[NAIVE]},
                                                     law_name=law_name(NAIVE, temperature)), key="vc_exit_naive")
@@ -294,6 +306,10 @@ if not bench.empty:
     b1, b2 = st.columns(2)
     b1.plotly_chart(f1, key="vc_bench_speedup")
     b2.plotly_chart(f2, key="vc_bench_blocks")
+    sizes = appdata.bench_sizes_text(bench, figures.bench_series(bench))
+    st.caption("The x axis is the node budget; a series is one (builder, verifier) pair. "
+               + (f"Mean tree sizes (nodes a round's tree really held): {sizes}." if sizes else
+                  "These rows record no tree sizes: a sampled builder's trees may hold fewer nodes than the budget."))
     st.dataframe(bench, hide_index=True, key="vc_bench_table")
 for name, record in records.items():
     if record.rows and name not in plotted:

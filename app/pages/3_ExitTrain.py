@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -13,6 +12,7 @@ import shared_ui  # noqa: E402
 import streamlit as st  # noqa: E402
 from tevcore.train.config import TrainConfig  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
+from tevcore.train.recipes import recipe  # noqa: E402
 
 from exittrain_compare import compare_tab  # noqa: E402
 import figures  # noqa: E402
@@ -26,8 +26,9 @@ ss = st.session_state
 
 
 REFRESH_SECONDS = 2.0
-# the engine's own defaults where the page keeps them (steps, λ, α, anchors and checkpoints are ExitTrain's recipe)
-TRAIN_DEFAULTS = {f.name: f.default for f in fields(TrainConfig)}
+# every number opens at the package's recipe (`tevcore.train.recipes`): TrainConfig's defaults with ExitTrain's
+# loss on, a short run's size, and the fine-tuning numbers when the run starts from a trained drafter
+SHORT = recipe(fine_tune=False, short=True)
 
 
 @st.cache_resource
@@ -131,7 +132,7 @@ with tab_new:
     data = c2.selectbox("distillation set", [str(p) for p in sets] or ["(none found: build one with "
                                                                       "`python -m tevcore build-data`)"],
                         key="et_data")
-    steps = c3.number_input("steps", value=200, step=50, key="et_steps")
+    steps = c3.number_input("steps", value=SHORT["steps"], step=50, key="et_steps")
     s1, s2, s3 = st.columns([3, 2, 1])
     starts = [*([str(trainruns.DEFAULT_DRAFTER)] if trainruns.DEFAULT_DRAFTER.is_dir() else []),
               *(str(p) for r in trainruns.list_runs(runs_root) for p in r.checkpoints), START_NEW, START_OTHER]
@@ -141,26 +142,37 @@ with tab_new:
     other_init = s2.text_input("drafter folder to start from", value="", key="et_init_other",
                                disabled=start_from != START_OTHER)
     init = {START_NEW: None, START_OTHER: other_init.strip() or None}.get(start_from, start_from)
-    warmup = s3.number_input("warmup (steps)", value=TRAIN_DEFAULTS["warmup"], step=10, key="et_warmup")
+    kind = "fine" if init is not None else "new"  # each kind of start opens at its own recipe
+    base = recipe(fine_tune=init is not None, short=True)
+    warmup = s3.number_input("warmup (steps)", value=base["warmup"], step=10, key=f"et_warmup_{kind}")
+    r1, r2, r3, r4 = st.columns(4)
+    lr = r1.number_input("learning rate", value=base["lr"], step=1e-5, format="%.1e", key=f"et_lr_{kind}",
+                         help="fine-tuning a trained drafter continues at its last stage's rate; a new one starts "
+                              "at TrainConfig's")
+    dropout = r2.number_input("dropout", value=base["dropout"], step=0.05, key=f"et_dropout_{kind}")
+    decay = r3.number_input("weight decay", value=base["weight_decay"], step=0.01, key=f"et_decay_{kind}")
+    min_lr = r4.number_input("final learning rate (share of the rate)", value=base["min_lr_ratio"], step=0.05,
+                             key=f"et_min_lr_{kind}")
     c4, c5, c6, c7 = st.columns(4)
-    lam = c4.number_input("λ (tree loss weight; 0 = plain distillation)", value=0.1, step=0.05,
+    lam = c4.number_input("λ (tree loss weight; 0 = plain distillation)", value=base["tree_lambda"], step=0.05,
                           key="et_lambda")
     weight = c5.selectbox("weight type", list(TREE_WEIGHTS), key="et_weight",
                           help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); "
                                "flow: P(v) times the target's whole row at v, so the tokens the tree lacked count too")
-    alpha = c6.number_input("α (edge floor)", value=0.01, step=0.005, format="%.4f", key="et_alpha")
-    tree_budget = c7.number_input("tree budget", value=TRAIN_DEFAULTS["tree_budget"], key="et_budget")
+    alpha = c6.number_input("α (edge floor)", value=base["tree_alpha"], step=1e-4, format="%.1e", key="et_alpha")
+    tree_budget = c7.number_input("tree budget", value=base["tree_budget"], key="et_budget")
     c8, c9, c10, c11, c12 = st.columns(5)
-    anchors = c8.number_input("tree anchors per step", value=8, key="et_anchors",
+    anchors = c8.number_input("tree anchors per step", value=base["tree_anchors"], key="et_anchors",
                               help="anchors per step that get the tree loss (needed when λ > 0)")
-    batch = c9.number_input("batch size (anchors)", value=TRAIN_DEFAULTS["batch_size"], key="et_batch")
-    shards = c10.number_input("data size (shards; 0 = all)", value=8, key="et_shards")
-    every = c11.number_input("checkpoint every (steps)", value=50, key="et_every")
-    threads = c12.number_input("CPU threads", value=TRAIN_DEFAULTS["threads"], key="et_threads")
+    batch = c9.number_input("batch size (anchors)", value=base["batch_size"], key="et_batch")
+    shards = c10.number_input("data size (shards; 0 = all)", value=base["max_shards"], key="et_shards")
+    every = c11.number_input("checkpoint every (steps)", value=base["checkpoint_every"], key="et_every")
+    threads = c12.number_input("CPU threads", value=base["threads"], key="et_threads")
     values = {"data": data if sets else None, "steps": int(steps), "tree_lambda": float(lam), "tree_weight": weight,
               "tree_alpha": float(alpha), "tree_budget": int(tree_budget), "tree_anchors": int(anchors),
               "batch_size": int(batch), "max_shards": int(shards) if shards else None,
-              "checkpoint_every": int(every), "threads": int(threads), "warmup": int(warmup), "init": init}
+              "checkpoint_every": int(every), "threads": int(threads), "warmup": int(warmup), "init": init,
+              "lr": float(lr), "dropout": float(dropout), "weight_decay": float(decay), "min_lr_ratio": float(min_lr)}
     for warning in config_warnings(values):
         st.warning(f"Warning: {warning}.")
     folder = runs_root / name.strip()
@@ -238,6 +250,10 @@ def show_runs(root: Path) -> None:
         if code:
             ss.setdefault("et_exits", {})[folder] = code
     runs = trainruns.list_runs(root)
+    offered = trainruns.checkpoints_signature(runs)
+    if ss.setdefault("et_offered", offered) != offered:  # a checkpoint or an end: redraw the Compare tab too
+        ss.et_offered = offered
+        st.rerun(scope="app")
     if not runs:
         st.info(f"No training runs under {root} yet.")
         return

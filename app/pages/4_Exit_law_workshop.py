@@ -13,6 +13,7 @@ import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
+from appdata import claims  # noqa: E402
 import coupling_view  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
@@ -30,12 +31,10 @@ ss = st.session_state
 st.markdown(
     "**The law in plain words.** The target's probability mass enters the tree at the root and flows down: "
     "node *v* receives *P(v)*, the chance that a sample from the target starts with the path to *v*. Of that, the "
-    "share that continues into one of *v*'s children stays in the tree, and the rest, *X(v) = P(v)(1 − m(v))*, "
-    "leaves the tree at *v*. An exact verifier that is optimal stops at *v* with probability exactly *X(v)*, "
+    "share *m(v)* that continues into one of *v*'s children stays in the tree, and the rest, "
+    "*X(v) = P(v)(1 − m(v))*, leaves the tree at *v*. An exact verifier that is optimal stops at *v* with probability exactly *X(v)*, "
     "whatever its mechanics, and then draws the bonus token from the target's choices at *v* that are not "
-    "children of *v*. Because every token it emits is a genuine target sample, no exact verifier can accept *v* "
-    "more often than *P(v)*, so the mean block length is at most *1 + C*, the sum of *P* over the tree plus the "
-    "bonus, and the optimal ones reach it.")
+    "children of *v*. " + claims.bound_claim())
 
 presets = appdata.workshop_presets()
 couplings = appdata.coupling_presets()  # p and q on a few tokens: a sampled draw against a fixed guess
@@ -123,6 +122,7 @@ with bonus_col:
 
 # ------------------------------------------------------------------ two verifiers, step by step
 st.subheader("Step by step: predraw-and-follow vs one-draw TEV")
+st.caption(f"{claims.TEV_EXPANDED}; predraw-and-follow walks down one target draw per level.")
 c1, c2 = st.columns([1, 3])
 seed_value = c1.number_input("seed of the draws", value=DecodeConfig.default("seed"), step=1, key="ws_seed")
 seed_problem = inputs.range_problem("seed of the draws", seed_value, inputs.decode_range("seed"))

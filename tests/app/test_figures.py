@@ -192,6 +192,23 @@ def test_the_app_reads_every_committed_result():
             assert appdata.result_file(path.read_bytes(), str(path)).rows
 
 
+def test_bench_figures_draw_one_coloured_series_per_builder_and_verifier_and_say_the_tree_sizes():
+    rows = pd.DataFrame({"verifier": ["tev", "tev", "tev", "tev", "block", "block"],
+                         "builder": ["best_first", "best_first", "sampled:1,1,1", "sampled:1,1,1", "sampled:1,1,1",
+                                     "sampled:1,1,1"],
+                         "budget": [8, 16] * 3, "speedup": [1.4, 1.5, 1.2, 1.3, 1.3, 1.35],
+                         "mean_block_length": [2.5, 2.8, 2.0, 2.1, 2.2, 2.3],
+                         "mean_tree_size": [8, 16, 3, 3, 3, 3]})
+    speed, blocks = figures.bench_figures(rows)
+    for fig in (speed, blocks):  # no line joins two builders' rows; tev and block never share a colour
+        assert sorted(t.name for t in fig.data) == ["best_first + tev", "sampled:1,1,1 + block", "sampled:1,1,1 + tev"]
+        assert all(len(t.x) == 2 for t in fig.data)
+        assert len({t.line.color for t in fig.data}) == 3 and fig.layout.showlegend
+    sizes = appdata.bench_sizes_text(rows, figures.bench_series(rows))
+    assert "sampled:1,1,1 + tev: 3.0 at budget 8, 3.0 at budget 16" in sizes
+
+
+
 def test_training_figures():
     metrics = pd.DataFrame({"step": [1, 2, 3], "loss": [3.0, 2.5, 2.0], "distill": [2.9, 2.4, 1.9],
                             "tree": [1.0, 0.9, 0.8], "tree_E": [1.5, 1.6, 1.7], "lr": [1e-4, 2e-4, 3e-4]})

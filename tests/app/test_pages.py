@@ -417,10 +417,32 @@ def test_exittrain_starts_from_the_committed_drafter_and_warns_when_warmup_cover
     assert at.selectbox(key="et_init").value == committed
     assert any(f"--init {committed}" in c.value for c in at.code)  # the command starts from it
     assert not any("warmup" in w.value for w in at.warning)
-    at.number_input(key="et_steps").set_value(20).run()
-    assert any("warmup (50) >= steps (20)" in w.value for w in at.warning)
+    at.number_input(key="et_steps").set_value(10).run()
+    assert any("warmup (20) >= steps (10)" in w.value for w in at.warning)
     at.selectbox(key="et_init").set_value("new").run()
     assert not any("--init" in c.value for c in at.code)
+
+
+def test_exittrain_opens_at_the_packages_recipe_and_every_number_is_settable(tmp_path):
+    """The page's numbers are the package's recipe (TrainConfig's, and the fine-tuning ones from a trained
+    drafter), not its own: the learning rate and the edge floor included, and each one reaches the command."""
+    from tevcore.train.config import TrainConfig
+    from tevcore.train.recipes import recipe
+
+    _fake_runs(tmp_path)
+    at = page("3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    fine = recipe(fine_tune=True, short=True)
+    assert fine["lr"] < TrainConfig.lr  # from the committed drafter: its last stage's rate, not the from-scratch one
+    assert at.number_input(key="et_lr_fine").value == pytest.approx(fine["lr"])
+    assert at.number_input(key="et_alpha").value == pytest.approx(TrainConfig.tree_alpha)
+    assert at.number_input(key="et_dropout_fine").value == pytest.approx(fine["dropout"])
+    command = next(c.value for c in at.code if "--init" in c.value)
+    assert f"--lr {fine['lr']}" in command and f"--tree-alpha {TrainConfig.tree_alpha}" in command
+    at.number_input(key="et_lr_fine").set_value(3e-5).run()
+    assert any("--lr 3e-05" in c.value for c in at.code)
+    at.selectbox(key="et_init").set_value("new").run()
+    assert at.number_input(key="et_lr_new").value == pytest.approx(TrainConfig.lr)
 
 
 def test_exittrain_a_finished_data_set_is_ready_whatever_the_shards_box_says(tmp_path):

@@ -130,6 +130,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
             tree = build_tree(builder, root, proposal, config.budget, config.temperature, generator) if drafting \
                 else DraftTree.root_only(root)
             draft_probs = draft_path_probs(tree)[1:] if trimming else None
+            drafted_size = tree.size if drafting and trimming else None
             if drafting and trimming:
                 kept = best_prefix_size(draft_probs, config.tree_costs, calibration.scale)
                 gate.observe(evidence, kept > 0)
@@ -153,7 +154,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
                 temperature=config.temperature, context_length=context_length, tree=tree, flow=flow,
                 token_texts=[], missing_texts=[], verifier=config.verifier, path=list(verdict.path),
                 exit_node=int(verdict.exit_node), bonus_token=int(verdict.bonus_token), emitted_tokens=emitted,
-                timings=timer.timings)
+                timings=timer.timings, drafted_size=drafted_size)
             if full:
                 _add_texts(target, record)
         if depth:

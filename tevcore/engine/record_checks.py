@@ -28,10 +28,14 @@ def _is_int(value: Any) -> bool:
 
 
 def check_counts(data: dict[str, Any]) -> None:
-    """index, budget and context_length are integers in [0, MAX_COUNT]; temperature a finite number >= 0."""
+    """index, budget, context_length (and drafted_size, if given) are integers in [0, MAX_COUNT]; temperature a
+    finite number >= 0."""
     for name in ("index", "budget", "context_length"):
         if not _is_int(data.get(name)) or not 0 <= data[name] <= MAX_COUNT:
             raise ValueError(f"{name} must be an integer in [0, {MAX_COUNT}], got {data.get(name)!r}")
+    drafted = data.get("drafted_size")
+    if drafted is not None and (not _is_int(drafted) or not 0 <= drafted <= MAX_COUNT):
+        raise ValueError(f"drafted_size must be an integer in [0, {MAX_COUNT}] or null, got {drafted!r}")
     temperature = data.get("temperature")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not \
             (math.isfinite(temperature) and temperature >= 0):

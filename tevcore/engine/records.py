@@ -68,6 +68,12 @@ class RoundRecord:
     emitted_tokens: list[int] = field(default_factory=list)  # accepted path tokens + bonus
     emitted_text: str = ""
     timings: StageTimings = field(default_factory=StageTimings)
+    drafted_size: int | None = None  # nodes drafted before trimming cut the tree (None: the round was not trimmed)
+
+    @property
+    def trimmed(self) -> bool:
+        """Whether trimming scored fewer nodes than were drafted."""
+        return self.drafted_size is not None and self.drafted_size > self.tree.size
 
     @property
     def block_length(self) -> int:

@@ -3,8 +3,10 @@
 Every round starts at the same context, so an exact rule's first emitted
 token is a sample of the target's row there whatever tree was drawn: rounds
 at one context test a rule over the draw of the tree, and set E[L] against
-E[1 + C] and against the fixed best-first tree of the same drafter and budget
-(`simulate.verify_rounds` runs the rules on them). The drafting and building
+E[1 + C] and against the fixed best-first tree of the same drafter, as large as
+the largest drawn tree (`matched_budget`: a sampled builder's draws often fill
+less than the budget, so "the same budget" would give the fixed tree more
+nodes); `simulate.verify_rounds` runs the rules on them. The drafting and building
 are the decoding loop's own steps (`propose`, `build_tree`); nothing is
 committed, so every round sees the same context.
 """
@@ -29,7 +31,8 @@ from tevcore.target.session import TargetSession
 @dataclass(frozen=True)
 class SampledRounds:
     """Independent draws of one sampled builder's tree at one context, each with its target rows (node logits),
-    and the fixed best-first tree of the same drafter at the same budget and context, scored (the other school)."""
+    and the fixed best-first tree of the same drafter at the same context and size (`matched_budget`), scored (the
+    other school)."""
 
     builder: str
     temperature: float
@@ -41,6 +44,17 @@ class SampledRounds:
         """1 + C of the fixed best-first tree: E[L] of TEV there."""
         tree, logits = self.best_first
         return target_flow(tree, logits, self.temperature, missing_k=0).expected_length
+
+    def sizes(self) -> tuple[float, int, int]:
+        """Nodes of the drawn trees (the root not counted): mean, smallest, largest."""
+        found = [tree.size for tree, _ in self.rounds]
+        return sum(found) / len(found), min(found), max(found)
+
+    def size_note(self) -> str:
+        """Both schools' tree sizes, as a comparison of them must state them."""
+        mean, low, high = self.sizes()
+        return (f"best-first tree of {self.best_first[0].size} nodes against {self.builder} trees of {mean:.1f} nodes "
+                f"on average ({low} to {high})")
 
     @property
     def context_probs(self) -> torch.Tensor:
@@ -59,6 +73,12 @@ def sampled_builder(builder: str, budget: int | None, rounds: int) -> Builder:
     return made
 
 
+def matched_budget(drawn: Sequence[tuple[DraftTree, torch.Tensor]], budget: int) -> int:
+    """The fixed tree's budget for a fair comparison with `drawn`: the largest drawn tree's size, never above
+    `budget` (a sampled:2,1,1 tree holds at most 6 nodes, so a budget-16 best-first tree would be no peer)."""
+    return max(1, min(budget, max(tree.size for tree, _ in drawn)))
+
+
 def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: str, budget: int,
                       temperature: float, rounds: int, seed: int,
                       progress: Callable[[int, int], None] | None = None) -> SampledRounds:
@@ -73,9 +93,9 @@ def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int]
     session.prefill(list(context), reserve=proposer.depth + 1)
     generator = make_generator(seed, session.device)
 
-    def scored(tree_builder: Builder) -> tuple[DraftTree, torch.Tensor]:
-        proposal = propose(proposer, session, tree_builder.name, budget, temperature, generator)
-        tree = build_tree(tree_builder, session.root_token, proposal, budget, temperature, generator)
+    def scored(tree_builder: Builder, nodes: int = budget) -> tuple[DraftTree, torch.Tensor]:
+        proposal = propose(proposer, session, tree_builder.name, nodes, temperature, generator)
+        tree = build_tree(tree_builder, session.root_token, proposal, nodes, temperature, generator)
         logits = session.score_tree(tree).logits.cpu()
         session.rollback()
         return tree, logits
@@ -85,4 +105,5 @@ def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int]
         drawn.append(scored(made))
         if progress is not None:
             progress(done, rounds)
-    return SampledRounds(made.name, float(temperature), drawn, scored(get_builder("best_first")))
+    return SampledRounds(made.name, float(temperature), drawn,
+                         scored(get_builder("best_first"), matched_budget(drawn, budget)))

@@ -86,15 +86,16 @@ def run(args: argparse.Namespace) -> int:
     rows = [{"verifier": name, "standing": standing(name, args.temperature), **result.summary(drawn.context_probs)}
             for name, result in found.items()]
     print(f"{args.rounds} trees of {args.builder} (budget {args.budget}, T = {args.temperature:g}) by "
-          f"{proposer.name} at a context of {len(context)} tokens; fixed best-first tree of "
-          f"{drawn.best_first[0].size} nodes: 1 + C = {drawn.best_first_length:.3f}")
+          f"{proposer.name} at a context of {len(context)} tokens; {drawn.size_note()}; the fixed tree's "
+          f"1 + C = {drawn.best_first_length:.3f}")
     print(format_table(rows))
     if args.out:
         settings = {"model": target.name, "proposer": proposer.name, "prompt": args.prompt, "at_round": args.at_round,
                     "context_length": len(context), "builder": args.builder, "budget": args.budget,
                     "temperature": args.temperature, "rounds": args.rounds,
                     "decode_config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}}
-        summary = {"best_first_size": drawn.best_first[0].size, "best_first_length": drawn.best_first_length}
+        summary = {"best_first_size": drawn.best_first[0].size, "best_first_length": drawn.best_first_length,
+                   "sampled_mean_size": drawn.sizes()[0]}
         write_result(args.out, ResultRecord("rounds-at-context", meta, rows, settings=settings, summary=summary),
                      force=args.force)
     return 0

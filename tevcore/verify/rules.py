@@ -208,7 +208,14 @@ class Rule:
     greedy: bool = False  # decodes the T = 0 target whatever the temperature
     trees: str = "any"  # a key of TREE_KINDS
     bonus_row: BonusRow | None = None
+    on_sampled: str = ""  # what the rule is on a sampled tree, where that differs from `trees` (the foil's)
 
+
+NAIVE_ON_SAMPLED = (
+    "NOT exact, but no foil here: on a tree drawn from the very q it divides by, its tries are rrs's first tries "
+    "(on a sampled chain its exits are rrs's) and only its bonus ignores rrs's residual, so its first tokens stay "
+    "close to the target's row and the first-token χ² across rounds is too weak to catch it. It is the foil on "
+    "fixed trees, where nothing was drawn from q.")
 
 RULES: dict[str, Rule] = {
     "tev": Rule("tev", exits_tev, child_token_row),
@@ -218,5 +225,6 @@ RULES: dict[str, Rule] = {
     "chain": Rule("chain", exits_chain, chain_child_token_row),
     "rrs": Rule("rrs", exits_rrs, child_token_row, trees="sampled", bonus_row=rrs_bonus_row),
     "block": Rule("block", exits_block, child_token_row, trees="sampled chain", bonus_row=block_bonus_row),
-    "naive_ratio": Rule("naive_ratio", exits_naive_ratio, foil_child_token_row, exact=False, trees="none"),
+    "naive_ratio": Rule("naive_ratio", exits_naive_ratio, foil_child_token_row, exact=False, trees="none",
+                        on_sampled=NAIVE_ON_SAMPLED),
 }
