@@ -4,7 +4,6 @@ drafter, B = a drafter trained with the page's default recipe. The same calls th
 
     PYTHONPATH=$PWD HF_HUB_OFFLINE=1 python assets/notes/issue-42/paired_page_default.py B_FOLDER [PER_SET] [OUT.json]
 """
-import json
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import drafter_compare  # noqa: E402
 import shared_ui  # noqa: E402
 import trainruns  # noqa: E402
 from tevcore.config import SAMPLING_TEMPERATURE  # noqa: E402
+from tevcore.results import ResultRecord, RunMeta, write_result  # noqa: E402
 from tevcore.train import eval as engine_eval  # noqa: E402
 
 other = sys.argv[1]
@@ -30,5 +30,8 @@ table = drafter_compare.paired_table(cells, resolution / 100, len(sets))
 print(" ".join(drafter_compare.paired_command(base, other, budgets, per_set, float(temperature), tokens, lookup)))
 print(table.to_string(index=False))
 if len(sys.argv) > 3:
-    Path(sys.argv[3]).write_text(json.dumps({"A": base, "B": other, "per_set": per_set,
-                                             "rows": table.to_dict(orient="records")}, indent=1, default=float))
+    settings = {"A": base, "B": other, "per_set": per_set, "budgets": budgets, "temperature": float(temperature),
+                "max_new_tokens": tokens, "lookup": lookup}
+    meta = RunMeta.now(" ".join(["python", *sys.argv]), str(target.device), 0)
+    write_result(sys.argv[3], ResultRecord("eval-drafter", meta, table.to_dict(orient="records"), settings=settings),
+                 force=False)
