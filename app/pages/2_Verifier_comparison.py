@@ -19,8 +19,9 @@ from tevcore.engine.sampling import make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
 from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law,  # noqa: E402
-                                 exit_pvalue, law_name, rule_law, standing)
-from tevcore.verify.verifiers import VERIFIERS, get_verifier, verifier_label  # noqa: E402
+                                 exit_pvalue)
+from tevcore.verify.registry import law_name, rule_law, standing, verifier_label  # noqa: E402
+from tevcore.verify.verifiers import VERIFIERS, get_verifier  # noqa: E402
 
 LATENCY_REPEATS = 30
 
@@ -91,14 +92,15 @@ else:
     texts = [f"t{i}" for i in range(logits.shape[-1])]
     compact = appdata.CompactRound(record.tree, logits, texts, approximate=False)
 
-# the builder of a sampled tree whose proposals are at hand (rrs and block can run on it), else None
+# what the rules that need a drawn tree may run on: the drawn rounds' builder, or a sampled tree whose proposals
+# are at hand; else None
 drawn_with = sampled.builder if sampled is not None else (
-    record.builder if not compact.approximate and compact.tree.sampled and compact.tree.draws.rows is not None
+    compact.tree if not compact.approximate and compact.tree.sampled and compact.tree.draws.rows is not None
     else None)
 if drawn_with is not None:  # the rules divide by the q the tree was drawn from, at the temperature it was drawn at
     temperature = sampled.temperature if sampled is not None else float(record.temperature)
     if sampled is None:
-        st.caption(f"A sampled tree ({drawn_with}): studied at its round's T = {temperature:g}, the temperature its "
+        st.caption(f"A sampled tree ({record.builder}): studied at its round's T = {temperature:g}, the temperature its "
                    "children were drawn at, since rrs and block divide by that very q.")
 elif compact.approximate:
     st.warning("APPROXIMATE rows: traces store no node logits, so each p(.|v) is rebuilt from the children's "

@@ -31,7 +31,7 @@ import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.target.walker import walk
-from tevcore.engine.builders import get_builder, parse_builder_list
+from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec, parse_builder_list
 from tevcore.lab.bench import git_commit, valid_pairs
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
@@ -98,12 +98,12 @@ def timed_score(session: TargetSession, tree: DraftTree, repeats: int = 3,
 
 
 def collect_trees(target: Target, prompts: list[str], budgets: list[int], positions: int, depth: int,
-                  builders: tuple[str, ...] = ("best_first",), temperature: float = SAMPLING_TEMPERATURE,
-                  seed: int = 0) -> dict[tuple[int, str], list[ScoredTree]]:
-    """Scored trees per (budget, builder) at the first `positions` positions of each prompt's greedy walk."""
+                  builders: tuple[BuilderSpec, ...] = (BUILDER_FAMILIES["best_first"].spec(),),
+                  temperature: float = SAMPLING_TEMPERATURE, seed: int = 0) -> dict[tuple[int, str], list[ScoredTree]]:
+    """Scored trees per (budget, builder name) at the first `positions` positions of each prompt's greedy walk."""
     proposer = GreedyRolloutProposer(depth=depth)
-    trees: dict[tuple[int, str], list[ScoredTree]] = {(b, name): [] for b in budgets for name in builders}
-    made = {name: get_builder(name) for name in builders}
+    trees: dict[tuple[int, str], list[ScoredTree]] = {(b, spec.name): [] for b in budgets for spec in builders}
+    made = {spec.name: spec for spec in builders}
     generator = make_generator(seed)
 
     def measure(session: TargetSession) -> torch.Tensor:
@@ -229,15 +229,16 @@ def run(args: argparse.Namespace) -> int:
         for builder in builders:
             timed = [name for made, name in pairs if made == builder]
             if timed:
-                timings = time_decisions(trees[(budget, builder)], timed, args.rounds, args.temperature, args.seed)
-                rows.extend(summarise(trees[(budget, builder)], timings, args.temperature))
+                scored = trees[(budget, builder.name)]
+                rows.extend(summarise(scored, time_decisions(scored, timed, args.rounds, args.temperature, args.seed),
+                                      args.temperature))
     print(format_table(rows))
     met = goals(rows)
     print(json.dumps(met))
     meta = {"commit": git_commit(), "model": target.name, "device": str(target.device), "threads": torch.get_num_threads(),
             "torch": torch.__version__, "machine": platform.machine(), "processor": platform.processor(),
             "budgets": budgets, "rounds": args.rounds, "temperature": args.temperature, "prompts": args.prompts,
-            "positions": args.positions, "proposer": GreedyRolloutProposer(args.depth).name, "builders": builders,
+            "positions": args.positions, "proposer": GreedyRolloutProposer(args.depth).name, "builders": [b.name for b in builders],
             "seed": args.seed, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import torch
 
 from tevcore.decoding.loop import build_tree, propose
-from tevcore.engine.builders import Builder, get_builder
+from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, probs
 from tevcore.engine.tree import DraftTree
@@ -31,7 +31,7 @@ class SampledRounds:
     """Independent draws of one sampled builder's tree at one context, each with its target rows (node logits),
     and the fixed best-first tree of the same drafter at the same budget and context, scored (the other school)."""
 
-    builder: str
+    builder: BuilderSpec
     temperature: float
     rounds: list[tuple[DraftTree, torch.Tensor]]
     best_first: tuple[DraftTree, torch.Tensor]
@@ -48,33 +48,32 @@ class SampledRounds:
         return probs(self.rounds[0][1][0].double(), self.temperature)
 
 
-def sampled_builder(builder: str, budget: int | None, rounds: int) -> Builder:
-    """The parsed sampled builder for `rounds` draws; a fixed builder or a round count below 1 is refused."""
-    made = get_builder(builder, budget)
-    if not made.sampled:
-        raise ValueError(f"builder {builder!r} builds fixed trees; these rounds draw sampled trees: use "
-                         "sampled:K1,K2,... or sampled-wor:K1,K2,...")
+def check_sampled(builder: BuilderSpec, rounds: int) -> None:
+    """Refuse a builder whose trees are not drawn (every draw would give the same tree) or a round count below 1."""
+    if not builder.sampled:
+        drawn = [f.pattern for f in BUILDER_FAMILIES.values() if f.draws]
+        raise ValueError(f"builder {builder.name!r} builds fixed trees; these rounds draw sampled trees: use "
+                         f"{' or '.join(drawn)}")
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
-    return made
 
 
-def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: str, budget: int,
+def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: BuilderSpec, budget: int,
                       temperature: float, rounds: int, seed: int,
                       progress: Callable[[int, int], None] | None = None) -> SampledRounds:
     """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) from `proposer` after `context`
     (prompt and committed tokens; its last token is the root), each scored by `target` in one tree forward. One
     generator (from `seed`) draws every tree; `progress(done, total)` is called after each tree."""
-    made = sampled_builder(builder, budget, rounds)
-    made.check_depth(proposer.depth)
+    check_sampled(builder, rounds)
+    builder.check_depth(proposer.depth)
     if budget < 1:
         raise ValueError(f"budget must be at least 1 node, got {budget}")
     session = TargetSession(target, hidden_layers=proposer.hidden_layers)
     session.prefill(list(context), reserve=proposer.depth + 1)
     generator = make_generator(seed, session.device)
 
-    def scored(tree_builder: Builder) -> tuple[DraftTree, torch.Tensor]:
-        proposal = propose(proposer, session, tree_builder.name, budget, temperature, generator)
+    def scored(tree_builder: BuilderSpec) -> tuple[DraftTree, torch.Tensor]:
+        proposal = propose(proposer, session, tree_builder, budget, temperature, generator)
         tree = build_tree(tree_builder, session.root_token, proposal, budget, temperature, generator)
         logits = session.score_tree(tree).logits.cpu()
         session.rollback()
@@ -82,7 +81,7 @@ def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int]
 
     drawn = []
     for done in range(1, rounds + 1):
-        drawn.append(scored(made))
+        drawn.append(scored(builder))
         if progress is not None:
             progress(done, rounds)
-    return SampledRounds(made.name, float(temperature), drawn, scored(get_builder("best_first")))
+    return SampledRounds(builder, float(temperature), drawn, scored(BUILDER_FAMILIES["best_first"].spec()))
