@@ -21,7 +21,8 @@ import torch
 from tevcore.cli import main
 from tevcore.engine.builders import best_first, parse_builder
 from tevcore.engine.flow import target_flow
-from tevcore.engine.records import RoundRecord, StageTimings, read_trace, write_trace
+from tevcore.engine.records import RoundRecord, StageTimings, write_trace
+from tevcore.verify.trace_checks import read_trace
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.verifiers import EXACT_VERIFIERS, get_verifier
 

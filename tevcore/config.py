@@ -69,16 +69,16 @@ class DecodeConfig:
         if not isinstance(self.builder, BuilderSpec):  # a name typed at the edge: parsed here, once
             object.__setattr__(self, "builder", parse_builder(self.builder, self.budget if self.budget > 0 else None))
         check_pairing(self.verifier, self.builder)
+        if self.record not in RECORD_LEVELS:
+            raise ValueError(f"record must be one of {', '.join(RECORD_LEVELS)}, got {self.record!r}")
+        if self.tree_costs is not None:
+            object.__setattr__(self, "tree_costs", _checked_costs(self.tree_costs, self.budget))
         object.__setattr__(self, "trim", parse_trim(self.trim))
         if self.trimmed and self.builder.sampled:
             raise ValueError(f"trim {self.trim} cuts a tree to a prefix, which a sampled tree's draws do not "
                              f"survive: use trim off with builder {self.builder.name!r}")
         if self.tree_costs is not None and not self.trimmed:
             raise ValueError("tree_costs are the costs of a trim: give trim 'auto' or a flat cost with them")
-        if self.record not in RECORD_LEVELS:
-            raise ValueError(f"record must be one of {', '.join(RECORD_LEVELS)}, got {self.record!r}")
-        if self.tree_costs is not None:
-            object.__setattr__(self, "tree_costs", _checked_costs(self.tree_costs, self.budget))
         if self.stop_tokens is not None:
             object.__setattr__(self, "stop_tokens", tuple(int(t) for t in self.stop_tokens))
 

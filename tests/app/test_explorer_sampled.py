@@ -43,7 +43,7 @@ def test_builder_choice_offers_sampled_shapes_and_only_the_verifiers_check_pairi
     at = explorer().run()
     assert not at.exception and not at.error
     assert "rrs" not in at.sidebar.selectbox(key="ex_verifier").options
-    assert any(c.value.startswith("rrs: ") and "builds fixed trees" in c.value for c in at.sidebar.caption)
+    assert any(c.value.startswith("rrs: ") and "are not drawn from the drafter's q" in c.value for c in at.sidebar.caption)
     at.sidebar.selectbox(key="ex_builder").set_value("sampled:K1,K2,...").run()
     options = at.sidebar.selectbox(key="ex_verifier").options
     assert "rrs" in options and "block" not in options  # 3,2,1 draws a tree, not a chain

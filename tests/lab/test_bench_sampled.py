@@ -17,19 +17,21 @@ from tevcore.target.loading import load_target
 
 
 def test_builder_lists_keep_their_shapes_together():
-    assert parse_builder_list("best_first,sampled:3,2,1,chain,sampled-wor:2,2,width:2,1") == [
+    assert [b.name for b in parse_builder_list("best_first,sampled:3,2,1,chain,sampled-wor:2,2,width:2,1")] == [
         "best_first", "sampled:3,2,1", "chain", "sampled-wor:2,2", "width:2,1"]
     with pytest.raises(ValueError, match="unknown builder"):
         parse_builder_list("best_first,4")
 
 
-def test_valid_pairs_keep_each_rule_on_trees_it_is_exact_on():
-    pairs = valid_pairs(["best_first", "sampled:2,1", "sampled:1,1,1"], ["tev", "rrs", "block", "naive_ratio"])
+def test_valid_pairs_keep_each_rule_on_trees_the_registry_pairs_it_with():
+    """The registry's one answer: the foil runs on every tree, sampled ones included (as `round` runs it)."""
+    builders = parse_builder_list("best_first,sampled:2,1,sampled:1,1,1")
+    pairs = [(b.name, v) for b, v in valid_pairs(builders, ["tev", "rrs", "block", "naive_ratio"])]
     assert pairs == [("best_first", "tev"), ("best_first", "naive_ratio"), ("sampled:2,1", "tev"),
-                     ("sampled:2,1", "rrs"), ("sampled:1,1,1", "tev"), ("sampled:1,1,1", "rrs"),
-                     ("sampled:1,1,1", "block")]
-    with pytest.raises(ValueError, match="no verifier of rrs is exact on the trees of chain"):
-        valid_pairs(["chain"], ["rrs"])
+                     ("sampled:2,1", "rrs"), ("sampled:2,1", "naive_ratio"), ("sampled:1,1,1", "tev"),
+                     ("sampled:1,1,1", "rrs"), ("sampled:1,1,1", "block"), ("sampled:1,1,1", "naive_ratio")]
+    with pytest.raises(ValueError, match="no verifier of rrs runs on the trees of chain"):
+        valid_pairs(parse_builder_list("chain"), ["rrs"])
 
 
 def _record(tree: DraftTree, path: list[int]) -> RoundRecord:
@@ -59,7 +61,7 @@ def bench_rows(tiny_model_folder):
     torch.manual_seed(0)
     return run_bench(target, GreedyRolloutProposer(depth=3), ["gsm8k"], n=1, max_new_tokens=8, temperatures=[1.0],
                      budgets=[4], verifiers=["tev", "rrs", "block"], peers=False,
-                     builders=["best_first", "sampled:2,1", "sampled:1,1,1"])
+                     builders=parse_builder_list("best_first,sampled:2,1,sampled:1,1,1"))
 
 
 @pytest.mark.slow  # six decodes and AR on a tiny model: ~10 s of CPU

@@ -160,7 +160,8 @@ def test_proposer_specs(tiny_target):
 def test_lookup_without_a_drafter_decodes_exactly_and_only_drafts_on_a_match(tiny_target):
     proposer = resolve_proposer("lookup", tiny_target)
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
-    config = DecodeConfig(max_new_tokens=24, temperature=0.0, budget=6, stop_tokens=(), tree_costs=flat_costs(1.5, 6))
+    config = DecodeConfig(max_new_tokens=24, temperature=0.0, budget=6, stop_tokens=(), trim=1.5,
+                          tree_costs=flat_costs(1.5, 6))
     spec = generate(tiny_target, proposer, prompt, config)
     assert spec.tokens == generate_ar(tiny_target, prompt, config).tokens
     context, drafted = list(prompt), 0
