@@ -69,6 +69,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.config import TRIM_HELP, DecodeConfig
+    from tevcore.engine.builders import builder_help
+    from tevcore.verify.registry import verifier_help
     from tevcore.flags import add_target_arguments, prompt_text, seed_value
     from tevcore.proposers.flags import add_proposer_arguments
 
@@ -78,8 +80,8 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     add_proposer_arguments(parser)
     parser.add_argument("--budget", type=int, default=DecodeConfig.budget, help=helps["budget"])
     parser.add_argument("--temperature", type=float, default=DecodeConfig.temperature, help=helps["temperature"])
-    parser.add_argument("--builder", default=DecodeConfig.default("builder"), help=helps["builder"])
-    parser.add_argument("--verifier", default=DecodeConfig.verifier, help=helps["verifier"])
+    parser.add_argument("--builder", default=DecodeConfig.default("builder"), help=builder_help())
+    parser.add_argument("--verifier", default=DecodeConfig.default("verifier"), help=verifier_help())
     parser.add_argument("--seed", type=seed_value, default=DecodeConfig.seed, help=helps["seed"])
     parser.add_argument("--max-new-tokens", type=int, default=DecodeConfig.max_new_tokens, help=helps["max_new_tokens"])
     parser.add_argument("--no-chat", action="store_true", help="feed the prompt as raw text")

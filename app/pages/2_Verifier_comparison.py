@@ -20,8 +20,8 @@ from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
 from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law,  # noqa: E402
                                  exit_pvalue)
-from tevcore.verify.registry import law_name, rule_law, standing, verifier_label  # noqa: E402
-from tevcore.verify.verifiers import VERIFIERS, get_verifier  # noqa: E402
+from tevcore.verify.registry import law_name, rule_law, rules_on, standing, verifier_label  # noqa: E402
+from tevcore.verify.verifiers import get_verifier  # noqa: E402
 
 LATENCY_REPEATS = 30
 
@@ -116,7 +116,7 @@ tree, node_logits = compact.tree, compact.node_logits
 c1, c2, c3 = st.columns(3)
 n_draws = int(c1.number_input("draws per verifier", 1000, 2_000_000, 100_000, step=10_000, key="vc_n"))
 seed = int(c2.number_input("seed", 0, 2**31 - 1, 0, key="vc_seed"))
-options = appdata.rules_for(drawn_with) if drawn_with is not None else list(VERIFIERS)
+options = appdata.rules_for(drawn_with) if drawn_with is not None else rules_on(frozenset())  # a fixed tree's
 chosen = c3.multiselect("verifiers", options, default=options, format_func=verifier_label,
                         key="vc_names" if drawn_with is None else f"vc_names_{len(options)}")
 try:

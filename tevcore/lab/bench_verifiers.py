@@ -44,7 +44,8 @@ from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
 from tevcore.outputs import write_json, written
 from tevcore.timing import seconds_of
-from tevcore.verify.verifiers import ALL_VERIFIERS, get_verifier, verifier_label
+from tevcore.verify.registry import RULES, verifier_label
+from tevcore.verify.verifiers import get_verifier
 
 MODES = ("given_flow", "including_flow")  # the flow handed in (as in decoding), or computed by the verifier
 DEFAULT_BUILDERS = "best_first,sampled:4,2,2,1,1,1,1,1,sampled:1,1,1,1,1,1,1,1"
@@ -71,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed decisions per verifier and budget")
     parser.add_argument("--temperature", type=float, default=SAMPLING_TEMPERATURE,
                         help="sampling temperature of the decisions")
-    parser.add_argument("--verifiers", default=",".join(ALL_VERIFIERS),
+    parser.add_argument("--verifiers", default=",".join(RULES),
                         help="comma-separated verifier names; each is timed on the builders' trees it is exact on")
     parser.add_argument("--builders", default=DEFAULT_BUILDERS,
                         help="comma-separated builders of the timed trees (sampled ones draw at --temperature)")

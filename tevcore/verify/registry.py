@@ -143,10 +143,14 @@ def check_tree_pairing(verifier: str, tree: DraftTree) -> None:
         raise ValueError(problem)
 
 
+def rules_on(traits: frozenset[str]) -> list[str]:
+    """Every registered rule that may run on trees with `traits`, in registry order (the foil included)."""
+    return [name for name in RULES if pairing_problem(name, traits, "") is None]
+
+
 def rules_for(trees: BuilderSpec | DraftTree) -> list[str]:
-    """Every registered rule that may run on a builder's trees (or on one realised tree), in registry order (the
-    foil included)."""
-    return [name for name in RULES if not RULES[name].needs - trees.traits]
+    """Every registered rule that may run on a builder's trees, or on one realised tree."""
+    return rules_on(trees.traits)
 
 
 def builders_for(verifier: str) -> list[str]:

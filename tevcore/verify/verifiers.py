@@ -15,7 +15,7 @@ statistical tests must catch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Protocol
 
 import torch
@@ -66,8 +66,15 @@ def decide(rule: Rule, tree: DraftTree, node_logits: torch.Tensor, temperature: 
     return Verdict(tree.path(exit_node), exit_node, int(bonus[0]))
 
 
-ALL_VERIFIERS: dict[str, Verifier] = {name: partial(decide, rule) for name, rule in RULES.items()}
-# views of the registry: the rules that run on any tree, and those that need something of it
+@cache
+def _verifier(rule: Rule) -> Verifier:
+    """The one verifier function of a rule (the same object every time it is asked for)."""
+    return partial(decide, rule)
+
+
+# views of the registry's entries at import (front ends ask the registry itself, which a test may extend): every
+# verifier, the rules that run on any tree, and those that need something of it
+ALL_VERIFIERS: dict[str, Verifier] = {name: _verifier(rule) for name, rule in RULES.items()}
 VERIFIERS: dict[str, Verifier] = {name: v for name, v in ALL_VERIFIERS.items() if not RULES[name].needs}
 SAMPLED_VERIFIERS: dict[str, Verifier] = {name: v for name, v in ALL_VERIFIERS.items() if RULES[name].needs}
 EXACT_VERIFIERS = tuple(name for name, rule in RULES.items() if rule.exact and not rule.needs)
@@ -75,6 +82,5 @@ NOT_EXACT = {name for name, rule in RULES.items() if not rule.exact}
 
 
 def get_verifier(name: str) -> Verifier:
-    """The verifier registered under `name`."""
-    get_rule(name)
-    return ALL_VERIFIERS[name]
+    """The verifier of the rule registered under `name`."""
+    return _verifier(get_rule(name))
