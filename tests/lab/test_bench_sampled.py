@@ -74,3 +74,19 @@ def test_bench_runs_every_valid_pair_at_one_budget(bench_rows):
         assert row["siblings"]["by_rank"] and row["mean_expected_length"] >= 1.0
         assert row["length_gap_se"] is not None
     assert "sampled:1,1,1" in format_table(bench_rows)
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "--builders", "best_first,sampled:2,1", "--verifiers", "tev", "--trim", "off,auto", "--no-peers"],
+    ["round", "--prompt", "hi", "--builder", "sampled:2,1", "--trim", "auto"],
+    ["generate", "--prompt", "hi", "--builder", "sampled:1,1", "--verifier", "block", "--trim", "1.5"],
+])
+def test_bench_and_round_refuse_a_trimmed_sampled_tree_in_one_line_before_any_model_loads(command, capsys,
+                                                                                          tmp_path):
+    from tevcore.cli import main
+
+    missing = tmp_path / "no-model"  # a load would fail naming it: the refusal must come first
+    assert main([*command, "--target", str(missing), "--out", str(tmp_path / "out.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cuts a tree to a prefix, which a sampled tree's draws do not survive" in err[0]
+    assert str(missing) not in err[0]
