@@ -1,9 +1,10 @@
 """The explorer's tree choice and sampled-tree parts: the builder and the verifiers it admits, a round's draws
 and its rrs or block trail, and the sibling diagnostics of the rounds so far.
 
-The pairing rule is the engine's `check_pairing`, the trail the engine's
-`rrs_trail` or `block_trail` (through `appdata.round_trail`), the diagnostics `lab.siblings`'
-(through `appdata.siblings_frames`); this module only lays them out.
+The builders are the engine's `BUILDER_FAMILIES`, the pairing the rule
+registry's `pairing_problem` (through `check_pairing`), the trail the rule's
+own (through `appdata.round_trail`), the diagnostics `lab.siblings`' (through
+`appdata.siblings_frames`); this module only lays them out.
 """
 
 from __future__ import annotations
@@ -15,32 +16,24 @@ import torch
 
 import appdata
 import figures
-from tevcore.engine.builders import BUILDER_NAMES, SAMPLED_BUILDER_NAMES, get_builder
-from tevcore.verify.verifiers import SAMPLED_VERIFIERS, VERIFIERS, check_pairing, verifier_label
+from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec, builder_help
+from tevcore.verify.registry import RULES, check_pairing, verifier_label
 
 # round index -> its node logits (a ValueError says why a round has none)
 LogitsFor = Callable[[int], torch.Tensor]
-WIDTH_PATTERN = next(name for name in BUILDER_NAMES if name.startswith("width:"))  # "width:W1,W2,..."
-EXAMPLE_WIDTHS = "4,2,2,1"  # what the widths box opens with when the fixed-width builder is chosen
-EXAMPLE_DRAWS = "3,2,1"  # what the draw-counts box opens with when a sampled builder is chosen
 
 
-def builder_problem(builder: str) -> str | None:
-    """The engine's one-line refusal of a builder name (its draw counts or widths), or None."""
-    try:
-        get_builder(builder)
-    except ValueError as err:
-        return str(err)
-    return None
-
-
-def verifier_options(builder: str) -> tuple[list[str], dict[str, str]]:
-    """The verifiers offered with `builder`: every rule exact on any tree, and each proposal-ratio rule that
-    `check_pairing` admits; and, for each one it refuses, the engine's one-line reason."""
-    offered, refused = list(VERIFIERS), {}
-    for name in SAMPLED_VERIFIERS:
+def verifier_options(builder: BuilderSpec | None) -> tuple[list[str], dict[str, str]]:
+    """The verifiers offered with `builder` (None: a builder the parser refused, which every rule that needs
+    something of a tree is refused with): those the registry pairs with it, in registry order; and, for each
+    one it refuses, the registry's one-line reason."""
+    offered, refused = [], {}
+    for name, rule in RULES.items():
         try:
-            check_pairing(name, builder)
+            if builder is None and rule.needs:
+                raise ValueError(f"{name} {rule.where}: choose a valid builder first")
+            if builder is not None:
+                check_pairing(name, builder)
         except ValueError as err:
             refused[name] = str(err)
         else:
@@ -48,29 +41,34 @@ def verifier_options(builder: str) -> tuple[list[str], dict[str, str]]:
     return offered, refused
 
 
-def tree_choice() -> tuple[str, str]:
-    """The sidebar's builder (a shape's widths or draw counts in a text box, checked by the engine's parser) and
-    the verifier among those the builder admits; returns the builder name and the verifier."""
-    builder = st.selectbox("builder", BUILDER_NAMES + SAMPLED_BUILDER_NAMES, key="ex_builder",
-                           help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths; "
-                                "sampled:K1,K2,... = K draws per node from the drafter's q at each depth (i.i.d.; "
-                                "sampled-wor without replacement)")
-    if builder == WIDTH_PATTERN:
-        widths = st.text_input("widths W1,W2,... (nodes per depth)", value=EXAMPLE_WIDTHS, key="ex_widths")
-        builder = "width:" + widths.strip()
-    elif builder in SAMPLED_BUILDER_NAMES:
-        counts = st.text_input("draws K1,K2,... (per node, at each depth)", value=EXAMPLE_DRAWS, key="ex_draws")
-        builder = builder.split(":")[0] + ":" + counts.strip()
-    problem = builder_problem(builder)
-    if problem:
-        st.error(f"Refused: {problem}")
+def builder_choice() -> tuple[BuilderSpec | None, str | None]:
+    """The sidebar's builder: a family, and its counts in a text box where it takes some, made into a spec by
+    the family (the engine's checks); returns the spec, or None and the one-line refusal (shown)."""
+    families = list(BUILDER_FAMILIES.values())
+    pattern = st.selectbox("builder", [family.pattern for family in families], key="ex_builder", help=builder_help())
+    family = next(family for family in families if family.pattern == pattern)
+    counts = ""
+    if family.counts is not None:
+        counts = st.text_input(f"{family.counts_help}: {family.counts}", value=family.example,
+                               key="ex_draws" if family.draws else "ex_widths")
+    try:
+        return family.spec(counts.strip()), None
+    except ValueError as err:
+        st.error(f"Refused: {err}")
+        return None, str(err)
+
+
+def tree_choice() -> tuple[BuilderSpec | None, str | None, str]:
+    """The builder (`builder_choice`) and the verifier among those the builder admits: (spec or None, the
+    builder's refusal or None, verifier)."""
+    builder, problem = builder_choice()
     verifiers, refused = verifier_options(builder)
     verifier = st.selectbox("verifier", verifiers, format_func=verifier_label, key="ex_verifier")
     if refused:
         with st.expander("not offered with this builder: " + ", ".join(refused)):
             for name, reason in refused.items():
                 st.caption(f"{name}: {reason}")
-    return builder, verifier
+    return builder, problem, verifier
 
 
 def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_rescore: bool, seed: int) -> None:
@@ -115,11 +113,8 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_r
             st.markdown(f"**{rule} trail on this tree** (this round was verified by {record.verifier}; this is a "
                         f"fresh {rule} verdict drawn now with seed {seed + record.index}: exit node {trail.exit_node}, "
                         f"block length {len(trail.path)}):")
-        if rule == "block":
-            st.caption("Block verification carries a weight w down the chain (w_i = min(1, w_(i-1) p/q)), turns it "
-                       "into a stop probability h at each node, and exits at the LAST node whose coin succeeds, "
-                       "reading the coins from the chain's end: nodes above the exit are accepted with the block "
-                       "even where their own p/q is small.")
+        if RULES[rule].trail_note:
+            st.caption(RULES[rule].trail_note)
         bonus = record.bonus_text if result.recorded else None
         st.dataframe(figures.trail_table(trail, record.tree, record.token_texts, bonus), hide_index=True,
                      key="ex_trail_table")

@@ -14,8 +14,9 @@ import streamlit as st
 
 import appdata
 import figures
+from tevcore.engine.builders import parse_builder, sampled_builder_help
 from tevcore.lab.context_rounds import SampledRounds
-from tevcore.verify.verifiers import NOT_EXACT
+from tevcore.verify.registry import verifier_label
 
 SOURCE = "sampled trees (toy target, fresh draws at one context)"
 LIVE_SOURCE = "sampled trees at an explorer round's context (its target and drafter)"
@@ -37,8 +38,7 @@ def _draw_settings(prefix: str, builder: str, budget: int, temperature: float, r
     """The builder, budget, temperature, round count and seed of the drawn rounds (widgets keyed by `prefix`)."""
     c1, c2, c3, c4, c5 = st.columns(5)
     builder = c1.text_input("sampled builder", builder, key=f"{prefix}_builder",
-                            help="sampled:K1,K2,... (i.i.d. draws) or sampled-wor:K1,K2,... (without replacement); "
-                                 "sampled:1,1,... is a sampled chain, where block verification also runs")
+                            help=sampled_builder_help())
     budget = int(c2.number_input("budget", 1, 64, budget, key=f"{prefix}_budget"))
     temperature = float(c3.number_input("temperature", 0.0, 5.0, temperature, step=0.1, key=f"{prefix}_temp",
                                         help="the trees are drawn from q at this temperature and the rules divide "
@@ -63,7 +63,8 @@ def choose_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     if drawn is None or drawn[0] != settings:
         try:
             with st.spinner(f"drawing {rounds} trees with {builder}…"):
-                drawn = (settings, appdata.sampled_rounds(builder, rounds, budget, temperature, seed))
+                drawn = (settings, appdata.sampled_rounds(parse_builder(builder, budget), rounds, budget, temperature,
+                                                          seed))
         except ValueError as err:
             st.error(f"Refused: {err}")
             st.stop()
@@ -83,7 +84,8 @@ def choose_live_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     at = int(st.number_input("explorer round (whose context the trees start from)", 0, len(records) - 1,
                              min(int(ss.get("ex_selected_round", 0)), len(records) - 1), key="vc_l_context"))
     record = records[at]
-    builder = explorer["builder"] if explorer["builder"].startswith("sampled") else LIVE_BUILDER
+    builder = explorer["builder"].name if explorer["builder"] is not None and explorer["builder"].sampled \
+        else LIVE_BUILDER
     settings = (at, *_draw_settings("vc_l", builder, min(max(int(explorer["budget"]), 1), 64),
                                     float(record.temperature), LIVE_ROUNDS, 2_000))
     _, builder, budget, temperature, rounds, seed = settings
@@ -120,7 +122,8 @@ def _draw_live(ss, at: int, builder: str, budget: int, temperature: float, round
     proposer, note = shared_ui.proposer_with_fallback(ss.ex_settings["proposer"], ss.ex_target_spec)
     context = appdata.round_context(ss.ex_prompt_ids, ss.ex_records, at)
     bar = st.progress(0.0, text=f"drawing and scoring {rounds} trees…")
-    sampled = rounds_at_context(target, proposer, context, builder, budget, temperature, rounds, seed,
+    sampled = rounds_at_context(target, proposer, context, parse_builder(builder, budget), budget, temperature,
+                                rounds, seed,
                                 progress=lambda done, total: bar.progress(done / total,
                                                                           text=f"tree {done}/{total}"))
     bar.empty()
@@ -131,9 +134,9 @@ def _draw_live(ss, at: int, builder: str, budget: int, temperature: float, round
 
 
 def sampled_label(name: str) -> str:
-    """A rule's name on sampled trees: the rule that is not exact says so, but is no teaching foil there (its
-    registry entry's `on_sampled` says why)."""
-    return f"{name} (NOT exact)" if name in NOT_EXACT else name
+    """A rule's name on sampled trees: its registry label (the foil says it is NOT exact there too: its entry's
+    `on_drawn` says why)."""
+    return verifier_label(name)
 
 
 def tree_against_rrs(results: dict, labels: list[str], law, rrs_law) -> None:

@@ -19,9 +19,10 @@ import pytest
 import torch
 
 from tevcore.cli import main
-from tevcore.engine.builders import best_first, get_builder
+from tevcore.engine.builders import best_first, parse_builder
 from tevcore.engine.flow import target_flow
-from tevcore.engine.records import RoundRecord, StageTimings, read_trace, write_trace
+from tevcore.engine.records import RoundRecord, StageTimings, write_trace
+from tevcore.verify.trace_checks import read_trace
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.verifiers import EXACT_VERIFIERS, get_verifier
 
@@ -220,7 +221,7 @@ LIBRARY_CASES = [
     (lambda: get_verifier("tev")(_tree(), torch.randn(4, VOCAB), "hot", torch.Generator()), ValueError,
      "temperature must be a number"),
     (lambda: get_verifier("bogus"), ValueError, "unknown verifier"),
-    (lambda: get_builder("bushy"), ValueError, "bushy"),
+    (lambda: parse_builder("bushy"), ValueError, "bushy"),
     (lambda: best_first(1, torch.randn(2, VOCAB).log_softmax(-1), -1), ValueError, "budget"),
     (lambda: _tree().first(9), ValueError, "cannot keep 9 nodes"),
     (lambda: DraftTree.from_dict([1, 2]), ValueError, "expected an object"),

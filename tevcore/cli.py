@@ -70,21 +70,20 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
-    from tevcore.config import DecodeConfig
-    from tevcore.proposers import DRAFTER_DTYPE_HELP, proposer_specs
-    from tevcore.decoding.trim import TRIM_HELP
-
+    from tevcore.config import TRIM_HELP, DecodeConfig
+    from tevcore.engine.builders import builder_help
+    from tevcore.verify.registry import verifier_help
     from tevcore.flags import add_target_arguments, prompt_text, seed_value
+    from tevcore.proposers.flags import add_proposer_arguments
 
     helps = DecodeConfig.help()
     parser.add_argument("--prompt", required=True, type=prompt_text,
                         help="user prompt (chat template applied unless --no-chat)")
-    parser.add_argument("--proposer", default="default", help=proposer_specs())
-    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
+    add_proposer_arguments(parser)
     parser.add_argument("--budget", type=int, default=DecodeConfig.budget, help=helps["budget"])
     parser.add_argument("--temperature", type=float, default=DecodeConfig.temperature, help=helps["temperature"])
-    parser.add_argument("--builder", default=DecodeConfig.builder, help=helps["builder"])
-    parser.add_argument("--verifier", default=DecodeConfig.verifier, help=helps["verifier"])
+    parser.add_argument("--builder", default=DecodeConfig.default("builder"), help=builder_help())
+    parser.add_argument("--verifier", default=DecodeConfig.default("verifier"), help=verifier_help())
     parser.add_argument("--seed", type=seed_value, default=DecodeConfig.seed, help=helps["seed"])
     parser.add_argument("--max-new-tokens", type=int, default=DecodeConfig.max_new_tokens, help=helps["max_new_tokens"])
     parser.add_argument("--no-chat", action="store_true", help="feed the prompt as raw text")
@@ -94,35 +93,33 @@ def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _decode_setup(args: argparse.Namespace, max_new_tokens: int):
+    from dataclasses import replace
+
     from tevcore.decoding.autobudget import trim_costs
     from tevcore.config import DecodeConfig
-    from tevcore.proposers import parse_drafter_dtype, resolve_proposer
     from tevcore.flags import target_from_args
-    from tevcore.decoding.trim import parse_trim
+    from tevcore.proposers.flags import proposer_from_args, proposer_options
 
-    settings = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
-                    builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat)
-    parse_trim(args.trim)
-    drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
-    DecodeConfig(**settings)  # refuse bad settings before loading the model
+    options = proposer_options(args)  # refused before loading anything, as is the config below
+    config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=args.temperature, budget=args.budget,
+                          builder=args.builder, verifier=args.verifier, seed=args.seed, chat=not args.no_chat,
+                          trim=args.trim)
     target = target_from_args(args)
     if args.budget >= target.max_context:
         raise ValueError(f"--budget {args.budget}: a tree of that many nodes exceeds the model's context of "
                          f"{target.max_context} tokens")
-    settings["tree_costs"] = trim_costs(target, [args.budget], args.trim)[args.budget]
-    return DecodeConfig(**settings), target, resolve_proposer(args.proposer, target, drafter_dtype)
+    config = replace(config, tree_costs=trim_costs(target, [config.budget], config.trim)[config.budget])
+    return config, target, proposer_from_args(args, target, options)
 
 
 def _write(args: argparse.Namespace, records: list, target, config, partial: bool = False) -> None:
     """The rounds as a trace at --out; `partial` marks a run cut short (its rounds are still valid). The line
     saying so goes to stderr: stdout holds the command's result (the text of `generate`, the tree of `round`)."""
-    from dataclasses import asdict
-
     from tevcore.engine.records import write_trace
     from tevcore.outputs import written
 
     if args.out and records:
-        meta = {"target": target.name, "prompt": args.prompt, "config": asdict(config)}
+        meta = {"target": target.name, "prompt": args.prompt, "config": config.to_dict()}
         if partial:
             meta["partial"] = f"interrupted after {len(records)} rounds"
         print(written(write_trace(args.out, records, meta, overwrite=args.force), args.out, partial), file=sys.stderr)

@@ -13,6 +13,7 @@ import torch
 
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.engine.records import RoundRecord
+from tevcore.engine.builders import BuilderSpec
 from tevcore.engine.tree import DraftTree
 from tevcore.target.session import TargetSession
 
@@ -54,7 +55,7 @@ class Proposer(Protocol):
         """Whether this round is promising, known without drafting."""
         ...
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+    def propose_tree(self, session: TargetSession, builder: BuilderSpec, budget: int, temperature: float,
                      generator: torch.Generator, mix: RowMix | None = None) -> DraftTree | None:
         """The round's whole tree, for a proposer whose rows depend on the path; None to build from `propose`."""
         ...

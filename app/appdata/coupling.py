@@ -16,14 +16,14 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from tevcore.engine.builders import chain, get_builder
+from tevcore.engine.builders import BUILDER_FAMILIES, chain
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
 from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.lab.simulate import simulate, verify_rounds
-from tevcore.verify.laws import ratio_law
+from tevcore.verify.registry import rule_law
 
 from appdata.replay import OTHER
 from appdata.workshop import ROOT
@@ -105,7 +105,7 @@ def coupling(table: pd.DataFrame) -> Coupling:
     sampled_accept = 0.0
     for token in torch.nonzero(q_row > 0).flatten().tolist():  # every draw the one-node sampled tree can make
         tree = grow_sampled(0, draft_rows, ONE_DRAW, None, 1.0, lambda row, k, replace, token=token: [token])
-        sampled_accept += float(q_row[token]) * float(ratio_law("rrs", tree, logits, 1.0).exit_probs[1])
+        sampled_accept += float(q_row[token]) * float(rule_law("rrs", tree, logits, 1.0).exit_probs[1])
     return Coupling([ROOT] + tokens + [OTHER], p_row, q_row, fixed, fixed_accept, sampled_accept)
 
 
@@ -114,7 +114,7 @@ def coupling_rates(found: Coupling, rounds: int, seed: int) -> dict[str, tuple[f
     verified by TEV (the tree never changes: `simulate`'s batched draws), and a fresh one-node tree drawn from q
     by the sampled builder in every round, verified by rrs (`verify_rounds`)."""
     logits, generator = found.node_logits, make_generator(seed)
-    build = get_builder("sampled:1")
+    build = BUILDER_FAMILIES["sampled"].spec(ONE_DRAW.widths)
     draws = [(build(0, found.q.log().unsqueeze(0), None, 1.0, generator), logits) for _ in range(int(rounds))]
     fixed = simulate("tev", found.fixed_tree, logits, 1.0, int(rounds), seed)
     sampled_mean, sampled_se = verify_rounds(["rrs"], draws, 1.0, seed)["rrs"].mean_block_length()

@@ -16,12 +16,10 @@ import torch
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.siblings import sibling_diagnostics
+from tevcore.verify.registry import RULES
 from tevcore.verify.scored import scored_round
-from tevcore.verify.trail import BlockTrail, RrsTrail, block_trail, rrs_trail
+from tevcore.verify.trail import BlockTrail, RrsTrail
 from tevcore.verify.verifiers import get_verifier
-
-
-TRAILS = {"rrs": rrs_trail, "block": block_trail}  # the proposal-ratio rules whose verdicts have a trail
 
 
 @dataclass(frozen=True)
@@ -34,9 +32,13 @@ class RoundTrail:
 
 
 def trail_rule(record: RoundRecord) -> str:
-    """Whose trail a sampled round shows: its own verifier's where that rule has one, else rrs (exact on any
-    sampled tree)."""
-    return record.verifier if record.verifier in TRAILS else "rrs"
+    """Whose trail a sampled round shows: its own verifier's where that rule has one, else that of the first rule
+    in the registry with a trail that may run on the round's tree (on a fixed tree, the first with a trail, which
+    `round_trail` then refuses in one line)."""
+    if record.verifier in RULES and RULES[record.verifier].trail is not None:
+        return record.verifier
+    with_trail = [name for name, rule in RULES.items() if rule.trail is not None]
+    return next((name for name in with_trail if not RULES[name].needs - record.tree.traits), with_trail[0])
 
 
 def round_trail(record: RoundRecord, node_logits: torch.Tensor, seed: int = 0) -> RoundTrail:
@@ -48,9 +50,9 @@ def round_trail(record: RoundRecord, node_logits: torch.Tensor, seed: int = 0) -
         raise ValueError(f"round {record.index} has a fixed tree (builder {record.builder}): {rule} needs a sampled one")
     round_ = scored_round(tree, node_logits, record.temperature)
     if record.verifier == rule and record.path:
-        return RoundTrail(TRAILS[rule](round_, list(record.path), int(record.bonus_token)), rule, recorded=True)
+        return RoundTrail(RULES[rule].trail(round_, list(record.path), int(record.bonus_token)), rule, recorded=True)
     verdict = get_verifier(rule)(tree, node_logits, record.temperature, make_generator(seed))
-    return RoundTrail(TRAILS[rule](round_, verdict.path, verdict.bonus_token), rule, recorded=False)
+    return RoundTrail(RULES[rule].trail(round_, verdict.path, verdict.bonus_token), rule, recorded=False)
 
 
 def siblings_frames(records: list[RoundRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -5,7 +5,7 @@ seeded by the path's tokens), so every realised tree scores the same target
 and a rule that is exact over the tree's draws emits target samples across
 rounds. The drafter gives one row per depth (a block drafter's shape), close
 to the target's rows but not equal. The trees come from the engine's sampled
-builder (`get_builder`), the verdicts from `tevcore.lab.simulate`; this module
+builder (a `BuilderSpec`), the verdicts from `tevcore.lab.simulate`; this module
 only makes the toy rows and collects the results.
 """
 
@@ -18,9 +18,10 @@ import torch
 from tevcore.engine.builders import best_first
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
-from tevcore.lab.context_rounds import SampledRounds, matched_budget, sampled_builder
+from tevcore.engine.builders import BuilderSpec
+from tevcore.lab.context_rounds import SampledRounds, check_sampled, matched_budget
 from tevcore.lab.simulate import RoundsResult, verify_rounds
-from tevcore.verify.verifiers import rules_for  # noqa: F401  (re-exported: the page's rule list)
+from tevcore.verify.registry import rules_for  # noqa: F401  (re-exported: the page's rule list)
 
 TOY_VOCAB = 12
 TOY_DEPTH = 4
@@ -41,12 +42,12 @@ def toy_draft_logits(seed: int, vocab: int = TOY_VOCAB, depth: int = TOY_DEPTH) 
     return 2.0 * torch.randn(depth, vocab, generator=torch.Generator().manual_seed(seed))
 
 
-def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: float, seed: int,
+def sampled_rounds(builder: BuilderSpec, rounds: int, budget: int | None, temperature: float, seed: int,
                    vocab: int = TOY_VOCAB, depth: int = TOY_DEPTH) -> SampledRounds:
     """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) at one toy context, one
     generator for the run, each tree scored by the toy target."""
-    made = sampled_builder(builder, budget, rounds)
-    made.check_depth(depth)
+    check_sampled(builder, rounds)
+    builder.check_depth(depth)
     draft_logits = toy_draft_logits(seed, vocab, depth)
     generator = make_generator(seed)
     cache: dict[tuple[int, ...], torch.Tensor] = {}
@@ -62,9 +63,9 @@ def sampled_rounds(builder: str, rounds: int, budget: int | None, temperature: f
         return tree, torch.stack(rows)
 
     draft = torch.log_softmax(draft_logits, -1)
-    out = [scored(made(ROOT_TOKEN, draft, budget, temperature, generator)) for _ in range(rounds)]
+    out = [scored(builder(ROOT_TOKEN, draft, budget, temperature, generator)) for _ in range(rounds)]
     fixed = scored(best_first(ROOT_TOKEN, draft, matched_budget(out, budget if budget is not None else 4 * depth)))
-    return SampledRounds(made.name, float(temperature), out, fixed)
+    return SampledRounds(builder, float(temperature), out, fixed)
 
 
 def toy_texts(vocab: int = TOY_VOCAB) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
-from tevcore.engine.builders import get_builder
+from tevcore.engine.builders import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord, StageTimings
 from tevcore.engine.sampling import make_generator
@@ -24,7 +24,7 @@ def synthetic_record(budget: int = 16, seed: int = 0, vocab: int = 40, depth: in
     """
     gen = torch.Generator().manual_seed(seed)
     depth_logq = torch.log_softmax(3.0 * torch.randn(depth, vocab, generator=gen), -1)
-    tree = get_builder(builder, budget)(0, depth_logq, budget, temperature, make_generator(seed))
+    tree = parse_builder(builder, budget)(0, depth_logq, budget, temperature, make_generator(seed))
     logits = 3.0 * torch.randn(tree.num_nodes, vocab, generator=gen)
     # make the target like the tree a little, so flows look like real ones
     if tree.draws is not None:  # a drafter that knows its target: each drawing node's row leans on its proposal q

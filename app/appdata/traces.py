@@ -1,11 +1,13 @@
-"""Trace files in memory: the bytes of a download, an uploaded file read back (by the engine's reader)."""
+"""Trace files in memory: the bytes of a download, an uploaded file read back (by the engine's reader, each round
+checked against its rule by the registry)."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
-from tevcore.engine.records import TRACE_TEXT_LIMIT, RoundRecord, Trace, read_trace, write_trace
+from tevcore.engine.records import TRACE_TEXT_LIMIT, RoundRecord, Trace, write_trace
+from tevcore.verify.trace_checks import read_trace
 
 
 def trace_bytes(records: list[RoundRecord], meta: dict | None = None) -> bytes:

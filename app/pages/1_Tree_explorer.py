@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -66,7 +66,7 @@ with st.sidebar:
     # temperature of the project's studies; the budget is the engine's
     temperature = st.number_input("temperature", value=SAMPLING_TEMPERATURE, step=0.1, key="ex_temp")
     budget = st.number_input("budget (tree nodes)", value=DEFAULT_BUDGET, step=1, key="ex_budget")
-    builder, verifier = explorer_sampled.tree_choice()
+    builder, builder_problem, verifier = explorer_sampled.tree_choice()
     trim = st.selectbox("trim", ["off", "auto"], key="ex_trim",
                         help="off = score the whole drafted tree; auto = each round scores the prefix of its tree "
                              "with the most forecast tokens per forward cost measured on this machine (down to a "
@@ -98,9 +98,12 @@ explorer.keep(ss)
 
 
 def make_config():
+    """The settings as a config: refused here, before any model loads (a bad builder, a trimmed sampled tree)."""
+    if builder_problem:
+        raise ValueError(builder_problem)
     return DecodeConfig(max_new_tokens=settings["max_new_tokens"], temperature=settings["temperature"],
                         budget=settings["budget"], builder=settings["builder"], verifier=settings["verifier"],
-                        seed=settings["seed"], chat=settings["chat"])
+                        seed=settings["seed"], chat=settings["chat"], trim=settings["trim"])
 
 
 def start_generation() -> bool:
@@ -124,7 +127,7 @@ def start_generation() -> bool:
         target = shared_ui.get_target(spec)
         proposer, note = shared_ui.proposer_with_fallback(proposer_spec, spec) if config.budget > 0 else (None, None)
         ids = prompt_ids(target, prompt, chat=chat)
-        config = replace(config, tree_costs=trim_costs(target, [config.budget], trim)[config.budget])
+        config = replace(config, tree_costs=trim_costs(target, [config.budget], config.trim)[config.budget])
     except Exception as err:  # a missing model file, a bad drafter folder, a prompt too long ...
         st.error(f"Could not start ({type(err).__name__}): {err}")
         return False
@@ -134,7 +137,7 @@ def start_generation() -> bool:
               ex_nodes={}, ex_clicks={}, ex_opened={}, ex_logits={},
               ex_settings=dict(settings), ex_prompt_ids=ids, ex_target_spec=spec, ex_source="live",
               ex_meta={"target": target.name, "prompt": prompt, "proposer": getattr(proposer, "name", None),
-                       "config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}},
+                       "config": {k: v for k, v in config.to_dict().items() if k != "stop_tokens"}},
               ex_proposer_note=note, ex_wall_start=time.perf_counter())
     return True
 

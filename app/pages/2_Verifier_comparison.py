@@ -19,8 +19,9 @@ from tevcore.engine.sampling import MAX_SEED, make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
 from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law,  # noqa: E402
-                                 exit_pvalue, law_name, rule_law, standing)
-from tevcore.verify.verifiers import VERIFIERS, get_rule, get_verifier, verifier_label  # noqa: E402
+                                 exit_pvalue)
+from tevcore.verify.registry import get_rule, law_name, rule_law, rules_on, standing, verifier_label  # noqa: E402
+from tevcore.verify.verifiers import get_verifier  # noqa: E402
 
 LATENCY_REPEATS = 30
 NAIVE_NAME = figures.NAIVE_NAME
@@ -98,14 +99,15 @@ else:
     texts = [f"t{i}" for i in range(logits.shape[-1])]
     compact = appdata.CompactRound(record.tree, logits, texts, approximate=False)
 
-# the builder of a sampled tree whose proposals are at hand (rrs and block can run on it), else None
+# what the rules that need a drawn tree may run on: the drawn rounds' builder, or a sampled tree whose proposals
+# are at hand; else None
 drawn_with = sampled.builder if sampled is not None else (
-    record.builder if not compact.approximate and compact.tree.sampled and compact.tree.draws.rows is not None
+    compact.tree if not compact.approximate and compact.tree.sampled and compact.tree.draws.rows is not None
     else None)
 if drawn_with is not None:  # the rules divide by the q the tree was drawn from, at the temperature it was drawn at
     temperature = sampled.temperature if sampled is not None else float(record.temperature)
     if sampled is None:
-        st.caption(f"A sampled tree ({drawn_with}): studied at its round's T = {temperature:g}, the temperature its "
+        st.caption(f"A sampled tree ({record.builder}): studied at its round's T = {temperature:g}, the temperature its "
                    "children were drawn at, since rrs and block divide by that very q.")
 elif compact.approximate:
     st.warning("APPROXIMATE rows: traces store no node logits, so each p(.|v) is rebuilt from the children's "
@@ -121,7 +123,7 @@ tree, node_logits = compact.tree, compact.node_logits
 c1, c2, c3 = st.columns(3)
 n_draws = int(c1.number_input("draws per verifier", 1000, 2_000_000, 100_000, step=10_000, key="vc_n"))
 seed = int(c2.number_input("seed", 0, MAX_SEED, 0, key="vc_seed"))
-options = appdata.rules_for(drawn_with) if drawn_with is not None else list(VERIFIERS)
+options = appdata.rules_for(drawn_with) if drawn_with is not None else rules_on(frozenset())  # a fixed tree's
 chosen = c3.multiselect("verifiers", options, default=options, format_func=verifier_label,
                         key="vc_names" if drawn_with is None else f"vc_names_{len(options)}")
 try:
@@ -137,8 +139,9 @@ STANDING_TEXT = {OPTIMAL: "exact, optimal: exit law X, E[L] = 1 + C", OWN_LAW: "
                  T0_ONLY: f"exact only for the T = 0 target: not this one (T = {temperature:g})",
                  OVER_DRAWS: "exact over the tree's draws, with its own law on each tree",
                  FOIL: "NOT exact (teaching foil)"}
-if drawn_with is not None:  # on a sampled tree the foil's own registry entry says what it is there
-    STANDING_TEXT[FOIL] = get_rule(NAIVE_NAME).on_sampled or STANDING_TEXT[FOIL]
+if drawn_with is not None:  # on a drawn tree a foil's own registry entry says what it is there
+    STANDING_TEXT[FOIL] = next((get_rule(name).on_drawn for name in options if standing(name, temperature) == FOIL
+                                and get_rule(name).on_drawn), STANDING_TEXT[FOIL])
 groups = {name: standing(name, temperature) for name in chosen}
 if temperature == 0:
     st.info("At T = 0 the target's every row is one token with probability 1, so the naive ratio rule accepts a "

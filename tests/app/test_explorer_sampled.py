@@ -43,7 +43,7 @@ def test_builder_choice_offers_sampled_shapes_and_only_the_verifiers_check_pairi
     at = explorer().run()
     assert not at.exception and not at.error
     assert "rrs" not in at.sidebar.selectbox(key="ex_verifier").options
-    assert any(c.value.startswith("rrs: ") and "builds fixed trees" in c.value for c in at.sidebar.caption)
+    assert any(c.value.startswith("rrs: ") and "are not drawn from the drafter's q" in c.value for c in at.sidebar.caption)
     at.sidebar.selectbox(key="ex_builder").set_value("sampled:K1,K2,...").run()
     options = at.sidebar.selectbox(key="ex_verifier").options
     assert "rrs" in options and "block" not in options  # 3,2,1 draws a tree, not a chain
@@ -150,3 +150,15 @@ def test_a_live_sampled_round_on_a_tiny_target_shows_the_trail_of_its_rrs_verdic
     trail = frames(at, "trail")[0]
     assert [0] + trail[trail["outcome"] == "accepted"]["child"].tolist() == record.path
     assert not [b for b in at.button if b.key == "ex_trail_btn_0"]  # the trail took the button's place
+
+
+def test_trim_auto_with_a_sampled_builder_is_refused_before_any_model_loads(tmp_path):
+    at = explorer().run()
+    at.sidebar.text_input(key="ex_target").set_value(str(tmp_path / "no-model")).run()  # a load would fail on it
+    at.sidebar.selectbox(key="ex_builder").set_value("sampled:K1,K2,...").run()
+    at.sidebar.selectbox(key="ex_trim").set_value("auto").run()
+    at.button(key="ex_step").click().run()
+    assert not at.exception and at.session_state["ex_records"] == []
+    errors = [e.value for e in at.error]
+    assert any("Invalid settings" in e and "sampled tree's draws do not survive" in e for e in errors), errors
+    assert not any("Could not start" in e for e in errors)

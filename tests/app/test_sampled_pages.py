@@ -21,6 +21,7 @@ import figures
 import sampled_view
 from test_figures import NUMERIC_LOOKING, _bars_all_on_a_category_axis
 from test_pages import PAGES
+from tevcore.engine.builders import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.verify.laws import exit_law
 
@@ -69,7 +70,7 @@ def test_sampled_rounds_run_every_valid_rule_and_compare_tev_with_rrs_on_one_tre
     assert (exact["exit χ² p (vs its law)"] > 1e-4).all()  # rrs against its own law on this tree
     assert (exact["bonus χ² p (all exits, vs its law)"] > 1e-4).all()
     # the picked tree is round 3 of the service's draws; the chart's bars are the engine's laws on it
-    drawn = appdata.sampled_rounds(sampled_view.DEFAULT_BUILDER, ROUNDS, 16, 1.0, 0)
+    drawn = appdata.sampled_rounds(parse_builder(sampled_view.DEFAULT_BUILDER), ROUNDS, 16, 1.0, 0)
     tree, logits = drawn.rounds[3]
     x = exit_law(tree, logits, 1.0).exit_mass.numpy()
     chart = specs(at)["one realised tree: TEV's exit law against rrs's outcomes"]
@@ -89,7 +90,7 @@ def test_across_rounds_every_rule_sees_the_same_trees_and_exact_rules_emit_targe
     at.button(key="vc_s_run_rounds").click().run()
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "E[1 + C]" in d.value.columns)
-    drawn = appdata.sampled_rounds(sampled_view.DEFAULT_BUILDER, ROUNDS, 16, 1.0, 0)
+    drawn = appdata.sampled_rounds(parse_builder(sampled_view.DEFAULT_BUILDER), ROUNDS, 16, 1.0, 0)
     mean_c = np.mean([target_flow(tree, logits, 1.0).expected_length for tree, logits in drawn.rounds])
     assert table["E[1 + C]"].to_numpy() == pytest.approx(np.full(len(table), mean_c))  # one yardstick for all
     by_rule = table.set_index("verifier")
@@ -117,7 +118,7 @@ def test_a_sampled_chain_runs_block_and_bad_builders_are_refused():
     block = summary[summary["verifier"] == "block"]
     assert len(block) == 1 and float(block["exit χ² p (vs its law)"].iloc[0]) > 1e-4
     for bad, message in (("best_first", "builds fixed trees"), ("sampled:0", "positive integer"),
-                         ("sampled:x", "draw counts like"), ("sampled:1,1,1,1,1", "needs 5 draft depths")):
+                         ("sampled:x", "draw counts"), ("sampled:1,1,1,1,1", "needs 5 draft depths")):
         at.text_input(key="vc_s_builder").set_value(bad).run()
         assert not at.exception
         assert any("Refused" in e.value and message in e.value for e in at.error), (bad, [e.value for e in at.error])
@@ -165,7 +166,7 @@ def _live_explorer_state(at: AppTest, folder: str, builder: str) -> tuple[list, 
     config = DecodeConfig(max_new_tokens=6, temperature=0.8, budget=6, builder=builder, verifier="tev", seed=3)
     records = list(rounds(load_target(folder, device="cpu"), GreedyRolloutProposer(depth=4), prompt, config))
     for key, value in dict(ex_records=records, ex_prompt_ids=prompt, ex_target_spec=folder, ex_wall_start=1.0,
-                           ex_selected_round=1, ex_settings={"builder": builder, "budget": 6,
+                           ex_selected_round=1, ex_settings={"builder": config.builder, "budget": 6,
                                                              "proposer": "rollout"}).items():
         at.session_state[key] = value
     return records, prompt
@@ -195,7 +196,8 @@ def test_trees_drawn_at_an_explorer_rounds_context_run_on_its_real_target(tiny_m
     target = load_target(folder, device="cpu")
     context = appdata.round_context(prompt, records, 1)
     assert len(context) == records[1].context_length
-    drawn = rounds_at_context(target, resolve_proposer("rollout", target), context, "sampled:2,1,1", 6, 0.8, 20, 0)
+    drawn = rounds_at_context(target, resolve_proposer("rollout", target), context, parse_builder("sampled:2,1,1"), 6, 0.8, 20,
+                              0)
     at.number_input(key="vc_l_round").set_value(2).run()
     at.number_input(key="vc_n").set_value(3_000)
     at.button(key="vc_run").click().run()
@@ -222,7 +224,7 @@ def test_the_live_source_is_offered_only_for_a_live_generation():
 
 
 def test_sampled_rounds_share_one_prefix_deterministic_target():
-    drawn = appdata.sampled_rounds("sampled-wor:2,2", 30, 8, 1.0, seed=5)
+    drawn = appdata.sampled_rounds(parse_builder("sampled-wor:2,2"), 30, 8, 1.0, seed=5)
     rows: dict[tuple[int, ...], torch.Tensor] = {}
     for tree, logits in drawn.rounds:
         assert tree.sampled and tree.draws.mode == "wor" and tree.size <= 8
@@ -231,7 +233,8 @@ def test_sampled_rounds_share_one_prefix_deterministic_target():
             prefix = tuple(tokens[u] for u in tree.path(node)[1:])
             assert torch.equal(rows.setdefault(prefix, logits[node]), logits[node])  # the target is one function
     assert len(rows) > drawn.rounds[0][0].num_nodes  # the rounds drew different trees, sharing some prefixes
-    assert appdata.rules_for("sampled-wor:2,2")[-1] == "rrs" and "block" in appdata.rules_for("sampled:1,1")
+    assert appdata.rules_for(parse_builder("sampled-wor:2,2"))[-1] == "rrs"
+    assert "block" in appdata.rules_for(parse_builder("sampled:1,1"))
 
 
 # ---------------------------------------------------------------- the workshop's coupling preset

@@ -59,6 +59,8 @@ def small_vocab_target():
     dict(verifier="magic"), dict(max_new_tokens=0), dict(builder="width:4,4", budget=8),
     dict(budget=2, tree_costs=(1.0, 1.5)), dict(budget=1, tree_costs=(1.0, math.nan)),
     dict(budget=1, tree_costs=(0.0, 1.5)), dict(budget=1, tree_costs="fast"),
+    dict(budget=1, tree_costs=(1.0, 1.5)), dict(trim="sometimes"), dict(trim=-2.0),
+    dict(builder="sampled:2,1", trim="auto"), dict(builder="sampled:1,1", trim=1.5),
 ])
 def test_bad_config_is_refused_before_any_work(bad):
     with pytest.raises(ValueError):
@@ -80,7 +82,8 @@ def test_trimming_swaps_unpromising_trees_for_plain_steps(tiny_target, one_threa
     reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=12, stop_tokens=())).tokens
     never = generate(tiny_target, proposer, prompt, DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=()))
     always = generate(tiny_target, proposer, prompt,
-                      DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=(), tree_costs=flat_costs(10.0, 4)))
+                      DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=(), trim=10.0,
+                                   tree_costs=flat_costs(10.0, 4)))
     assert never.tokens == always.tokens == reference
     assert all(r.tree.size == 4 for r in never.rounds)
     assert all(r.tree.size == 0 and r.block_length == 1 for r in always.rounds)  # a 4-node tree forecasts < 5
@@ -93,7 +96,7 @@ def test_trimming_keeps_the_prefix_that_pays_and_stays_exact(tiny_target, one_th
     reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=12, stop_tokens=())).tokens
     costs = (1.0, 1.0, 1.0, 9.0, 9.0)  # two nodes are free, more cost nine plain steps
     trimmed = generate(tiny_target, GreedyRolloutProposer(depth=3), prompt,
-                       DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=(), tree_costs=costs))
+                       DecodeConfig(max_new_tokens=12, budget=4, stop_tokens=(), trim="auto", tree_costs=costs))
     assert trimmed.tokens == reference
     assert all(r.tree.size == 2 and r.tree.budget == 4 for r in trimmed.rounds)
 
@@ -111,7 +114,8 @@ def test_skip_gate_stops_drafting_rounds_that_keep_failing_and_rechecks(tiny_tar
     prompt = [5, 6, 7, 8, 9]
     reference = generate_ar(tiny_target, prompt, DecodeConfig(max_new_tokens=24, stop_tokens=())).tokens
     gated = generate(tiny_target, Counting(depth=3), prompt,
-                     DecodeConfig(max_new_tokens=24, budget=4, stop_tokens=(), tree_costs=flat_costs(10.0, 4)))
+                     DecodeConfig(max_new_tokens=24, budget=4, stop_tokens=(), trim=10.0,
+                                  tree_costs=flat_costs(10.0, 4)))
     assert gated.tokens == reference and len(gated.rounds) == 24
     # 4 rounds to learn that no tree passes, then one look every 8th round: rounds 12 and 20
     assert Counting.calls == 6

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.decoding.trim import ForecastCalibration, best_prefix_size, flat_costs, interpolated_costs, parse_trim
+from tevcore.config import parse_trim
+from tevcore.decoding.trim import ForecastCalibration, best_prefix_size, flat_costs, interpolated_costs
 
 
 def test_the_best_prefix_maximises_forecast_per_cost():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tevcore.config import DecodeConfig
-from tevcore.engine.builders import get_builder
+from tevcore.engine.builders import parse_builder
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord, read_trace, write_trace
@@ -27,7 +27,7 @@ def rows(seed, depth=3, sharp=1.0):
 @pytest.mark.parametrize("seed", range(6))
 def test_shape_budget_and_draw_record(name, seed):
     logq, budget, temperature = rows(seed), 9, 0.8
-    tree = get_builder(name)(ROOT, logq, budget, temperature, make_generator(seed))
+    tree = parse_builder(name)(ROOT, logq, budget, temperature, make_generator(seed))
     widths = [int(w) for w in name.split(":")[1].split(",")]
     draws = tree.draws
     assert tree.sampled and tree.size <= budget and tree.max_depth <= len(widths)
@@ -54,7 +54,7 @@ def test_depth_one_rows_that_know_the_first_token_are_the_q():
     shared = rows(1)
     known = {3: rows(2, depth=2), 5: rows(3, depth=2)}
     draft = DraftRows(shared, known)
-    tree = get_builder("sampled:6,2")(ROOT, draft, None, 1.0, make_generator(4))
+    tree = parse_builder("sampled:6,2")(ROOT, draft, None, 1.0, make_generator(4))
     for node in range(1, tree.num_nodes):
         if int(tree.depths[node]) == 1 and tree.children()[node]:
             first = int(tree.tokens[node])
@@ -64,17 +64,17 @@ def test_depth_one_rows_that_know_the_first_token_are_the_q():
 
 def test_zero_temperature_draws_the_argmax_chain():
     logq = rows(5)
-    tree = get_builder("sampled:3,3,3")(ROOT, logq, 20, 0.0, make_generator(0))
+    tree = parse_builder("sampled:3,3,3")(ROOT, logq, 20, 0.0, make_generator(0))
     assert tree.tokens[1:].tolist() == logq.argmax(-1).tolist() and tree.parents.tolist() == [-1, 0, 1, 2]
 
 
 def test_same_seed_same_tree():
-    make = lambda: get_builder("sampled:4,2")(ROOT, rows(2), 8, 1.0, make_generator(11)).to_dict()  # noqa: E731
+    make = lambda: parse_builder("sampled:4,2")(ROOT, rows(2), 8, 1.0, make_generator(11)).to_dict()  # noqa: E731
     assert make() == make()
 
 
 def _sampled_record(verifier="rrs", builder="sampled:3,2"):
-    tree = get_builder(builder)(ROOT, rows(3), 8, 1.0, make_generator(2))
+    tree = parse_builder(builder)(ROOT, rows(3), 8, 1.0, make_generator(2))
     logits = torch.randn(tree.num_nodes, VOCAB, generator=torch.Generator().manual_seed(1))
     flow = target_flow(tree, logits, 1.0, missing_k=0)
     verdict = get_verifier(verifier)(tree, logits, 1.0, make_generator(3), flow=flow)
@@ -120,9 +120,9 @@ def test_corrupt_draws_in_a_trace_are_one_line_errors(tmp_path, edit, message):
 
 
 @pytest.mark.parametrize("builder,message", [
-    ("sampled:0", "every draw count must be a positive integer"),
-    ("sampled:x", "expected comma-separated draw counts like 'sampled:3,2,1'"),
-    ("sampled-wor:2,-1", "every draw count must be a positive integer"),
+    ("sampled:0", "draw counts .* must be positive integers"),
+    ("sampled:x", "expected comma-separated draw counts .* like 'sampled:3,2,1'"),
+    ("sampled-wor:2,-1", "draw counts .* must be positive integers"),
     ("sampled:", "expected comma-separated draw counts"),
 ])
 def test_bad_builder_names(builder, message):
@@ -131,33 +131,33 @@ def test_bad_builder_names(builder, message):
 
 
 def test_refused_pairings_name_the_builder():
-    with pytest.raises(ValueError, match="builder 'best_first' builds fixed trees"):
+    with pytest.raises(ValueError, match="builder 'best_first' are not drawn from the drafter's q.*use sampled:3,2,1"):
         DecodeConfig(builder="best_first", verifier="rrs")
-    with pytest.raises(ValueError, match="builder 'sampled:2,1' does not build one"):
+    with pytest.raises(ValueError, match="builder 'sampled:2,1' are not a chain drawn one draw per node"):
         DecodeConfig(builder="sampled:2,1", verifier="block")
-    for verifier in ("tev", "predraw", "residual", "greedy", "chain", "rrs"):
-        check_pairing(verifier, "sampled-wor:3,2")  # every exact-given-tree rule runs on sampled trees too
-    check_pairing("block", "sampled-wor:1,1,1")
+    for verifier in ("tev", "predraw", "residual", "greedy", "chain", "rrs", "naive_ratio"):
+        check_pairing(verifier, parse_builder("sampled-wor:3,2"))  # every exact-given-tree rule runs on them too
+    check_pairing("block", parse_builder("sampled-wor:1,1,1"))
 
 
 def test_refused_at_verify_time_too():
-    fixed = get_builder("best_first")(ROOT, rows(1), 6)
+    fixed = parse_builder("best_first")(ROOT, rows(1), 6)
     logits = torch.randn(fixed.num_nodes, VOCAB)
-    with pytest.raises(ValueError, match="needs a sampled tree"):
+    with pytest.raises(ValueError, match="this round's tree is not drawn from the drafter's q"):
         get_verifier("rrs")(fixed, logits, 1.0, make_generator(0))
-    bushy = get_builder("sampled:4,2")(ROOT, rows(1, sharp=0.1), 8, 1.0, make_generator(0))
-    with pytest.raises(ValueError, match="block verifies a sampled chain"):
+    bushy = parse_builder("sampled:4,2")(ROOT, rows(1, sharp=0.1), 8, 1.0, make_generator(0))
+    with pytest.raises(ValueError, match="block verifies a chain drawn one draw per node; this round's tree is not"):
         get_verifier("block")(bushy, torch.randn(bushy.num_nodes, VOCAB), 1.0, make_generator(0))
 
 
 def test_depth_list_longer_than_the_drafter():
     with pytest.raises(ValueError, match="4 draw depths but the drafter only gives 3 depths"):
-        get_builder("sampled:2,1,1,1")(ROOT, rows(1), 8, 1.0, make_generator(0))
+        parse_builder("sampled:2,1,1,1")(ROOT, rows(1), 8, 1.0, make_generator(0))
     with pytest.raises(ValueError, match="needs 4 draft depths but the proposer gives 3"):
-        get_builder("sampled:2,1,1,1").check_depth(3)
+        parse_builder("sampled:2,1,1,1").check_depth(3)
 
 
 def test_cut_tree_keeps_no_draws():
-    tree = get_builder("sampled:3,2")(ROOT, rows(2), 8, 1.0, make_generator(1))
+    tree = parse_builder("sampled:3,2")(ROOT, rows(2), 8, 1.0, make_generator(1))
     assert tree.first(tree.size) is tree and tree.first(2).draws is None
     assert isinstance(DraftTree.from_dict(tree.to_dict()).draws.q, torch.Tensor)

@@ -17,19 +17,21 @@ from tevcore.target.loading import load_target
 
 
 def test_builder_lists_keep_their_shapes_together():
-    assert parse_builder_list("best_first,sampled:3,2,1,chain,sampled-wor:2,2,width:2,1") == [
+    assert [b.name for b in parse_builder_list("best_first,sampled:3,2,1,chain,sampled-wor:2,2,width:2,1")] == [
         "best_first", "sampled:3,2,1", "chain", "sampled-wor:2,2", "width:2,1"]
     with pytest.raises(ValueError, match="unknown builder"):
         parse_builder_list("best_first,4")
 
 
-def test_valid_pairs_keep_each_rule_on_trees_it_is_exact_on():
-    pairs = valid_pairs(["best_first", "sampled:2,1", "sampled:1,1,1"], ["tev", "rrs", "block", "naive_ratio"])
+def test_valid_pairs_keep_each_rule_on_trees_the_registry_pairs_it_with():
+    """The registry's one answer: the foil runs on every tree, sampled ones included (as `round` runs it)."""
+    builders = parse_builder_list("best_first,sampled:2,1,sampled:1,1,1")
+    pairs = [(b.name, v) for b, v in valid_pairs(builders, ["tev", "rrs", "block", "naive_ratio"])]
     assert pairs == [("best_first", "tev"), ("best_first", "naive_ratio"), ("sampled:2,1", "tev"),
-                     ("sampled:2,1", "rrs"), ("sampled:1,1,1", "tev"), ("sampled:1,1,1", "rrs"),
-                     ("sampled:1,1,1", "block")]
-    with pytest.raises(ValueError, match="no verifier of rrs is exact on the trees of chain"):
-        valid_pairs(["chain"], ["rrs"])
+                     ("sampled:2,1", "rrs"), ("sampled:2,1", "naive_ratio"), ("sampled:1,1,1", "tev"),
+                     ("sampled:1,1,1", "rrs"), ("sampled:1,1,1", "block"), ("sampled:1,1,1", "naive_ratio")]
+    with pytest.raises(ValueError, match="no verifier of rrs runs on the trees of chain"):
+        valid_pairs(parse_builder_list("chain"), ["rrs"])
 
 
 def _record(tree: DraftTree, path: list[int]) -> RoundRecord:
@@ -59,7 +61,7 @@ def bench_rows(tiny_model_folder):
     torch.manual_seed(0)
     return run_bench(target, GreedyRolloutProposer(depth=3), ["gsm8k"], n=1, max_new_tokens=8, temperatures=[1.0],
                      budgets=[4], verifiers=["tev", "rrs", "block"], peers=False,
-                     builders=["best_first", "sampled:2,1", "sampled:1,1,1"])
+                     builders=parse_builder_list("best_first,sampled:2,1,sampled:1,1,1"))
 
 
 @pytest.mark.slow  # six decodes and AR on a tiny model: ~10 s of CPU
@@ -72,3 +74,19 @@ def test_bench_runs_every_valid_pair_at_one_budget(bench_rows):
         assert row["siblings"]["by_rank"] and row["mean_expected_length"] >= 1.0
         assert row["length_gap_se"] is not None
     assert "sampled:1,1,1" in format_table(bench_rows)
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "--builders", "best_first,sampled:2,1", "--verifiers", "tev", "--trim", "off,auto", "--no-peers"],
+    ["round", "--prompt", "hi", "--builder", "sampled:2,1", "--trim", "auto"],
+    ["generate", "--prompt", "hi", "--builder", "sampled:1,1", "--verifier", "block", "--trim", "1.5"],
+])
+def test_bench_and_round_refuse_a_trimmed_sampled_tree_in_one_line_before_any_model_loads(command, capsys,
+                                                                                          tmp_path):
+    from tevcore.cli import main
+
+    missing = tmp_path / "no-model"  # a load would fail naming it: the refusal must come first
+    assert main([*command, "--target", str(missing), "--out", str(tmp_path / "out.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cuts a tree to a prefix, which a sampled tree's draws do not survive" in err[0]
+    assert str(missing) not in err[0]

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from tevcore.engine.sampling import probs
+from tevcore.engine.builders import parse_builder
 from tevcore.lab.context_rounds import rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.proposers.base import GreedyRolloutProposer
@@ -35,8 +36,8 @@ def _scored_alone(target, tree) -> torch.Tensor:
 @pytest.mark.parametrize("kind", ["rollout", "draft LM"])
 def test_every_round_draws_a_fresh_tree_after_the_same_context_and_is_scored_by_the_target(pair, kind):
     target, proposers = pair
-    drawn = rounds_at_context(target, proposers[kind], CONTEXT, "sampled:2,2", 6, 1.0, 12, seed=4)
-    assert drawn.builder == "sampled:2,2" and len(drawn.rounds) == 12
+    drawn = rounds_at_context(target, proposers[kind], CONTEXT, parse_builder("sampled:2,2"), 6, 1.0, 12, seed=4)
+    assert drawn.builder.name == "sampled:2,2" and len(drawn.rounds) == 12
     shapes = set()
     for tree, logits in drawn.rounds:
         assert tree.sampled and tree.draws.mode == "iid" and 1 < tree.size <= 6
@@ -51,7 +52,7 @@ def test_every_round_draws_a_fresh_tree_after_the_same_context_and_is_scored_by_
     assert not fixed.sampled and fixed.size == max(tree.size for tree, _ in drawn.rounds)  # the same size
     assert torch.allclose(fixed_logits, _scored_alone(target, fixed), atol=1e-4)
     assert torch.allclose(drawn.context_probs, probs(_scored_alone(target, fixed)[0].double(), 1.0), atol=1e-6)
-    again = rounds_at_context(target, proposers[kind], CONTEXT, "sampled:2,2", 6, 1.0, 12, seed=4)
+    again = rounds_at_context(target, proposers[kind], CONTEXT, parse_builder("sampled:2,2"), 6, 1.0, 12, seed=4)
     assert [t.tokens.tolist() for t, _ in again.rounds] == [t.tokens.tolist() for t, _ in drawn.rounds]
 
 
@@ -59,7 +60,7 @@ def test_rrs_over_the_trees_drawn_at_one_context_emits_the_targets_row(pair):
     """Exact over the draw of the tree: rrs's first emitted token, one per fresh tree, is a sample of the target's
     row at the context (χ² with pooled small cells); so is TEV's, exact given each tree."""
     target, proposers = pair
-    drawn = rounds_at_context(target, proposers["rollout"], CONTEXT, "sampled-wor:3,1", 5, 1.0, 300, seed=11)
+    drawn = rounds_at_context(target, proposers["rollout"], CONTEXT, parse_builder("sampled-wor:3,1"), 5, 1.0, 300, seed=11)
     found = verify_rounds(["rrs", "tev"], drawn.rounds, 1.0, seed=12)
     for name in ("rrs", "tev"):
         assert found[name].first_token_pvalue(drawn.context_probs) > 1e-3, name
@@ -74,5 +75,6 @@ def test_rrs_over_the_trees_drawn_at_one_context_emits_the_targets_row(pair):
 def test_bad_settings_are_refused_in_one_line(pair, builder, budget, rounds, message):
     target, proposers = pair
     with pytest.raises(ValueError, match=message) as err:
-        rounds_at_context(target, proposers["rollout"], CONTEXT, builder, budget, 1.0, rounds, seed=0)
+        rounds_at_context(target, proposers["rollout"], CONTEXT, parse_builder(builder, budget), budget, 1.0, rounds,
+                          seed=0)
     assert "\n" not in str(err.value)

@@ -9,6 +9,7 @@ import pytest
 from tevcore.cli import main
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import prompt_ids, rounds
+from tevcore.engine.builders import parse_builder
 from tevcore.lab.context_rounds import rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.proposers import resolve_proposer
@@ -47,7 +48,7 @@ def test_every_rule_paired_with_the_builder_is_summarised_as_the_engine_computes
     earlier = list(islice(rounds(target, proposer, ids, config), 2))
     context = ids + [t for r in earlier for t in r.emitted_tokens]
     assert data["settings"]["context_length"] == len(context) > len(ids)
-    drawn = rounds_at_context(target, proposer, context, "sampled:2,1", 6, 1.0, 30, 2)
+    drawn = rounds_at_context(target, proposer, context, parse_builder("sampled:2,1"), 6, 1.0, 30, 2)
     found = verify_rounds(list(rows), drawn.rounds, 1.0, 2)
     for name, result in found.items():
         assert rows[name]["mean_block_length"] == pytest.approx(result.mean_block_length()[0])
@@ -59,7 +60,7 @@ def test_every_rule_paired_with_the_builder_is_summarised_as_the_engine_computes
 
 @pytest.mark.parametrize("extra, message", [
     (["--builder", "best_first"], "builds fixed trees"),
-    (["--builder", "sampled:2,2", "--verifiers", "block"], "verifies a sampled chain"),
+    (["--builder", "sampled:2,2", "--verifiers", "block"], "verifies a chain drawn one draw per node"),
     (["--builder", "sampled:2", "--verifiers", "tev,nope"], "unknown verifier 'nope'"),
     (["--builder", "sampled:1,1,1,1,1"], "needs 5 draft depths"),
     (["--at-round", "-1"], "--at-round must be 0 or more"),

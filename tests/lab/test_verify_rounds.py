@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy import stats
 
-from tevcore.engine.builders import chain, get_builder
+from tevcore.engine.builders import chain, parse_builder
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.simulate import verify_rounds
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 def _one_context_rounds(builder: str, p: torch.Tensor, q: torch.Tensor, rounds: int, seed: int):
     """Fresh trees of `builder` drawn from q at one context whose target row is p (every node's row is p)."""
-    made, generator = get_builder(builder), make_generator(seed)
+    made, generator = parse_builder(builder), make_generator(seed)
     logq = q.log().unsqueeze(0).expand(3, -1)  # three depths of the same row
     out = []
     for _ in range(rounds):

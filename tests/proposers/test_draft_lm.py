@@ -17,7 +17,7 @@ from transformers import DynamicCache
 from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, rounds
-from tevcore.engine.builders import chain
+from tevcore.engine.builders import chain, parse_builder
 from tevcore.engine.sampling import make_generator, probs
 from tevcore.engine.tree import DraftTree
 from tevcore.proposers import resolve_proposer
@@ -66,11 +66,11 @@ def test_frontier_forward_equals_separate_runs_of_each_path(models):
     target, proposer, _ = models["qwen3"]
     session = TargetSession(target)
     session.prefill(PROMPT, reserve=32)
-    proposer.grow(session, "chain", 4)  # leave the draft cache longer than the context: the sync must crop it
+    proposer.grow(session, parse_builder("chain"), 4)  # leave the draft cache longer than the context: the sync must crop it
     session.score_tree(DraftTree.root_only(session.root_token))
     session.commit([0], 9)  # a new root: the committed context moves on
     with sdpa_kernel(SDPBackend.MATH):
-        grown = proposer.grow(session, "best_first", 12, keep_rows=True)
+        grown = proposer.grow(session, parse_builder("best_first"), 12, keep_rows=True)
         tree = grown.tree
         per_depth = torch.bincount(tree.depths[list(grown.rows)])
         assert tree.size == 12 and tree.max_depth >= 3 and int(per_depth[1:].max()) >= 2  # a frontier of several
@@ -232,13 +232,13 @@ def test_chain_rows_and_bad_depths_or_builders(models):
         DraftLMProposer(proposer.draft, target, depth=0)
     session = TargetSession(target)
     session.prefill(PROMPT)
-    with pytest.raises(ValueError, match="positive widths"):
-        proposer.grow(session, "width:2,2,2,2,2", 64)
+    with pytest.raises(ValueError, match="needs 5 draft depths but the proposer gives 4"):
+        proposer.grow(session, parse_builder("width:2,2,2,2,2"), 64)
     rows = proposer.propose(session)  # the greedy chain's rows, for callers that build from rows
     assert rows.shape == (proposer.depth, target.vocab_size)
     assert torch.allclose(rows.logsumexp(-1), torch.zeros(proposer.depth), atol=1e-5)
     from_rows = chain(session.root_token, rows)
-    grown = proposer.grow(session, "chain", proposer.depth).tree
+    grown = proposer.grow(session, parse_builder("chain"), proposer.depth).tree
     assert torch.equal(from_rows.tokens, grown.tokens)
     assert torch.allclose(from_rows.draft_logp, grown.draft_logp, atol=1e-5)
 
@@ -250,7 +250,7 @@ def test_each_node_draws_from_the_drafts_own_row_given_its_path(models):
     session = TargetSession(target)
     session.prefill(PROMPT, reserve=32)
     temperature, budget = 1.5, 12  # without replacement: distinct children even from the sharpened draft's rows
-    tree = proposer.propose_tree(session, "sampled-wor:3,2,2", budget, temperature, make_generator(5))
+    tree = proposer.propose_tree(session, parse_builder("sampled-wor:3,2,2"), budget, temperature, make_generator(5))
     draws = tree.draws
     assert proposer.cached_tokens == session.committed  # the tree's cache entries are cropped away
     drew = [node for node in range(tree.num_nodes) if int(draws.row_of[node]) >= 0]
@@ -278,10 +278,10 @@ def test_a_sampled_tree_stays_within_the_budget_and_refuses_a_deeper_shape(model
     session = TargetSession(target)
     session.prefill(PROMPT)
     for budget in (1, 3, 5):
-        tree = proposer.propose_tree(session, "sampled-wor:3,3,3", budget, 1.0, make_generator(budget))
+        tree = proposer.propose_tree(session, parse_builder("sampled-wor:3,3,3"), budget, 1.0, make_generator(budget))
         assert tree.size == budget and int(tree.draws.children.numel()) == budget  # wor: every draw a new node
     with pytest.raises(ValueError, match="5 draw depths but the drafter only gives 4 depths"):
-        proposer.propose_tree(session, "sampled:1,1,1,1,1", 8, 1.0, make_generator(0))
+        proposer.propose_tree(session, parse_builder("sampled:1,1,1,1,1"), 8, 1.0, make_generator(0))
 
 
 LOOKUP_PROMPT = [1, 40, 71, 90, 33, 5, 40, 71]  # ends with (40, 71), seen before: the lookup chain is 90, 33, ...
@@ -307,7 +307,7 @@ def test_the_lookup_mixes_into_each_node_of_the_drafts_own_tree_only_along_its_c
     assert chain[:2] == [90, 33]
     rate = lookup.hit_rates(session)[0]  # 0.5 at every depth before any evidence
     temperature = 1.0  # the chain's token then carries at least b = 0.5 of the root's row
-    tree = lookup.propose_tree(session, "sampled:3,2,2", 14, temperature, make_generator(3))
+    tree = lookup.propose_tree(session, parse_builder("sampled:3,2,2"), 14, temperature, make_generator(3))
     draws, seen = tree.draws, {"on": 0, "off": 0}
     for node in range(tree.num_nodes):
         if int(draws.row_of[node]) < 0:
@@ -317,7 +317,7 @@ def test_the_lookup_mixes_into_each_node_of_the_drafts_own_tree_only_along_its_c
         assert float((draws.proposal(node) - expected).abs().max()) < 1e-5, (node, path)
         seen["on" if path == chain[:len(path)] else "off"] += 1
     assert seen["on"] >= 2 and seen["off"] >= 1, seen  # the root, a node on the chain below it, and others
-    fixed = lookup.propose_tree(session, "best_first", 8, 1.0, make_generator(0))
+    fixed = lookup.propose_tree(session, parse_builder("best_first"), 8, 1.0, make_generator(0))
     for node in range(1, fixed.num_nodes):  # each edge's log q: its parent's own row, mixed only on the chain
         path = _path_tokens(fixed, node)
         row = _mixed_row(near.model, session.committed, path[:-1], chain, rate)
@@ -330,7 +330,7 @@ class ClaimedDrawsDraftLM(DraftLMProposer):
     """The foil: the draft's fixed top-2-then-top-1 tree claiming its children were drawn from the draft's rows."""
 
     def propose_tree(self, session, builder, budget, temperature, generator, mix=None):
-        grown = self.grow(session, "width:2,1", budget, keep_rows=True)
+        grown = self.grow(session, parse_builder("width:2,1"), budget, keep_rows=True)
         return claimed_draws(grown.tree, lambda node: probs(grown.rows[node], temperature))
 
 

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from tevcore.engine.builders import parse_builder
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, generate_ar
 from tevcore.engine.draft_rows import DraftRows
@@ -129,10 +130,10 @@ def test_a_round_scores_its_chain_once_when_the_inner_proposer_gives_no_tree():
     """The loop asks `propose_tree` first and, given None, `propose`: both learn, and a chain counts once."""
     proposer = ContextLookupProposer(UniformProposer(), chain_depth=3)
     session = FakeSession([1, 2, 5, 6, 7, 1, 2])
-    assert proposer.propose_tree(session, "best_first", 4, 1.0, None) is None
+    assert proposer.propose_tree(session, parse_builder("best_first"), 4, 1.0, None) is None
     proposer.propose(session)
     session.committed += [5, 9]
-    assert proposer.propose_tree(session, "best_first", 4, 1.0, None) is None
+    assert proposer.propose_tree(session, parse_builder("best_first"), 4, 1.0, None) is None
     proposer.propose(session)
     assert proposer.hit_rates(session) == [pytest.approx(2 / 3), pytest.approx(1 / 3), pytest.approx(1 / 2)]
 
@@ -159,7 +160,8 @@ def test_proposer_specs(tiny_target):
 def test_lookup_without_a_drafter_decodes_exactly_and_only_drafts_on_a_match(tiny_target):
     proposer = resolve_proposer("lookup", tiny_target)
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
-    config = DecodeConfig(max_new_tokens=24, temperature=0.0, budget=6, stop_tokens=(), tree_costs=flat_costs(1.5, 6))
+    config = DecodeConfig(max_new_tokens=24, temperature=0.0, budget=6, stop_tokens=(), trim=1.5,
+                          tree_costs=flat_costs(1.5, 6))
     spec = generate(tiny_target, proposer, prompt, config)
     assert spec.tokens == generate_ar(tiny_target, prompt, config).tokens
     context, drafted = list(prompt), 0

@@ -33,8 +33,8 @@ from tevcore.engine.sampling import log_probs, make_generator, masked_probs
 from tevcore.lab.simulate import SimulationResult, count_verdicts, simulate
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
-from tevcore.verify.laws import (VerdictLaw, bonus_pvalue, chi_square, chi_square_pvalue, exit_law, exit_pvalue,
-                                 rule_law)
+from tevcore.verify.laws import VerdictLaw, bonus_pvalue, chi_square, chi_square_pvalue, exit_law, exit_pvalue
+from tevcore.verify.registry import rule_law
 from tevcore.verify.verifiers import EXACT_VERIFIERS, VERIFIERS, chain_subtree
 
 SAMPLED_EXACT = ("tev", "predraw", "residual", "chain")  # exact at every T; greedy is exact at T = 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import get_builder
+from tevcore.engine.builders import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, masked_draws, probs, uniform
 from tevcore.verify.ratio_tables import BlockTables, RrsTables
@@ -29,7 +29,7 @@ CASES = [("rrs", "sampled:4,3,2"), ("rrs", "sampled-wor:4,3,2"), ("rrs", "sample
 def random_case(builder: str, seed: int, temperature: float):
     """A sampled tree over random drafter rows and random target logits that half agree with the draws."""
     rows = torch.log_softmax(2.0 * torch.randn(5, VOCAB, generator=seeded("rows", builder, seed)), -1)
-    tree = get_builder(builder)(3, rows, 24, temperature, seeded("draws", builder, seed))
+    tree = parse_builder(builder)(3, rows, 24, temperature, seeded("draws", builder, seed))
     logits = 2.0 * torch.randn(tree.num_nodes, VOCAB, generator=seeded("target", builder, seed))
     agree = torch.rand(tree.num_nodes, generator=seeded("agree", builder, seed)) < 0.5
     for node, kids in enumerate(tree.children()):

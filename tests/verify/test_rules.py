@@ -18,7 +18,8 @@ from scipy import stats
 from verify_cases import KINDS, RULE_CASES
 from tevcore.engine.flow import target_flow
 from tevcore.lab.simulate import SimulationResult, simulate
-from tevcore.verify.laws import VerdictLaw, bonus_pvalue, exit_pvalue, rule_law
+from tevcore.verify.laws import VerdictLaw, bonus_pvalue, exit_pvalue
+from tevcore.verify.registry import rule_law
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -95,13 +96,15 @@ def test_pvalues_over_seeds_are_uniform():
     assert stats.kstest(pvalues, "uniform").pvalue > 1e-3
 
 
-def test_every_rule_has_one_law_group():
-    """The app's groupings come from the laws: X for the optimal exact rules, their own for chain and greedy."""
-    from tevcore.verify.laws import OWN_LAWS, law_group
-    from tevcore.verify.rules import RULES
+def test_every_rule_entry_states_its_law_and_standing():
+    """The app's groupings come from the entries: X for the optimal exact rules, their own for chain and greedy,
+    the tree's draws for the proposal-ratio rules, X (the law it would need) for the foil."""
+    from tevcore.verify.laws import FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, exit_law
+    from tevcore.verify.registry import RULES
 
-    groups = {name: law_group(name) for name in RULES}
-    assert {n for n, g in groups.items() if g == "own"} == set(OWN_LAWS) == {"chain", "greedy"}
-    assert {n for n, g in groups.items() if g == "ratio"} == {"rrs", "block"}  # exact over a sampled tree's draws
-    assert {n for n, g in groups.items() if g == "foil"} == {n for n, r in RULES.items() if not r.exact}
-    assert {"tev", "predraw", "residual"} <= {n for n, g in groups.items() if g == "X"}
+    at_one = {name: rule.standing(1.0) for name, rule in RULES.items()}
+    assert {n for n, s in at_one.items() if s in (OWN_LAW, T0_ONLY)} == {"chain", "greedy"}
+    assert {n for n, s in at_one.items() if s == OVER_DRAWS} == {n for n, r in RULES.items() if r.needs}
+    assert {n for n, s in at_one.items() if s == FOIL} == {n for n, r in RULES.items() if not r.exact}
+    assert {"tev", "predraw", "residual"} <= {n for n, s in at_one.items() if s == OPTIMAL}
+    assert all(RULES[n].law is exit_law for n, s in at_one.items() if s in (OPTIMAL, FOIL))

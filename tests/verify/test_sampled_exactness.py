@@ -25,9 +25,10 @@ import torch
 
 from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
 from test_exactness import _distance, _draft_rows, _seeded_logits, compose_rounds, target_tokens_law
-from tevcore.engine.builders import fixed_width, get_builder
+from tevcore.engine.builders import fixed_width, parse_builder
 from tevcore.engine.draft_rows import as_draft_rows
-from tevcore.engine.sampled import depth_rows, grow_sampled, parse_sampled
+from tevcore.engine.builders import parse_builder
+from tevcore.engine.sampled import depth_rows, grow_sampled
 from tevcore.engine.sampling import log_probs, make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.laws import chi_square, chi_square_pvalue
@@ -75,7 +76,7 @@ def _outcomes(q: torch.Tensor, k: int, replace: bool):
 def enumerate_trees(builder: str, context: tuple[int, ...], budget: int | None,
                     temperature: float) -> list[tuple[float, DraftTree]]:
     """Every tree the sampled builder can draw at `context`, with its probability (the builder's own code)."""
-    shape, rows = parse_sampled(builder), _rows(context)
+    shape, rows = parse_builder(builder).shape, _rows(context)
     out: list[tuple[float, DraftTree]] = []
 
     def explore(script: list[list[int]], weight: float) -> None:
@@ -248,14 +249,14 @@ def test_ratio_rules_on_a_fixed_tree_are_not_exact(verifier, widths):
 @pytest.mark.parametrize("verifier,builder", [("rrs", "sampled:3,2"), ("rrs", "sampled-wor:3,2,1"),
                                               ("rrs", "sampled:1,1,1"), ("block", "sampled:1,1,1")])
 def test_shipped_tables_give_the_enumerated_law(verifier, builder):
-    """The shipped rule's tables (ratio_law: exits and residual bonus rows) equal the branches above, tree by tree."""
-    from tevcore.verify.laws import ratio_law
+    """The shipped rule's tables (its registry law: exits and residual bonus rows) equal the branches above, tree by tree."""
+    from tevcore.verify.registry import rule_law
 
     for seed in range(6):
         context = START + (seed % VOCAB,)
-        tree = get_builder(builder)(context[-1], _rows(context), None, 0.9, make_generator(seed))
+        tree = parse_builder(builder)(context[-1], _rows(context), None, 0.9, make_generator(seed))
         logits = _node_logits(tree, context)
-        shipped = ratio_law(verifier, tree, logits, 0.9)
+        shipped = rule_law(verifier, tree, logits, 0.9)
         for (node, y), prob in RATIO_LAWS[verifier](tree, logits, 0.9).items():
             assert float(shipped.exit_probs[node] * shipped.bonus_probs(node)[y]) == pytest.approx(prob, abs=1e-12)
         assert float(shipped.exit_probs.sum()) == pytest.approx(1.0, abs=1e-12)
@@ -270,7 +271,7 @@ MC_SEEDS = 6
 def mc_first_tokens(verifier: str, builder: str, temperature: float, horizon: int, n: int, seed: int,
                     fixed: bool = False) -> np.ndarray:
     """Counts of first-`horizon`-token strings: each round a fresh tree by the shipped builder, one verdict."""
-    build, verify = get_builder(builder), get_verifier(verifier)
+    build, verify = parse_builder(builder), get_verifier(verifier)
     generator = make_generator(seed)
     counts = np.zeros(VOCAB ** horizon)
     for _ in range(n):

@@ -11,10 +11,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import get_builder
+from tevcore.engine.builders import parse_builder
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.simulate import count_verdicts, simulate
-from tevcore.verify.laws import bonus_pvalue, exit_pvalue, rule_law
+from tevcore.verify.laws import bonus_pvalue, exit_pvalue
+from tevcore.verify.registry import rule_law
 from tevcore.verify.verifiers import get_verifier
 from verify_cases import seeded
 
@@ -24,7 +25,7 @@ CASES = {"iid": "sampled:4,3,2", "wor": "sampled-wor:4,3,2", "chain": "sampled:1
 
 def sampled_case(kind: str, temperature: float = 1.0):
     rows = torch.log_softmax(1.5 * torch.randn(5, VOCAB, generator=seeded("rows", kind)), -1)
-    tree = get_builder(CASES[kind])(3, rows, 24, temperature, seeded("draws", kind))
+    tree = parse_builder(CASES[kind])(3, rows, 24, temperature, seeded("draws", kind))
     logits = 1.5 * torch.randn(tree.num_nodes, VOCAB, generator=seeded("target", kind))
     for node, kids in enumerate(tree.children()):  # the target often agrees with the draws
         for kid in kids:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import get_builder
+from tevcore.engine.builders import parse_builder
 from tevcore.engine.sampling import make_generator, uniform
 from tevcore.verify.scored import scored_round
 from tevcore.verify.trail import block_trail, rrs_trail
@@ -17,7 +17,7 @@ VOCAB = 6  # small, so i.i.d. draws repeat a token and the first-try rule is exe
 
 def small_case(builder: str, seed: int):
     rows = torch.log_softmax(1.2 * torch.randn(4, VOCAB, generator=seeded("trail rows", seed)), -1)
-    tree = get_builder(builder)(2, rows, 20, 1.0, seeded("trail draws", builder, seed))
+    tree = parse_builder(builder)(2, rows, 20, 1.0, seeded("trail draws", builder, seed))
     logits = 1.2 * torch.randn(tree.num_nodes, VOCAB, generator=seeded("trail target", seed))
     return tree, logits
 
@@ -121,6 +121,6 @@ def test_a_path_block_could_not_take_is_refused():
     never[0, tree.tokens[1]] = -float("inf")  # the target never takes x_1: w_1 = 0, so no coin can stop there
     with pytest.raises(ValueError, match="cannot stop at node 1"):
         block_trail(scored_round(tree, never, 1.0), [0, 1], 0)
-    fixed = get_builder("best_first")(2, torch.log_softmax(torch.randn(4, VOCAB), -1), 5, 1.0, None)
+    fixed = parse_builder("best_first")(2, torch.log_softmax(torch.randn(4, VOCAB), -1), 5, 1.0, None)
     with pytest.raises(ValueError, match="sampled tree"):
         block_trail(scored_round(fixed, torch.randn(fixed.num_nodes, VOCAB), 1.0), [0], 0)

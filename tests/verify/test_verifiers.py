@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import best_first, fixed_width, get_builder
+from tevcore.engine.builders import best_first, fixed_width, parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, masked_probs
 from tevcore.lab.simulate import simulate
 from tevcore.engine.tree import DraftTree
-from tevcore.verify.laws import exit_law, rule_law
+from tevcore.verify.laws import exit_law
+from tevcore.verify.registry import rule_law
+from tevcore.engine.tree import DRAWN, DRAWN_CHAIN
 from tevcore.verify.verifiers import (EXACT_VERIFIERS, NOT_EXACT, SAMPLED_VERIFIERS, VERIFIERS, Verdict, chain_subtree,
                                       get_rule, get_verifier, verifier_label)
 
@@ -33,11 +35,11 @@ def test_registry_names_and_labels():
     assert get_verifier("tev") is VERIFIERS["tev"]
     assert verifier_label("tev") == "tev"
     assert verifier_label("naive_ratio") == "naive_ratio (NOT exact: teaching foil)"
-    with pytest.raises(ValueError, match="tev, predraw, residual, greedy, chain, rrs, block, naive_ratio"):
+    with pytest.raises(ValueError, match="tev, predraw, residual, greedy, chain, naive_ratio, rrs, block"):
         get_verifier("specinfer")
     assert set(SAMPLED_VERIFIERS) == {"rrs", "block"} and get_verifier("rrs") is SAMPLED_VERIFIERS["rrs"]
-    assert {name: get_rule(name).trees for name in ("tev", "rrs", "block", "naive_ratio")} == {
-        "tev": "any", "rrs": "sampled", "block": "sampled chain", "naive_ratio": "none"}
+    assert {name: set(get_rule(name).needs) for name in ("tev", "rrs", "block", "naive_ratio")} == {
+        "tev": set(), "rrs": {DRAWN}, "block": {DRAWN_CHAIN}, "naive_ratio": set()}
 
 
 @pytest.mark.parametrize("name", list(VERIFIERS))
@@ -173,7 +175,7 @@ def test_bench_summary_on_synthetic_trees():
     chains = []
     for seed in range(2):
         rows_ = torch.log_softmax(torch.randn(4, 30, generator=torch.Generator().manual_seed(seed)), -1)
-        tree = get_builder("sampled:1,1,1,1")(3, rows_, 16, 1.0, torch.Generator().manual_seed(seed))
+        tree = parse_builder("sampled:1,1,1,1")(3, rows_, 16, 1.0, torch.Generator().manual_seed(seed))
         chains.append(ScoredTree(16, "sampled:1,1,1,1", tree, torch.randn(tree.num_nodes, 30), forward_s=0.05))
     timings = time_decisions(chains, ["tev", "residual", "rrs", "block"], rounds=4, temperature=1.0, seed=0)
     sampled_rows = summarise(chains, timings, 1.0)
@@ -184,7 +186,8 @@ def test_bench_summary_on_synthetic_trees():
 
 def test_standing_says_which_rule_is_exact_for_which_target():
     """Optimal rules share X at every T; greedy joins them only at T = 0; at T = 0 the foil cannot be told apart."""
-    from tevcore.verify.laws import FOIL, OPTIMAL, OWN_LAW, T0_ONLY, law_name, standing
+    from tevcore.verify.laws import FOIL, OPTIMAL, OWN_LAW, T0_ONLY
+    from tevcore.verify.registry import law_name, standing
 
     tree, logits = random_case(4)
     for temperature in (0.0, 1.0):

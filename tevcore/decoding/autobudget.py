@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from tevcore.config import DecodeConfig
+from tevcore.config import DecodeConfig, parse_trim
 from tevcore.decoding.loop import rounds
 from tevcore.outputs import write_json
 from tevcore.engine.builders import best_first
@@ -29,7 +29,7 @@ from tevcore.target.loading import Target, cache_dir
 from tevcore.target.packed_linear import PACKED_FOR_ROWS, is_packed
 from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
-from tevcore.decoding.trim import best_prefix_size, flat_costs, interpolated_costs, parse_trim
+from tevcore.decoding.trim import best_prefix_size, flat_costs, interpolated_costs
 
 CURVE_SIZES = (0, 1, 2, 4, 8, 16, 32, 64)
 AUTO_BUDGETS = (1, 2, 4, 8, 16, 32, 64)  # what `--budget auto` chooses among

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import torch
 
-from tevcore.engine.builders import Builder, get_builder
+from tevcore.engine.builders import BuilderSpec
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.config import DecodeConfig
 from tevcore.proposer_protocol import Proposer
@@ -83,14 +83,14 @@ def _cut_at_stop(tokens: list[int], stops: set[int], room: int) -> tuple[list[in
     return tokens[:room], len(tokens) >= room
 
 
-def propose(proposer: Proposer, session: TargetSession, builder: str, budget: int, temperature: float,
+def propose(proposer: Proposer, session: TargetSession, builder: BuilderSpec, budget: int, temperature: float,
             generator: torch.Generator) -> torch.Tensor | DraftRows | DraftTree:
     """Per-depth rows for the builder, or the whole tree from a proposer whose rows depend on the path."""
     tree = proposer.propose_tree(session, builder, budget, temperature, generator)
     return proposer.propose(session) if tree is None else tree
 
 
-def build_tree(builder: Builder, root: int, proposal: torch.Tensor | DraftRows | DraftTree, budget: int,
+def build_tree(builder: BuilderSpec, root: int, proposal: torch.Tensor | DraftRows | DraftTree, budget: int,
                temperature: float, generator: torch.Generator) -> DraftTree:
     """The round's tree from what `propose` gave: a proposer that grows its own tree (a draft LM) gives it whole."""
     return proposal if isinstance(proposal, DraftTree) else builder(root, proposal, budget, temperature, generator)
@@ -102,17 +102,17 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
     if config.budget > 0 and proposer is None:
         raise ValueError("a budget > 0 needs a proposer")
     depth = proposer.depth if (proposer is not None and config.budget > 0) else 0
-    builder = get_builder(config.builder)
+    builder = config.builder
     if depth:
         builder.check_depth(depth)
-    if builder.sampled and config.tree_costs is not None:
-        raise ValueError(f"trimming cuts a tree to a prefix, which a sampled tree's draws do not survive: "
-                         f"use --trim off with builder {config.builder!r}")
+    if config.trimmed and config.tree_costs is None:
+        raise ValueError(f"trim {config.trim} needs its tree costs: resolve them on the target first "
+                         "(tevcore.decoding.autobudget.trim_costs)")
     verify = get_verifier(config.verifier)
     session, stops = _start(target, prompt, config, depth, proposer.hidden_layers if depth else ())
     generator = make_generator(config.seed, session.device)
     proposer_name = proposer.name if proposer is not None and depth else "none (autoregressive)"
-    trimming = config.tree_costs is not None
+    trimming = config.trimmed
     full = config.record == "full"
     gate = SkipGate(enabled=trimming)
     calibration = ForecastCalibration()
@@ -124,7 +124,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
         with timer.stage("draft"):
             evidence = bool(depth) and trimming and proposer.has_cheap_evidence(session)
             drafting = bool(depth) and gate.should_draft(evidence)
-            proposal = propose(proposer, session, config.builder, config.budget, config.temperature,
+            proposal = propose(proposer, session, builder, config.budget, config.temperature,
                                generator) if drafting else None
         with timer.stage("tree_build"):
             tree = build_tree(builder, root, proposal, config.budget, config.temperature, generator) if drafting \
@@ -150,7 +150,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
                 session.commit(list(verdict.path), int(verdict.bonus_token))
         with timer.stage("record"):
             record = RoundRecord(
-                index=index, proposer=proposer_name, builder=config.builder, budget=config.budget,
+                index=index, proposer=proposer_name, builder=builder.name, budget=config.budget,
                 temperature=config.temperature, context_length=context_length, tree=tree, flow=flow,
                 token_texts=[], missing_texts=[], verifier=config.verifier, path=list(verdict.path),
                 exit_node=int(verdict.exit_node), bonus_token=int(verdict.bonus_token), emitted_tokens=emitted,

@@ -18,16 +18,9 @@ stay exact.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import torch
-
-TRIM_HELP = ("per-round tree trimming: 'off' (score the whole drafted tree), 'auto' (score the prefix of the tree "
-             "with the most forecast tokens per forward cost, from the cost curve measured on this machine), or a "
-             "number X (every tree costs X plain steps: keep the whole tree when its forecast exceeds X, else a "
-             "plain step)")
-
 
 class ForecastCalibration:
     """Per decode: target path probability per unit of draft path probability over recently scored nodes.
@@ -62,19 +55,6 @@ def best_prefix_size(path_probs: torch.Tensor, costs: Sequence[float], scale: fl
     forecasts = [1.0] + (1.0 + scale * torch.cumsum(path_probs.double().flatten(), 0)).tolist()
     sizes = range(min(len(forecasts), len(costs)))
     return max(sizes, key=lambda k: (forecasts[k] / costs[k], -k))
-
-
-def parse_trim(text: str) -> str | float:
-    """'off', 'auto' or a flat cost: a finite number > 0."""
-    if text in ("off", "auto"):
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"trim must be 'off', 'auto' or a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"a flat trim cost must be a finite number > 0, got {text!r}")
-    return value
 
 
 def flat_costs(cost: float, budget: int) -> tuple[float, ...]:

@@ -4,7 +4,9 @@ A block drafter gives one distribution per depth (below a depth-1 token it
 was given, rows that know that token), so a prefix's draft score is the sum
 of its rows' log-probabilities. The best-first builder returns the top-B
 prefixes by that score (DDTree). The sampled builders (`sampled.py`) draw
-each node's children from the rows instead; `get_builder` parses every name.
+each node's children from the rows instead. Each kind of builder is one
+`BuilderFamily` entry; `parse_builder` turns a name into the `BuilderSpec`
+the rest of the package passes around.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import Callable
 import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
-from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled, parse_sampled
+from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
 from tevcore.engine.sampling import draw_proposals
 from tevcore.parsing import comma_list
-from tevcore.engine.tree import DraftTree
+from tevcore.engine.tree import DRAWN, DRAWN_CHAIN, DraftTree
 
 Rows = torch.Tensor | DraftRows
 
@@ -179,26 +181,125 @@ def tree_from_prefix_scores(tokens: list[int], parents: list[int], prefix_scores
     )
 
 
-BuilderFn = Callable[[int, Rows, int], DraftTree]
+Build = Callable[[int, Rows, "int | None", float, "torch.Generator | None"], DraftTree]
 
 
 @dataclass(frozen=True)
-class Builder:
-    """A parsed builder name: `builder(root, rows, budget, temperature, generator)` builds the round's tree.
+class BuilderFamily:
+    """One kind of builder, stated once: its name, what its counts mean, the traits of its trees, how it builds.
 
-    A fixed builder ignores the temperature and the generator; a sampled one
-    draws from the rows at that temperature with that generator.
+    Adding a family is one entry in `BUILDER_FAMILIES`; the parser, the help
+    texts, the pairing with rules (through `traits`) and the app's menu read it.
     """
 
-    name: str
-    build: Callable[[int, Rows, int | None, float, torch.Generator | None], DraftTree]
-    sampled: bool = False
-    depth: int | None = None  # drafter depths the shape needs (None: any)
-    sampled_chain: bool = False  # one draw per node: a sampled chain
+    kind: str  # the name before the colon: 'best_first', 'width', 'sampled', ...
+    help: str  # one line: what a tree of this family is
+    make: Callable[[tuple[int, ...]], Build]  # counts -> the function that builds one round's tree
+    counts: str | None = None  # how the counts after the colon are written, 'W1,W2,...' (None: it takes none)
+    counts_help: str = ""  # what they mean: 'nodes per depth'
+    example: str | None = None  # counts a menu opens with
+    traits: Callable[[tuple[int, ...]], frozenset[str]] = lambda counts: frozenset()  # noqa: E731
+    replace: bool | None = None  # draws with replacement (True), without (False); None: nothing is drawn
+    check_budget: Callable[[tuple[int, ...], int], None] | None = None  # refuse a shape the budget cannot hold
+    # for a proposer that grows a fixed tree itself (a draft LM): children per expanded node at each depth, from
+    # (counts, budget, proposer depth); and whether the tree is then the top-`budget` prefixes of what it expanded
+    expansion: Callable[[tuple[int, ...], int, int], list[int]] | None = None
+    keeps_best: bool = False
+
+    @property
+    def draws(self) -> bool:
+        """Whether its trees' children are drawn from the drafter's q (with or without replacement)."""
+        return self.replace is not None
+
+    @property
+    def pattern(self) -> str:
+        """How a name of this family is written: 'best_first', 'width:W1,W2,...'."""
+        return self.kind if self.counts is None else f"{self.kind}:{self.counts}"
+
+    def spec(self, counts: str | tuple[int, ...] = (), budget: int | None = None) -> BuilderSpec:
+        """This family's spec with `counts` (text like '4,2,1', or numbers), checked here."""
+        if self.counts is None:
+            if counts:
+                raise ValueError(f"builder {self.kind!r} takes no counts, got {counts!r}")
+            return BuilderSpec(self, ())
+        values = tuple(comma_list(counts, int, f"{self.counts_help} like '{self.kind}:{self.example}'")
+                       if isinstance(counts, str) else (int(c) for c in counts))
+        if not values or any(v < 1 for v in values):
+            raise ValueError(f"builder {self.kind}:{','.join(map(str, values))}: the {self.counts_help} must be "
+                             "positive integers")
+        if budget is not None and self.check_budget is not None:
+            self.check_budget(values, budget)
+        return BuilderSpec(self, values)
+
+
+@dataclass(frozen=True)
+class BuilderSpec:
+    """A parsed builder name, the value the loop, the proposers and the app pass around.
+
+    `spec(root, rows, budget, temperature, generator)` builds the round's
+    tree: a fixed builder ignores the temperature and the generator; a
+    sampled one draws from the rows at that temperature with that generator.
+    """
+
+    family: BuilderFamily
+    counts: tuple[int, ...] = ()  # widths of a fixed-width tree, draws per node of a sampled one
+
+    @property
+    def kind(self) -> str:
+        return self.family.kind
+
+    @property
+    def name(self) -> str:
+        """The name as typed ('sampled:3,2,1'): what records, tables and files keep."""
+        return self.kind + (":" + ",".join(map(str, self.counts)) if self.counts else "")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"BuilderSpec({self.name!r})"
+
+    @property
+    def traits(self) -> frozenset[str]:
+        """The `TREE_TRAITS` every tree of this spec has (what a rule may need of it)."""
+        return self.family.traits(self.counts)
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the children are drawn from the drafter's q (the tree records its draws)."""
+        return DRAWN in self.traits
+
+    @property
+    def replace(self) -> bool | None:
+        return self.family.replace
+
+    @property
+    def depth(self) -> int | None:
+        """Drafter depths the shape needs (None: any)."""
+        return len(self.counts) or None
+
+    @property
+    def shape(self) -> SampledShape:
+        """The draw mode and counts of a sampled spec (a ValueError for a fixed one)."""
+        if self.replace is None:
+            raise ValueError(f"builder {self.name!r} draws nothing: it has no sampled shape")
+        return SampledShape("iid" if self.replace else "wor", self.counts)
+
+    def expansion(self, budget: int, depth: int) -> list[int]:
+        """Children per expanded node at each depth when a proposer grows this fixed tree itself."""
+        if self.family.expansion is None:
+            raise ValueError(f"builder {self.name!r} draws its tree: it has no fixed expansion")
+        self.check_depth(depth)
+        return self.family.expansion(self.counts, check_budget(budget), depth)
+
+    @property
+    def keeps_best(self) -> bool:
+        """Whether the tree is the top-`budget` prefixes of the nodes expanded (best-first)."""
+        return self.family.keeps_best
 
     def __call__(self, root_token: int, depth_logq: Rows, budget: int | None, temperature: float = 1.0,
                  generator: torch.Generator | None = None) -> DraftTree:
-        return self.build(root_token, depth_logq, budget, temperature, generator)
+        return self.family.make(self.counts)(root_token, depth_logq, budget, temperature, generator)
 
     def check_depth(self, drafter_depth: int) -> None:
         """Refuse a shape deeper than the drafter's rows, before any work."""
@@ -207,55 +308,86 @@ class Builder:
                              f"{drafter_depth}")
 
 
-def _sampled_build(shape: SampledShape) -> Callable[[int, Rows, int | None, float, torch.Generator | None], DraftTree]:
-    def build(root: int, logq: Rows, budget: int | None, temperature: float,
-              generator: torch.Generator | None) -> DraftTree:
-        if generator is None:
-            raise ValueError("a sampled builder draws with the round's generator; none was given")
-        draw = lambda q, k, replace: draw_proposals(q, k, replace, generator)  # noqa: E731
-        return grow_sampled(root, depth_rows(_check_rows(logq), shape), shape,
-                            None if budget is None else check_budget(budget), temperature, draw)
+def _sampled_build(mode: str) -> Callable[[tuple[int, ...]], Build]:
+    def make(counts: tuple[int, ...]) -> Build:
+        shape = SampledShape(mode, counts)
 
-    return build
+        def build(root: int, logq: Rows, budget: int | None, temperature: float,
+                  generator: torch.Generator | None) -> DraftTree:
+            if generator is None:
+                raise ValueError("a sampled builder draws with the round's generator; none was given")
+            draw = lambda q, k, replace: draw_proposals(q, k, replace, generator)  # noqa: E731
+            return grow_sampled(root, depth_rows(_check_rows(logq), shape),
+                                shape, None if budget is None else check_budget(budget), temperature, draw)
+
+        return build
+
+    return make
 
 
-def get_builder(name: str, budget: int | None = None) -> Builder:
-    """Builder by name: 'best_first', 'chain', 'width:4,2,1' (fixed top-k per depth), 'sampled:3,2,1' or
-    'sampled-wor:3,2,1' (children drawn from q, with or without replacement): the one parser of builder names.
+def _drawn(counts: tuple[int, ...]) -> frozenset[str]:
+    """Children drawn from q; a chain drawn one draw per node when every count is 1."""
+    return frozenset({DRAWN, DRAWN_CHAIN} if all(c == 1 for c in counts) else {DRAWN})
 
-    With a budget, a fixed-width shape that cannot fit is refused here, before any work.
+
+BUILDER_FAMILIES: dict[str, BuilderFamily] = {family.kind: family for family in (
+    BuilderFamily("best_first", "the top-B prefixes by draft score, grown with a heap (DDTree)",
+                  lambda counts: lambda root, logq, budget, t, g: best_first(root, logq, budget),
+                  expansion=lambda counts, budget, depth: [budget] * min(depth, budget), keeps_best=True),
+    BuilderFamily("chain", "the top-1 path",
+                  lambda counts: lambda root, logq, budget, t, g: chain(root, logq, budget),
+                  expansion=lambda counts, budget, depth: [1] * min(depth, budget)),
+    BuilderFamily("width", "fixed widths: every node at depth d-1 gets the top W_d tokens",
+                  lambda counts: lambda root, logq, budget, t, g: fixed_width(root, logq, list(counts), budget),
+                  counts="W1,W2,...", counts_help="widths (nodes per depth)", example="4,2,2,1",
+                  check_budget=lambda counts, budget: _check_width_budget(list(counts), budget),
+                  expansion=lambda counts, budget, depth: list(counts)),
+    BuilderFamily("sampled", "children drawn i.i.d. from the drafter's q: K1 draws at the root, K2 at each "
+                  "depth-1 node, ... (equal draws share a node; all 1 is a sampled chain)",
+                  _sampled_build("iid"), counts="K1,K2,...", counts_help="draw counts (per node, at each depth)", example="3,2,1", traits=_drawn, replace=True),
+    BuilderFamily("sampled-wor", "children drawn from q without replacement, K1 at the root, K2 at each "
+                  "depth-1 node, ...", _sampled_build("wor"), counts="K1,K2,...",
+                  counts_help="draw counts (per node, at each depth)", example="3,2,1",
+                  traits=_drawn, replace=False),
+)}
+
+
+def builder_patterns() -> list[str]:
+    """How each family's names are written, for help texts and menus."""
+    return [family.pattern for family in BUILDER_FAMILIES.values()]
+
+
+def sampled_builder_help() -> str:
+    """The help of a flag that takes only builders whose trees are drawn."""
+    return "; ".join(f"{f.pattern} = {f.help}" for f in BUILDER_FAMILIES.values() if f.draws)
+
+
+def builder_help() -> str:
+    """The help of a builder flag, from the families."""
+    return "; ".join(f"{family.pattern} = {family.help}" for family in BUILDER_FAMILIES.values())
+
+
+def parse_builder(text: str, budget: int | None = None) -> BuilderSpec:
+    """The one parser of builder names: 'best_first', 'chain', 'width:4,2,1', 'sampled:3,2,1', ...
+
+    With a budget, a shape that cannot fit it is refused here, before any work.
     """
-    if name == "best_first":
-        return Builder(name, lambda root, logq, budget, temperature, generator: best_first(root, logq, budget))
-    if name == "chain":
-        return Builder(name, lambda root, logq, budget, temperature, generator: chain(root, logq, budget))
-    if name.startswith("width:"):
-        widths = comma_list(name.split(":", 1)[1], int, "widths like 'width:4,2,1'")
-        if any(w < 1 for w in widths):
-            raise ValueError(f"widths must be positive integers, got {name!r}")
-        _check_width_budget(widths, budget)
-        return Builder(name, lambda root, logq, budget, temperature, generator: fixed_width(root, logq, widths, budget),
-                       depth=len(widths))
-    shape = parse_sampled(name)
-    if shape is not None:
-        return Builder(name, _sampled_build(shape), sampled=True, depth=len(shape.widths),
-                       sampled_chain=all(w == 1 for w in shape.widths))
-    raise ValueError(f"unknown builder {name!r}; choose {', '.join(BUILDER_NAMES + SAMPLED_BUILDER_NAMES)}")
+    if isinstance(text, BuilderSpec):
+        raise TypeError("parse_builder takes a builder name; this is already a parsed spec")
+    kind, colon, counts = str(text).partition(":")
+    family = BUILDER_FAMILIES.get(kind)
+    if family is None or (colon and family.counts is None) or (not colon and family.counts is not None):
+        raise ValueError(f"unknown builder {text!r}; choose {', '.join(builder_patterns())}")
+    return family.spec(counts, budget)
 
 
-BUILDER_NAMES = ("best_first", "chain", "width:W1,W2,...")  # the fixed builders
-SAMPLED_BUILDER_NAMES = ("sampled:K1,K2,...", "sampled-wor:K1,K2,...")  # children drawn from the drafter's q
-
-
-def parse_builder_list(text: str) -> list[str]:
-    """Builder names of a comma-separated flag, where a shape's own counts also use commas:
-    'best_first,sampled:3,2,1,chain' -> ['best_first', 'sampled:3,2,1', 'chain']. Each name is checked."""
+def parse_builder_list(text: str) -> list[BuilderSpec]:
+    """Builders of a comma-separated flag, where a shape's own counts also use commas:
+    'best_first,sampled:3,2,1,chain' -> best_first, sampled:3,2,1, chain. Each name is checked."""
     names: list[str] = []
     for item in comma_list(text, str, "builder names"):
         if item.isdigit() and names and ":" in names[-1]:
             names[-1] += "," + item
         else:
             names.append(item)
-    for name in names:
-        get_builder(name)
-    return names
+    return [parse_builder(name) for name in names]

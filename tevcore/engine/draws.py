@@ -18,6 +18,7 @@ import torch
 
 DRAW_MODES = ("iid", "wor")
 SLACK = 1e-6  # float rounding a written probability may carry past [0, 1]
+Q_AGREEMENT = 1e-4  # relative gap allowed between a draw's q and exp of its node's float32 draft log-prob
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,13 @@ class DrawRecord:
         if (self.rows is None) != (self.row_of is None):
             raise ValueError("draws need both the proposal rows and the row of each node, or neither")
 
-    def check_tree(self, parents: torch.Tensor) -> None:
-        """Every draw lands on a child of the node it was drawn at; every non-root node was drawn."""
+    def check_tree(self, parents: torch.Tensor, draft_logp: torch.Tensor) -> None:
+        """Every draw lands on a child of the node it was drawn at; every non-root node was drawn; a drawn token
+        had q > 0 (a token of probability zero is never drawn), and q agrees with the draft log-prob the tree
+        keeps for the node it landed on (both are the proposal at the round's temperature)."""
         n = parents.numel()
+        if bool((self.q <= 0).any()):
+            raise ValueError("a drawn token has q = 0: a draw from q never lands on a token q gives no mass")
         if self.children.numel() and (int(self.children.min()) < 1 or int(self.children.max()) >= n):
             raise ValueError(f"draws land on nodes outside the tree's 1..{n - 1}")
         if bool((parents[self.children] != self.parents).any()):
@@ -67,6 +72,11 @@ class DrawRecord:
             raise ValueError("every non-root node of a sampled tree must come from a draw")
         if self.mode == "wor" and torch.unique(self.children).numel() != self.children.numel():
             raise ValueError("draws without replacement cannot land on one node twice")
+        kept = draft_logp.double()[self.children].exp()
+        if bool(((kept - self.q).abs() > Q_AGREEMENT * self.q).any()):
+            at = int(((kept - self.q).abs() > Q_AGREEMENT * self.q).nonzero()[0])
+            raise ValueError(f"draw {at} has q = {float(self.q[at]):.6g} but its node {int(self.children[at])} "
+                             f"keeps the draft probability {float(kept[at]):.6g}: the draws and the tree disagree")
         if self.row_of is not None and tuple(self.row_of.shape) != (n,):
             raise ValueError(f"row_of must have one entry per node ({n})")
 

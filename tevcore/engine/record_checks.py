@@ -2,8 +2,11 @@
 
 A trace is plain JSON anyone can edit, so `read_trace` checks every round in
 full: the flow's shapes match the tree, its probabilities are finite and lie
-in [0, 1], the accepted path is a root-to-exit chain of the tree and the bonus
-is a token id that is not a child of the exit. A record that passes can be
+in [0, 1], the accepted path is a root-to-exit chain of the tree, the bonus
+is a token id and a sampled tree's draws agree with it (`DrawRecord`). What
+depends on the rule that verified the round (may it run on this tree, may
+its bonus be a child of the exit) is the rule registry's to say: `read_trace`
+takes its check (`tevcore.verify.trace_checks`). A record that passes can be
 drawn and replayed without a model.
 """
 
@@ -75,7 +78,7 @@ def check_texts(tree: DraftTree, flow: TargetFlow, token_texts: Any, missing_tex
 
 
 def check_verdict(tree: DraftTree, data: dict[str, Any]) -> None:
-    """The path is a root-to-exit chain of the tree, the bonus a token id not among the exit's children."""
+    """The path is a root-to-exit chain of the tree ending at the exit node, the bonus a token id."""
     path, exit_node, bonus = data.get("path"), data.get("exit_node"), data.get("bonus_token")
     emitted = data.get("emitted_tokens")
     if not isinstance(emitted, list) or not all(_is_int(t) and 0 <= t <= MAX_TOKEN_ID for t in emitted):
@@ -93,9 +96,6 @@ def check_verdict(tree: DraftTree, data: dict[str, Any]) -> None:
         raise ValueError(f"exit_node {exit_node!r} must be the last node of the path ({path[-1]})")
     if not _is_int(bonus) or not 0 <= bonus <= MAX_TOKEN_ID:
         raise ValueError(f"bonus_token must be a token id, got {bonus!r}")
-    children = tree.tokens[1:][tree.parents[1:] == exit_node].tolist()
-    if bonus in children and data.get("verifier") != "block":  # block's residual may hold the next chain token
-        raise ValueError(f"bonus_token {bonus} is a child of the exit node {exit_node}: it would have been accepted")
 
 
 def check_timings(timings: Any, stages: tuple[str, ...]) -> None:

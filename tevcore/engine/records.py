@@ -12,7 +12,7 @@ import gzip
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from tevcore.engine.flow import TargetFlow
 from tevcore.engine.record_checks import (check_counts, check_flow, check_order, check_texts, check_timings,
@@ -165,13 +165,17 @@ def _bounded_lines(path: Path, name: str, max_text_bytes: int) -> list[str]:
     return lines
 
 
-def read_trace(path: str | Path, name: str | None = None, max_text_bytes: int = TRACE_TEXT_LIMIT) -> Trace:
+def read_trace(path: str | Path, name: str | None = None,
+               check_round: Callable[[RoundRecord], None] | None = None,
+               max_text_bytes: int = TRACE_TEXT_LIMIT) -> Trace:
     """Read a trace; any corrupt, foreign, wrong-version or over-long file raises a clear ValueError.
 
     Errors name the file as `name` (default: the path), so a caller reading an
-    upload from a temporary file can name the upload instead. At most
-    `max_text_bytes` of (decompressed) text are read, so a small compressed
-    upload cannot fill the reader's memory.
+    upload from a temporary file can name the upload instead. `check_round`
+    (the rule registry's `verify.trace_checks.check_round`, which the layers
+    keep out of this module) checks each round against the rule that
+    verified it. At most `max_text_bytes` of (decompressed) text are read, so
+    a small compressed upload cannot fill the reader's memory.
     """
     path = Path(path)
     name = name or str(path)
@@ -201,6 +205,8 @@ def read_trace(path: str | Path, name: str | None = None, max_text_bytes: int = 
             if isinstance(data, dict) and "schema" in data:
                 raise ValueError(f"{where}: a second trace header (two traces joined into one file?)")
             record = RoundRecord.from_dict(data)
+            if check_round is not None:
+                check_round(record)
             check_order(rounds[-1].index if rounds else None, record.index)
             rounds.append(record)
         except RecursionError:

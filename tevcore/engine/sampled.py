@@ -30,10 +30,7 @@ from tevcore.engine.draft_rows import DraftRows
 from tevcore.engine.draws import DrawRecord
 from tevcore.engine.sampling import probs
 from tevcore.engine.tree import DraftTree, path_of
-from tevcore.parsing import comma_list
 
-SAMPLED_PREFIXES = {"sampled": "iid", "sampled-wor": "wor"}
-SAMPLED_BUILDER_NAMES = ("sampled:K1,K2,...", "sampled-wor:K1,K2,...")
 
 # draw(q, k, replace) -> k drawn token ids from the (V,) probability row q
 DrawFn = Callable[[torch.Tensor, int, bool], list[int]]
@@ -49,17 +46,6 @@ class SampledShape:
 
     mode: str
     widths: tuple[int, ...]
-
-
-def parse_sampled(name: str) -> SampledShape | None:
-    """The shape of a 'sampled:...' or 'sampled-wor:...' builder name; None for any other name."""
-    prefix, _, spec = name.partition(":")
-    if prefix not in SAMPLED_PREFIXES or not _:
-        return None
-    widths = comma_list(spec, int, f"draw counts like '{prefix}:3,2,1'")
-    if any(w < 1 for w in widths):
-        raise ValueError(f"{name!r}: every draw count must be a positive integer")
-    return SampledShape(SAMPLED_PREFIXES[prefix], tuple(widths))
 
 
 def check_levels(shape: SampledShape, depth: int) -> None:

@@ -20,6 +20,13 @@ from tevcore.engine.draws import DrawRecord
 
 MAX_TOKEN_ID = 2**31 - 1  # no vocabulary is larger; the target's own size is checked where the tree meets its logits
 
+# What a tree guarantees beyond being a token tree: the facts a verification rule may need of it. A builder states
+# the traits every tree it builds has (`BuilderSpec.traits`); a realised tree shows its own (`DraftTree.traits`).
+DRAWN = "drawn"  # every child was drawn from a proposal the tree records (its `DrawRecord`)
+DRAWN_CHAIN = "drawn chain"  # drawn, and no node drew more than once: a sampled chain
+TREE_TRAITS = {DRAWN: "drawn from the drafter's q with its draws recorded",
+               DRAWN_CHAIN: "a chain drawn one draw per node"}
+
 
 @dataclass(frozen=True)
 class DraftTree:
@@ -41,7 +48,17 @@ class DraftTree:
         object.__setattr__(self, "draft_logp", draft_logp)
         object.__setattr__(self, "depths", _validated_depths(tokens, parents, draft_logp, self.budget))
         if self.draws is not None:
-            self.draws.check_tree(parents)
+            self.draws.check_tree(parents, draft_logp)
+
+    @property
+    def traits(self) -> frozenset[str]:
+        """The `TREE_TRAITS` this tree has: a root-only tree has them all (nothing was drawn, nothing to divide)."""
+        if self.size == 0:
+            return frozenset(TREE_TRAITS)
+        if self.draws is None:
+            return frozenset()
+        once = not bool(torch.bincount(self.draws.parents, minlength=self.num_nodes).gt(1).any())
+        return frozenset({DRAWN, DRAWN_CHAIN} if once else {DRAWN})
 
     @property
     def sampled(self) -> bool:

@@ -29,13 +29,13 @@ from statistics import mean, median, stdev
 import torch
 from tqdm import tqdm
 
-from tevcore.config import DecodeConfig
-from tevcore.engine.builders import get_builder, parse_builder_list
+from tevcore.config import TRIM_HELP, DecodeConfig
+from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec, builder_help, parse_builder_list
 from tevcore.lab.datasets import fitting, load_prompts
 from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids, reserved_positions
-from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
+from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, proposer_options
 from tevcore.proposers.base import HFAssistant
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
 from tevcore.parsing import comma_list
@@ -45,8 +45,7 @@ from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.results import ResultRecord, RunMeta, write_result
 from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
 from tevcore.timing import seconds_of
-from tevcore.decoding.trim import TRIM_HELP, parse_trim
-from tevcore.verify.verifiers import get_rule, rules_for
+from tevcore.verify.registry import get_rule, rules_for
 
 PROMPT_LOOKUP_TOKENS = 10
 
@@ -58,7 +57,7 @@ class MethodStats:
     method: str
     budget: int | None = None
     verifier: str | None = None
-    builder: str | None = None
+    builder: BuilderSpec | None = None
     tokens_per_s: list[float] = field(default_factory=list)
     ratio_to_ar: list[float] = field(default_factory=list)
     block_lengths: list[float] = field(default_factory=list)  # per round, pooled
@@ -111,7 +110,7 @@ class MethodStats:
         gap, gap_se = self.length_gap()
         return {
             "dataset": dataset, "temperature": temperature, "method": self.method, "budget": self.budget,
-            "verifier": self.verifier, "builder": self.builder, "prompts": len(self.tokens_per_s),
+            "verifier": self.verifier, "builder": self.builder and self.builder.name, "prompts": len(self.tokens_per_s),
             "tokens_per_s": median(self.tokens_per_s) if self.tokens_per_s else None,
             "speedup": median(self.ratio_to_ar) if self.ratio_to_ar else None,
             "mean_block_length": mean(self.block_lengths) if self.block_lengths else None,
@@ -157,19 +156,21 @@ def draw_seed(seed: int, *cell: object) -> int:
 def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
               temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
               peers: bool = True, trims: dict[str, dict[int, tuple[float, ...] | None]] | None = None,
-              builders: list[str] | None = None, rows: list[dict] | None = None) -> list[dict]:
+              builders: list[BuilderSpec] | None = None, rows: list[dict] | None = None) -> list[dict]:
     """Measure every method on every prompt, interleaved; return one row per configuration.
 
     `trims` maps a `--trim` spec to each budget's `DecodeConfig.tree_costs`
     (default: 'off' alone, no trimming); every spec is its own configuration.
-    `builders` (default best-first) pair with every verifier that is exact on
-    their trees (`valid_pairs`). The rows of each (set, temperature) are
+    `builders` (default best-first) pair with every verifier the registry lets
+    run on their trees (`valid_pairs`); a pair the config refuses (a trimmed
+    sampled tree) is refused here, before any decode. The rows of each (set, temperature) are
     appended to `rows` as soon as its prompts are done, so a caller keeps them
     when the run is cut short. Under torchrun each rank measures its share of
     the prompts and every rank returns the rows of all of them.
     """
     trims = trims or {"off": {}}
-    pairs = valid_pairs(builders or ["best_first"], verifiers)
+    pairs = valid_pairs(builders or [BUILDER_FAMILIES["best_first"].spec()], verifiers)
+    check_configs(pairs, budgets, list(trims))
     rows = [] if rows is None else rows
     for dataset in datasets:
         room = reserved_positions(max_new_tokens, proposer.depth)
@@ -180,8 +181,6 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
             for budget in budgets:
                 for builder, verifier in pairs:
                     for trim, costs in trims.items():
-                        if trim != "off" and get_builder(builder).sampled:
-                            continue  # trimming cuts a tree to a prefix; a sampled tree's draws do not survive it
                         stats[("spec", budget, builder, verifier, trim)] = MethodStats(
                             "ours speculative", budget, verifier, builder, trim=trim, tree_costs=costs.get(budget))
             if peers:
@@ -206,7 +205,8 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                     if kind == "spec":
                         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature,
                                               budget=entry.budget, builder=entry.builder, verifier=entry.verifier,
-                                              seed=cell_seed, tree_costs=entry.tree_costs, record="lean")
+                                              seed=cell_seed, trim=entry.trim, tree_costs=entry.tree_costs,
+                                              record="lean")
                         result = generate(target, proposer, ids, config)
                         speed = len(result.tokens) / result.seconds
                         entry.wall_seconds += result.seconds
@@ -234,18 +234,24 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
     return rows
 
 
-def valid_pairs(builders: list[str], verifiers: list[str]) -> list[tuple[str, str]]:
-    """Every (builder, verifier) whose rule is exact on the builder's trees (the foil runs on fixed trees only)."""
-    pairs = []
+def valid_pairs(builders: list[BuilderSpec], verifiers: list[str]) -> list[tuple[BuilderSpec, str]]:
+    """Every (builder, verifier) the registry lets run together (`rules_for`), in the order given."""
     for verifier in verifiers:
         get_rule(verifier)  # an unknown name is refused, not skipped
-    for builder in builders:
-        valid, sampled = rules_for(builder), get_builder(builder).sampled
-        pairs.extend((builder, verifier) for verifier in verifiers
-                     if verifier in valid and not (verifier == "naive_ratio" and sampled))
+    pairs = [(builder, verifier) for builder in builders for verifier in verifiers if verifier in rules_for(builder)]
     if not pairs:
-        raise ValueError(f"no verifier of {', '.join(verifiers)} is exact on the trees of {', '.join(builders)}")
+        raise ValueError(f"no verifier of {', '.join(verifiers)} runs on the trees of "
+                         f"{', '.join(b.name for b in builders)}")
     return pairs
+
+
+def check_configs(pairs: list[tuple[BuilderSpec, str]], budgets: list[int], trims: list[str]) -> None:
+    """Every configuration the run would decode, built once: what the config refuses (a trim of a sampled tree)
+    is refused in its one line before any model work, as `round` refuses it."""
+    for budget in budgets:
+        for builder, verifier in pairs:
+            for trim in trims:
+                DecodeConfig(budget=budget, builder=builder, verifier=verifier, trim=trim)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -258,18 +264,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budgets", default="4,8,16", help="comma-separated node budgets, or 'auto'")
     parser.add_argument("--budget", dest="budgets", help="alias of --budgets (e.g. --budget auto)")
     parser.add_argument("--verifiers", default="tev,residual",
-                        help="comma-separated verifiers; each runs with every --builders entry it is exact on")
+                        help="comma-separated verifiers; each runs with every --builders entry the rule registry "
+                             "lets it run on")
     parser.add_argument("--builders", default="best_first",
                         help="comma-separated builders at the same budget, e.g. best_first,sampled:4,2,1,"
-                             "sampled:1,1,1,1,chain (fixed and sampled trees side by side)")
+                             "sampled:1,1,1,1,chain (fixed and sampled trees side by side): " + builder_help())
     parser.add_argument("--trim", default="off", help=TRIM_HELP + "; comma-separated specs are measured side by side")
     parser.add_argument("--refresh-curve", action="store_true",
                         help="measure this machine's forward-cost curve again instead of reading the cached one "
                              "(it drifts with load; --trim auto and --budget auto use it)")
-    parser.add_argument("--proposer", default="default",
-                        help=proposer_specs() + " (a proposer that offers an HF assistant, as a draft LM and "
-                             "DFlash do, also runs transformers' own assisted decoding with it as a peer)")
-    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
+    add_proposer_arguments(parser, spec_help=" (a proposer that offers an HF assistant, as a draft LM and DFlash "
+                                             "do, also runs transformers' own assisted decoding with it as a peer)")
     parser.add_argument("--seed", type=seed_value, default=DecodeConfig.default("seed"), help=DecodeConfig.help()["seed"])
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
     parser.add_argument("--threads", type=thread_count, default=None, help="torch threads (default: torch's choice)")
@@ -280,15 +285,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tevcore.decoding.autobudget import AUTO_BUDGETS, BudgetChoice, choose_budget, curve_sizes, forward_cost_curve, trim_costs
 
-    drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
+    options = proposer_options(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     temperatures = comma_list(args.temperatures, float, "temperatures")
     for t in temperatures:
         DecodeConfig(temperature=t)  # validate before loading anything
     trim_specs = comma_list(args.trim, str, "trim specs")
-    for spec in trim_specs:
-        parse_trim(spec)
     if args.budgets == "auto" and len(trim_specs) != 1:
         raise ValueError("--budget auto chooses for one --trim spec; give one")
     datasets = comma_list(args.dataset, str, "prompt sets")
@@ -297,12 +300,15 @@ def run(args: argparse.Namespace) -> int:
     verifiers = comma_list(args.verifiers, str, "verifiers")
     builders = parse_builder_list(args.builders)
     pairs = valid_pairs(builders, verifiers)
+    # every configuration before the model loads ('auto' chooses among AUTO_BUDGETS: checked at the largest)
+    check_configs(pairs, [max(AUTO_BUDGETS)] if args.budgets == "auto" else comma_list(args.budgets, int, "budgets"),
+                  trim_specs)
     target = target_from_args(args, device=device_for_rank(args.device))
     # taken now: the code that runs, even if the checkout moves on during a long bench
     meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
-    proposer = resolve_proposer(args.proposer, target, drafter_dtype)
+    proposer = proposer_from_args(args, target, options)
     for builder, _ in pairs:
-        get_builder(builder).check_depth(proposer.depth)  # a shape deeper than the drafter, before any prompt
+        builder.check_depth(proposer.depth)  # a shape deeper than the drafter, before any prompt
     if args.refresh_curve and is_first():
         wanted = AUTO_BUDGETS if args.budgets == "auto" else comma_list(args.budgets, int, "budgets")
         forward_cost_curve(target, sizes=curve_sizes(wanted), refresh=True)
@@ -318,14 +324,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         plan = [(temperatures, comma_list(args.budgets, int, "budgets"))]
     for _, budgets in plan:
-        for b in budgets:
-            for builder, v in pairs:
-                DecodeConfig(budget=b, builder=builder, verifier=v)
+        check_configs(pairs, budgets, trim_specs)
     all_budgets = sorted({b for _, budgets in plan for b in budgets})
     trims = from_first({spec: trim_costs(target, all_budgets, spec) for spec in trim_specs} if is_first() else None)
-    for costs in trims.values():
+    for spec, costs in trims.items():
         for b, tree_costs in costs.items():
-            DecodeConfig(budget=b, tree_costs=tree_costs)
+            DecodeConfig(budget=b, trim=spec, tree_costs=tree_costs)
     rows: list[dict] = []
     try:
         for temps, budgets in plan:

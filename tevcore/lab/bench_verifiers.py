@@ -28,7 +28,7 @@ import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.target.walker import walk
-from tevcore.engine.builders import get_builder, parse_builder_list
+from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec, parse_builder_list
 from tevcore.lab.bench import valid_pairs
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
@@ -41,7 +41,8 @@ from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
 from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
 from tevcore.timing import seconds_of
-from tevcore.verify.verifiers import ALL_VERIFIERS, get_verifier, verifier_label
+from tevcore.verify.registry import RULES, verifier_label
+from tevcore.verify.verifiers import get_verifier
 
 MODES = ("given_flow", "including_flow")  # the flow handed in (as in decoding), or computed by the verifier
 DEFAULT_BUILDERS = "best_first,sampled:4,2,2,1,1,1,1,1,sampled:1,1,1,1,1,1,1,1"
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed decisions per verifier and budget")
     parser.add_argument("--temperature", type=float, default=SAMPLING_TEMPERATURE,
                         help="sampling temperature of the decisions")
-    parser.add_argument("--verifiers", default=",".join(ALL_VERIFIERS),
+    parser.add_argument("--verifiers", default=",".join(RULES),
                         help="comma-separated verifier names; each is timed on the builders' trees it is exact on")
     parser.add_argument("--builders", default=DEFAULT_BUILDERS,
                         help="comma-separated builders of the timed trees (sampled ones draw at --temperature)")
@@ -95,12 +96,12 @@ def timed_score(session: TargetSession, tree: DraftTree, repeats: int = 3,
 
 
 def collect_trees(target: Target, prompts: list[str], budgets: list[int], positions: int, depth: int,
-                  builders: tuple[str, ...] = ("best_first",), temperature: float = SAMPLING_TEMPERATURE,
-                  seed: int = 0) -> dict[tuple[int, str], list[ScoredTree]]:
-    """Scored trees per (budget, builder) at the first `positions` positions of each prompt's greedy walk."""
+                  builders: tuple[BuilderSpec, ...] = (BUILDER_FAMILIES["best_first"].spec(),),
+                  temperature: float = SAMPLING_TEMPERATURE, seed: int = 0) -> dict[tuple[int, str], list[ScoredTree]]:
+    """Scored trees per (budget, builder name) at the first `positions` positions of each prompt's greedy walk."""
     proposer = GreedyRolloutProposer(depth=depth)
-    trees: dict[tuple[int, str], list[ScoredTree]] = {(b, name): [] for b in budgets for name in builders}
-    made = {name: get_builder(name) for name in builders}
+    trees: dict[tuple[int, str], list[ScoredTree]] = {(b, spec.name): [] for b in budgets for spec in builders}
+    made = {spec.name: spec for spec in builders}
     generator = make_generator(seed)
 
     def measure(session: TargetSession) -> torch.Tensor:
@@ -231,14 +232,15 @@ def run(args: argparse.Namespace) -> int:
         for builder in builders:
             timed = [name for made, name in pairs if made == builder]
             if timed:
-                timings = time_decisions(trees[(budget, builder)], timed, args.rounds, args.temperature, args.seed)
-                rows.extend(summarise(trees[(budget, builder)], timings, args.temperature))
+                scored = trees[(budget, builder.name)]
+                rows.extend(summarise(scored, time_decisions(scored, timed, args.rounds, args.temperature, args.seed),
+                                      args.temperature))
     print(format_table(rows))
     met = goals(rows)
     print(json.dumps(met))
     settings = {"model": target.name, "budgets": budgets, "rounds": args.rounds, "temperature": args.temperature,
                 "prompts": args.prompts, "positions": args.positions,
-                "proposer": GreedyRolloutProposer(args.depth).name, "builders": builders}
+                "proposer": GreedyRolloutProposer(args.depth).name, "builders": [b.name for b in builders]}
     write_result(args.out, ResultRecord("bench-verifiers", meta, rows, settings=settings, summary={"goals": met}),
                  force=args.force)
     return 0

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import torch
 
 from tevcore.decoding.loop import build_tree, propose
-from tevcore.engine.builders import Builder, get_builder
+from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, probs
 from tevcore.engine.tree import DraftTree
@@ -34,7 +34,7 @@ class SampledRounds:
     and the fixed best-first tree of the same drafter at the same context and size (`matched_budget`), scored (the
     other school)."""
 
-    builder: str
+    builder: BuilderSpec
     temperature: float
     rounds: list[tuple[DraftTree, torch.Tensor]]
     best_first: tuple[DraftTree, torch.Tensor]
@@ -62,15 +62,14 @@ class SampledRounds:
         return probs(self.rounds[0][1][0].double(), self.temperature)
 
 
-def sampled_builder(builder: str, budget: int | None, rounds: int) -> Builder:
-    """The parsed sampled builder for `rounds` draws; a fixed builder or a round count below 1 is refused."""
-    made = get_builder(builder, budget)
-    if not made.sampled:
-        raise ValueError(f"builder {builder!r} builds fixed trees; these rounds draw sampled trees: use "
-                         "sampled:K1,K2,... or sampled-wor:K1,K2,...")
+def check_sampled(builder: BuilderSpec, rounds: int) -> None:
+    """Refuse a builder whose trees are not drawn (every draw would give the same tree) or a round count below 1."""
+    if not builder.sampled:
+        drawn = [f.pattern for f in BUILDER_FAMILIES.values() if f.draws]
+        raise ValueError(f"builder {builder.name!r} builds fixed trees; these rounds draw sampled trees: use "
+                         f"{' or '.join(drawn)}")
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
-    return made
 
 
 def matched_budget(drawn: Sequence[tuple[DraftTree, torch.Tensor]], budget: int) -> int:
@@ -79,22 +78,22 @@ def matched_budget(drawn: Sequence[tuple[DraftTree, torch.Tensor]], budget: int)
     return max(1, min(budget, max(tree.size for tree, _ in drawn)))
 
 
-def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: str, budget: int,
+def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: BuilderSpec, budget: int,
                       temperature: float, rounds: int, seed: int,
                       progress: Callable[[int, int], None] | None = None) -> SampledRounds:
     """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) from `proposer` after `context`
     (prompt and committed tokens; its last token is the root), each scored by `target` in one tree forward. One
     generator (from `seed`) draws every tree; `progress(done, total)` is called after each tree."""
-    made = sampled_builder(builder, budget, rounds)
-    made.check_depth(proposer.depth)
+    check_sampled(builder, rounds)
+    builder.check_depth(proposer.depth)
     if budget < 1:
         raise ValueError(f"budget must be at least 1 node, got {budget}")
     session = TargetSession(target, hidden_layers=proposer.hidden_layers)
     session.prefill(list(context), reserve=proposer.depth + 1)
     generator = make_generator(seed, session.device)
 
-    def scored(tree_builder: Builder, nodes: int = budget) -> tuple[DraftTree, torch.Tensor]:
-        proposal = propose(proposer, session, tree_builder.name, nodes, temperature, generator)
+    def scored(tree_builder: BuilderSpec, nodes: int = budget) -> tuple[DraftTree, torch.Tensor]:
+        proposal = propose(proposer, session, tree_builder, nodes, temperature, generator)
         tree = build_tree(tree_builder, session.root_token, proposal, nodes, temperature, generator)
         logits = session.score_tree(tree).logits.cpu()
         session.rollback()
@@ -102,8 +101,8 @@ def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int]
 
     drawn = []
     for done in range(1, rounds + 1):
-        drawn.append(scored(made))
+        drawn.append(scored(builder))
         if progress is not None:
             progress(done, rounds)
-    return SampledRounds(made.name, float(temperature), drawn,
-                         scored(get_builder("best_first"), matched_budget(drawn, budget)))
+    return SampledRounds(builder, float(temperature), drawn,
+                         scored(BUILDER_FAMILIES["best_first"].spec(), matched_budget(drawn, budget)))

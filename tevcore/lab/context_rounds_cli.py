@@ -10,7 +10,7 @@ prompt, or where `--at-round K` rounds of the decoding loop left it.
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, replace
+from dataclasses import replace
 from itertools import islice
 
 import torch
@@ -20,13 +20,13 @@ from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.engine.records import round_context
 from tevcore.flags import (add_target_arguments, count_at_least_one, prompt_text, seed_value, target_from_args,
                            thread_count)
-from tevcore.lab.context_rounds import rounds_at_context, sampled_builder
+from tevcore.lab.context_rounds import check_sampled, rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
 from tevcore.parsing import comma_list
-from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, proposer_specs, resolve_proposer
-from tevcore.verify.laws import standing
-from tevcore.verify.verifiers import check_pairing, rules_for
+from tevcore.engine.builders import BuilderSpec, parse_builder, sampled_builder_help
+from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, proposer_options
+from tevcore.verify.registry import check_pairing, rules_for, standing
 
 DEFAULT_BUILDER = "sampled:2,1,1,1"
 
@@ -38,10 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--at-round", type=int, default=0,
                         help="decode this many rounds first (best_first + tev at --budget, --temperature, --seed) "
                              "and draw at the context they leave; 0 = the prompt's own context")
-    parser.add_argument("--proposer", default="default", help=proposer_specs())
-    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
-    parser.add_argument("--builder", default=DEFAULT_BUILDER,
-                        help="sampled:K1,K2,... (i.i.d. draws) or sampled-wor:K1,K2,... (without replacement)")
+    add_proposer_arguments(parser)
+    parser.add_argument("--builder", default=DEFAULT_BUILDER, help="a builder whose trees are drawn: " + sampled_builder_help())
     parser.add_argument("--budget", type=count_at_least_one, default=16, help="node budget of every tree")
     parser.add_argument("--temperature", type=float, default=1.0, help="the trees' draws and the target's rows")
     parser.add_argument("--rounds", type=count_at_least_one, default=200, help="fresh trees to draw")
@@ -53,16 +51,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
 
 
-def _rules(args: argparse.Namespace) -> list[str]:
-    names = rules_for(args.builder) if args.verifiers is None else comma_list(args.verifiers, str, "verifiers")
+def _rules(args: argparse.Namespace, builder: BuilderSpec) -> list[str]:
+    names = rules_for(builder) if args.verifiers is None else comma_list(args.verifiers, str, "verifiers")
     for name in names:
-        check_pairing(name, args.builder)
+        check_pairing(name, builder)
     return names
 
 
 def run(args: argparse.Namespace) -> int:
-    sampled_builder(args.builder, args.budget, args.rounds)
-    names = _rules(args)
+    builder = parse_builder(args.builder, args.budget)
+    check_sampled(builder, args.rounds)
+    names = _rules(args, builder)
+    options = proposer_options(args)
     if args.at_round < 0:
         raise ValueError(f"--at-round must be 0 or more, got {args.at_round}")
     config = DecodeConfig(temperature=args.temperature, budget=args.budget, builder="best_first", verifier="tev",
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     target = target_from_args(args)
     meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
-    proposer = resolve_proposer(args.proposer, target, parse_drafter_dtype(args.drafter_dtype))
+    proposer = proposer_from_args(args, target, options)
     config = replace(config, max_new_tokens=max(1, args.at_round * (proposer.depth + 1)))  # room for every round
     ids = prompt_ids(target, args.prompt, chat=config.chat)
     _check_room(args.at_round, len(ids), reserved_positions(config.max_new_tokens, proposer.depth), proposer.depth,
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if len(earlier) < args.at_round:
         raise ValueError(f"--at-round {args.at_round}: the decode ended after {len(earlier)} rounds")
     context = round_context(ids, earlier, args.at_round)
-    drawn = rounds_at_context(target, proposer, context, args.builder, args.budget, args.temperature, args.rounds,
+    drawn = rounds_at_context(target, proposer, context, builder, args.budget, args.temperature, args.rounds,
                               args.seed)
     found = verify_rounds(names, drawn.rounds, args.temperature, args.seed)
     rows = [{"verifier": name, "standing": standing(name, args.temperature), **result.summary(drawn.context_probs)}
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         settings = {"model": target.name, "proposer": proposer.name, "prompt": args.prompt, "at_round": args.at_round,
                     "context_length": len(context), "builder": args.builder, "budget": args.budget,
                     "temperature": args.temperature, "rounds": args.rounds,
-                    "decode_config": {k: v for k, v in asdict(config).items() if k != "stop_tokens"}}
+                    "decode_config": {k: v for k, v in config.to_dict().items() if k != "stop_tokens"}}
         summary = {"best_first_size": drawn.best_first[0].size, "best_first_length": drawn.best_first_length,
                    "sampled_mean_size": drawn.sizes()[0]}
         write_result(args.out, ResultRecord("rounds-at-context", meta, rows, settings=settings, summary=summary),

@@ -7,7 +7,8 @@ greedy rollout stand-in (base.py) all sit behind the small `Proposer`
 interface in base.py. Each is a drafter kind (kind.py) listed once in
 registry.py, whose `resolve_proposer` is the one parser of proposer specs;
 the trainable kinds (block_training.py, dflash_training.py) also tell the one
-training loop how to train them.
+training loop how to train them. flags.py declares the proposer flags once
+for every command that loads a proposer.
 """
 
 import torch

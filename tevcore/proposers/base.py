@@ -16,6 +16,7 @@ import torch
 
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
+from tevcore.engine.builders import BuilderSpec
 from tevcore.engine.tree import DraftTree
 from tevcore.proposer_protocol import RowMix
 from tevcore.target.session import TargetSession
@@ -42,7 +43,7 @@ class ProposerBase:
     def has_cheap_evidence(self, session: TargetSession) -> bool:
         return False
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+    def propose_tree(self, session: TargetSession, builder: BuilderSpec, budget: int, temperature: float,
                      generator: torch.Generator, mix: RowMix | None = None) -> DraftTree | None:
         return None
 

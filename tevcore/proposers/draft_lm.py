@@ -37,11 +37,11 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
-from tevcore.engine.sampled import SampledShape, check_levels, grow_sampled, parse_sampled
+from tevcore.engine.sampled import SampledShape, check_levels, grow_sampled
 from tevcore.engine.sampling import draw_proposals
-from tevcore.engine.builders import BUILDER_NAMES, PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
+from tevcore.engine.builders import (BUILDER_FAMILIES, BuilderSpec, PartialTree, check_budget, grow_best_first,
+                                     tree_from_prefix_scores)
 from tevcore.engine.tree import DraftTree, path_of
-from tevcore.parsing import comma_list
 from tevcore.proposer_protocol import RowMix
 from tevcore.target.kv_cache import roomy_cache, truncate
 from tevcore.target.loading import Target, load_target
@@ -118,11 +118,12 @@ class DraftLMProposer(ProposerBase):
     """A `Proposer` backed by a small causal LM that shares the target's tokenizer.
 
     `propose_tree(session, builder, budget, temperature, generator)` grows
-    the round's tree for the builder the decode asks for ('best_first',
-    'chain', 'width:...', or a sampled builder, whose children are drawn
-    from each node's own draft row at the round's temperature with the
-    round's generator); `propose(session)` gives the rows of the draft's
-    greedy chain, for callers that build trees from rows themselves.
+    the round's tree for the builder spec the decode asks for: a fixed one
+    by its expansion (children per node at each depth, the best-first
+    prefixes kept where the spec says), a sampled one by drawing from each
+    node's own draft row at the round's temperature with the round's
+    generator; `propose(session)` gives the rows of the draft's greedy
+    chain, for callers that build trees from rows themselves.
     """
 
     hidden_layers: tuple[int, ...] = ()
@@ -150,14 +151,13 @@ class DraftLMProposer(ProposerBase):
 
     def propose(self, session: TargetSession) -> torch.Tensor:
         """(depth x V) draft log-probs along the draft's own greedy chain."""
-        grown = self.grow(session, "chain", self.depth, keep_rows=True)
+        grown = self.grow(session, BUILDER_FAMILIES["chain"].spec(), self.depth, keep_rows=True)
         return torch.stack([grown.rows[node] for node in range(len(grown.rows))])
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+    def propose_tree(self, session: TargetSession, builder: BuilderSpec, budget: int, temperature: float,
                      generator: torch.Generator, mix: RowMix | None = None) -> DraftTree:
-        shape = parse_sampled(builder)
-        if shape is not None:
-            return self.sample(session, shape, budget, temperature, generator, mix)
+        if builder.sampled:
+            return self.sample(session, builder.shape, budget, temperature, generator, mix)
         return self.grow(session, builder, budget, mix=mix).tree
 
     @torch.inference_mode()
@@ -188,15 +188,15 @@ class DraftLMProposer(ProposerBase):
                 self._crop(context)
 
     @torch.inference_mode()
-    def grow(self, session: TargetSession, builder: str, budget: int, keep_rows: bool = False,
+    def grow(self, session: TargetSession, builder: BuilderSpec, budget: int, keep_rows: bool = False,
              mix: RowMix | None = None) -> DraftGrowth:
         """The round's tree under `builder` and `budget`, one draft forward per depth."""
         budget = check_budget(budget)
-        widths = _widths(builder, budget, self.depth)
+        widths = builder.expansion(budget, self.depth)
         with self._lock:
             return self._grow(session.committed, builder, budget, widths, keep_rows, mix)
 
-    def _grow(self, committed: list[int], builder: str, budget: int, widths: list[int],
+    def _grow(self, committed: list[int], builder: BuilderSpec, budget: int, widths: list[int],
               keep_rows: bool, mix: RowMix | None) -> DraftGrowth:
         """Sync the cache to `committed`, expand one frontier per depth, crop the tree's entries away."""
         context = len(committed)
@@ -212,13 +212,13 @@ class DraftLMProposer(ProposerBase):
                 top_logq, top_tokens = top_logq.float().cpu().tolist(), top_tokens.cpu().tolist()
                 added = [n for node, lq, tk in zip(frontier, top_logq, top_tokens)
                          for n in pool.add_children(node, lq, tk)]
-                frontier = _best_first_frontier(pool, added, budget) if builder == "best_first" else added
+                frontier = _best_first_frontier(pool, added, budget) if builder.keeps_best else added
                 if depth == len(widths) or not frontier:
                     break
                 logp = self._expand(pool.tokens, pool.parents, pool.columns, frontier, context)
         finally:
             self._crop(context)
-        if builder == "best_first":
+        if builder.keeps_best:
             return self._best_first_tree(pool, budget)
         tree = tree_from_prefix_scores(pool.tokens, pool.parents, pool.scores, budget)
         return DraftGrowth(tree, pool.rows)
@@ -293,20 +293,6 @@ def _mixed(rows: torch.Tensor, nodes: list[int], tokens: list[int], parents: lis
     if mix is None:
         return rows
     return torch.stack([mix([tokens[n] for n in path_of(parents, node)[1:]], row) for node, row in zip(nodes, rows)])
-
-
-def _widths(builder: str, budget: int, depth: int) -> list[int]:
-    """Children per expanded node at each depth: best-first keeps up to `budget` of each node's children."""
-    if builder == "best_first":
-        return [budget] * min(depth, budget)
-    if builder == "chain":
-        return [1] * min(depth, budget)
-    if builder.startswith("width:"):
-        widths = comma_list(builder.split(":", 1)[1], int, "widths like 'width:4,2,1'")
-        if not widths or any(w < 1 for w in widths) or len(widths) > depth:
-            raise ValueError(f"{builder!r} needs 1 to {depth} positive widths for a draft LM of depth {depth}")
-        return widths
-    raise ValueError(f"unknown builder {builder!r}; choose {', '.join(BUILDER_NAMES)}")
 
 
 def _best_first_frontier(pool: _Pool, added: list[int], budget: int) -> list[int]:

@@ -30,6 +30,7 @@ import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
 from tevcore.target.session import TargetSession
+from tevcore.engine.builders import BuilderSpec
 from tevcore.engine.tree import DraftTree
 from tevcore.proposer_protocol import Proposer, RowMix
 from tevcore.proposers.base import NoDrafter, ProposerBase
@@ -119,7 +120,7 @@ class ContextLookupProposer(ProposerBase):
         """A lookup match is known without running the inner drafter (see `skip_gate`)."""
         return bool(self._chain(session))
 
-    def propose_tree(self, session: TargetSession, builder: str, budget: int, temperature: float,
+    def propose_tree(self, session: TargetSession, builder: BuilderSpec, budget: int, temperature: float,
                      generator: torch.Generator, mix: RowMix | None = None) -> DraftTree | None:
         """The inner proposer's own tree, each node's row mixed with the chain where its path follows the chain;
         None (rows from `propose`) for an inner proposer that does not grow trees."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -33,7 +34,7 @@ import torch
 from tevcore.config import SAMPLING_TEMPERATURE, DecodeConfig
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
 from tevcore.parsing import comma_list
-from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype, resolve_proposer
+from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, proposer_options
 from tevcore.proposers.registry import trainable_specs, trainer_for
 from tevcore.results import Column, ResultRecord, RunMeta, format_table, write_result
 from tevcore.train.config import TrainConfig
@@ -74,10 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-set", type=count_at_least_one, default=4)
     parser.add_argument("--max-new-tokens", type=count_at_least_one, default=48)
     parser.add_argument("--threads", type=thread_count, default=1)
-    parser.add_argument("--branches", type=int, default=None,
-                        help="depth-1 tokens given a second, conditioned pass when evaluating (block drafters "
-                             "trained with a known slot)")
-    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
+    add_proposer_arguments(parser, spec=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     names = variant_names(args.variants)
     if args.init is None and "start" in names:
         raise ValueError("the 'start' variant needs --init (there is no starting drafter to evaluate)")
-    drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
+    options = proposer_options(args)
     kind, trainer, _ = trainer_for(args.init)
     if args.dropout is not None and "dropout" not in trainer.shape_fields:
         raise ValueError(f"--dropout applies to block drafters, not to a {kind.name} drafter")
@@ -109,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             spec = str(train(configs[name], args.out / name, target))
             trained = [json.loads(line) for line in (args.out / name / "metrics.jsonl").read_text().splitlines()]
-        proposers[name] = resolve_proposer(spec, target, drafter_dtype, args.branches, name=name)
+        proposers[name] = proposer_from_args(args, target, replace(options, name=name), spec)
         cells = evaluate(target, proposers[name], prompts, args.temperature, budgets, args.max_new_tokens)
         tail = [m for m in (trained or [])[-10:] if "tree_E" in m]  # plain distillation builds no trees
         results[name] = {"cells": cells_to_json(cells), "seconds": round(time.time() - start, 1),

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from tevcore.results import ResultRecord, RunMeta, write_result
-from tevcore.proposers import DRAFTER_DTYPE_HELP, default_drafter_path, parse_drafter_dtype, resolve_proposer
+from tevcore.proposers import default_drafter_path
+from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, proposer_options
 from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
 from tevcore.proposers.registry import proposer_specs
 from tevcore.ranks import device_for_rank, is_first, world
@@ -47,10 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed_value, default=0)
     parser.add_argument("--threads", type=thread_count, default=1)
     parser.add_argument("--lookup", action="store_true", help="mix in the context lookup (as the default proposer does)")
-    parser.add_argument("--branches", type=int, default=None,
-                        help="depth-1 tokens given a second, conditioned drafter pass (drafters trained with a "
-                             "known slot; default 2 for those, 0 otherwise)")
-    parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
+    add_proposer_arguments(parser, spec=False)
     parser.add_argument("--oracle", action="store_true",
                         help="also measure the ceiling: 1 + C of the best B-node tree under the target's own law "
                              "(one target forward per node, so slow)")
@@ -77,7 +76,7 @@ def paired_argv(baseline: str, other: str, budgets: list[int], per_set: int, tem
 
 
 def run(args: argparse.Namespace) -> int:
-    drafter_dtype = parse_drafter_dtype(args.drafter_dtype)
+    options = proposer_options(args)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
     if args.compare and (args.oracle or "chain" in budgets):
         raise ValueError("--compare scores best-first trees of numbered budgets; drop 'chain' and --oracle")
@@ -91,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     spec = args.drafter or str(default_drafter_path())
 
     def proposer_for(spec: str):
-        return resolve_proposer(spec + (LOOKUP_SUFFIX if args.lookup else ""), target, drafter_dtype, args.branches,
-                                name=spec)
+        return proposer_from_args(args, target, replace(options, name=spec),
+                                  spec + (LOOKUP_SUFFIX if args.lookup else ""))
 
     proposer = proposer_for(spec)
     other = proposer_for(args.compare) if args.compare else None

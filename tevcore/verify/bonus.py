@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from tevcore.engine.sampling import masked_draws
-from tevcore.verify.rules import Rule
+from tevcore.verify.registry import Rule
 from tevcore.verify.scored import ScoredRound
 
 

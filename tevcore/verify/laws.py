@@ -8,7 +8,7 @@ follows the T = 0 law whatever the temperature. The foil is measured against
 X, the law it would need to be exact. The exit law comes from
 `flow.target_flow` (exact form); the rules themselves are not used here.
 The proposal-ratio rules (rrs, block) have, given one sampled tree, their own
-law read off their acceptance tables (`ratio_law`): exits by the tries'
+law read off their acceptance tables (`rrs_law`, `block_law`): exits by the tries'
 acceptance probabilities, the bonus from the residual at the exit. It is
 exact only over the tree's draws, which the enumeration tests prove.
 
@@ -28,7 +28,6 @@ from scipy import stats
 from tevcore.engine.flow import TargetFlow, target_flow
 from tevcore.engine.sampling import masked_probs
 from tevcore.engine.tree import DraftTree
-from tevcore.verify.rules import RULES
 from tevcore.verify.ratio_tables import BlockTables, RrsTables
 from tevcore.verify.scored import chain_subtree
 
@@ -93,21 +92,6 @@ def greedy_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -
     return exit_law(tree, node_logits, 0.0)
 
 
-# exact rules whose law is not the tree's exit law X
-OWN_LAWS = {"chain": chain_law, "greedy": greedy_law}
-
-
-def law_group(name: str) -> str:
-    """How rule `name` is tested: 'X' (exact with the tree's exit law), 'own' (exact with its own law, see
-    `OWN_LAWS`), 'ratio' (exact over a sampled tree's draws: `ratio_law` on each realised tree) or 'foil' (not
-    exact: tested against X, the law it would need)."""
-    if not RULES[name].exact:
-        return "foil"
-    if RULES[name].trees != "any":
-        return "ratio"
-    return "own" if name in OWN_LAWS else "X"
-
-
 OPTIMAL = "optimal"  # exact for the target at this temperature, exit law X: reaches 1 + C
 OWN_LAW = "own law"  # exact for the target with a law of its own (chain-only: X of the top-1 chain)
 T0_ONLY = "exact for T = 0 only"  # decodes the T = 0 target whatever the temperature: not this one at T > 0
@@ -115,68 +99,40 @@ OVER_DRAWS = "exact over the draws"  # rrs, block: exact only over the sampled t
 FOIL = "not exact"  # the teaching foil
 
 
-def standing(name: str, temperature: float) -> str:
-    """How verifier `name` relates to the target at `temperature`: OPTIMAL, OWN_LAW, T0_ONLY, OVER_DRAWS or FOIL.
-
-    Read from the rule registry: a rule that is not exact is the foil; a greedy rule is optimal for the T = 0
-    target (its law is then X) and for no other; chain-only keeps its own law.
-    """
-    rule = RULES[name]
-    if not rule.exact:
-        return FOIL
-    if rule.trees != "any":
-        return OVER_DRAWS
-    if rule.greedy:
-        return OPTIMAL if temperature == 0 else T0_ONLY
-    return OWN_LAW if name in OWN_LAWS else OPTIMAL
-
-
-def law_name(name: str, temperature: float) -> str:
-    """The name of the law verifier `name` is tested against (what a chart's legend says)."""
-    kind = standing(name, temperature)
-    if kind == OWN_LAW:
-        return f"{name}'s own law (X of the top-1 chain)"
-    if kind == T0_ONLY:
-        return f"{name}'s own law (the T = 0 exit)"
-    if kind == OVER_DRAWS:
-        return f"{name}'s own law on this sampled tree"
-    return f"exit law X(v) at T = {temperature:g}"
-
-
-def ratio_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
-    """rrs's or block's law on one sampled tree, from its tables: each try accepted with its probability in order
-    (rrs) or the last chain node whose Bernoulli(h) succeeds (block); the bonus is the residual at the exit."""
+def block_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """Block verification's law on one sampled chain, from its tables: the exit is the last chain node whose
+    Bernoulli(h) succeeds; the bonus is the block residual there (which may repeat the next chain token)."""
     flow = target_flow(tree, node_logits, temperature, missing_k=0)
     n = tree.num_nodes
     exit_probs = torch.zeros(n, dtype=torch.float64)
-    if name == "block":
-        tables, banned = BlockTables(tree, node_logits, flow.temperature, flow.edge_prob), {}  # may repeat x_{tau+1}
-        stop = tables.stops().tolist()
-        for tau in range(n):
-            later = torch.tensor(stop[tau:], dtype=torch.float64)
-            exit_probs[tau] = (stop[tau - 1] if tau else 1.0) * float((1.0 - later).prod())
-    else:
-        tables = RrsTables(tree, node_logits, flow.temperature, flow.edge_prob)
-        reach = torch.zeros(n, dtype=torch.float64)
-        reach[0] = 1.0
-        accepts = tables.accept.tolist()
-        for node in range(n):  # parents precede children
-            left = float(reach[node])
-            for child, accept in zip(tables.table[node].tolist(), accepts[node]):
-                if child < 0:
-                    break
-                reach[child] += left * accept
-                left *= 1.0 - accept
-            exit_probs[node] = left
-        banned = _child_tokens(tree)  # a rejected draw has no residual mass left
+    tables = BlockTables(tree, node_logits, flow.temperature, flow.edge_prob)
+    stop = tables.stops().tolist()
+    for tau in range(n):
+        later = torch.tensor(stop[tau:], dtype=torch.float64)
+        exit_probs[tau] = (stop[tau - 1] if tau else 1.0) * float((1.0 - later).prod())
+    return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, {}, tables.residuals())
+
+
+def rrs_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """Recursive rejection's law on one sampled tree, from its tables: each try accepted with its probability in
+    draw order; the bonus is the residual left at the exit."""
+    flow = target_flow(tree, node_logits, temperature, missing_k=0)
+    n = tree.num_nodes
+    exit_probs = torch.zeros(n, dtype=torch.float64)
+    tables = RrsTables(tree, node_logits, flow.temperature, flow.edge_prob)
+    reach = torch.zeros(n, dtype=torch.float64)
+    reach[0] = 1.0
+    accepts = tables.accept.tolist()
+    for node in range(n):  # parents precede children
+        left = float(reach[node])
+        for child, accept in zip(tables.table[node].tolist(), accepts[node]):
+            if child < 0:
+                break
+            reach[child] += left * accept
+            left *= 1.0 - accept
+        exit_probs[node] = left
+    banned = _child_tokens(tree)  # a rejected draw has no residual mass left
     return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned, tables.residuals())
-
-
-def rule_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
-    """The law verifier `name` is tested against: its own if exact, X for the foil."""
-    if name in ("rrs", "block"):
-        return ratio_law(name, tree, node_logits, temperature)
-    return OWN_LAWS.get(name, exit_law)(tree, node_logits, temperature)
 
 
 def chi_square(observed: np.ndarray, probs: np.ndarray) -> tuple[float, int]:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import torch
 
 from tevcore.engine.sampling import probs
-from tevcore.engine.tree import DraftTree
+from tevcore.engine.tree import DRAWN_CHAIN, DraftTree
 
 
 def require_draws(tree: DraftTree, rule: str) -> None:
@@ -54,7 +54,7 @@ def require_draws(tree: DraftTree, rule: str) -> None:
 def require_chain(tree: DraftTree) -> None:
     """Block verification is exact on a chain each of whose nodes drew its one child once."""
     require_draws(tree, "block")
-    if tree.draws is not None and bool(torch.bincount(tree.draws.parents, minlength=tree.num_nodes).gt(1).any()):
+    if DRAWN_CHAIN not in tree.traits:
         raise ValueError("block verifies a sampled chain (builder sampled:1,1,...): this tree has a node with more "
                          "than one draw")
 

@@ -12,18 +12,16 @@ the app's comparison its n = 1e5 case. All rules read the round's flow
 - naive_ratio (NOT exact, a foil): c accepted with min(1, a(c) / q(c)).
 - greedy: follow the argmax child of each row (the T = 0 target).
 - chain: predraw on the top-1 chain only; its bonus masks only the chain child.
-- rrs (sampled trees only): recursive rejection over each node's draws in draw order, exact over the tree's
+- rrs (drawn trees only): recursive rejection over each node's draws in draw order, exact over the tree's
   draws; its bonus is the residual left at the exit (`ratio_tables.py`).
-- block (sampled chains only): block verification; its bonus is the block residual at the exit.
+- block (drawn chains only): block verification; its bonus is the block residual at the exit.
 
-Each rule says which trees it is exact on (`Rule.trees`): "any" tree (exact
-given the tree), "sampled" trees (exact over the draws from the q it divides
-by), a "sampled chain", or "none" (the foil).
+What each rule may run on, its law, standing, trail and name are its entry in
+`registry.py`; this module holds only the samplers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -190,41 +188,3 @@ def block_bonus_row(round_: ScoredRound, node: int) -> torch.Tensor | None:
 
 
 BonusRow = Callable[[ScoredRound, int], "torch.Tensor | None"]
-TREE_KINDS = {"any": "any tree", "sampled": "sampled trees", "sampled chain": "sampled chains", "none": "no tree"}
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A verification rule: its exit sampler, the tokens its bonus may not be, and the trees it is exact on.
-
-    `bonus_row`, where given, is the rule's own bonus law at an exit (a
-    residual); where it gives None the shared masked draw of p applies.
-    """
-
-    name: str
-    exits: ExitSampler
-    banned_at: BannedAt
-    exact: bool = True
-    greedy: bool = False  # decodes the T = 0 target whatever the temperature
-    trees: str = "any"  # a key of TREE_KINDS
-    bonus_row: BonusRow | None = None
-    on_sampled: str = ""  # what the rule is on a sampled tree, where that differs from `trees` (the foil's)
-
-
-NAIVE_ON_SAMPLED = (
-    "NOT exact, but no foil here: on a tree drawn from the very q it divides by, its tries are rrs's first tries "
-    "(on a sampled chain its exits are rrs's) and only its bonus ignores rrs's residual, so its first tokens stay "
-    "close to the target's row and the first-token χ² across rounds is too weak to catch it. It is the foil on "
-    "fixed trees, where nothing was drawn from q.")
-
-RULES: dict[str, Rule] = {
-    "tev": Rule("tev", exits_tev, child_token_row),
-    "predraw": Rule("predraw", exits_predraw, child_token_row),
-    "residual": Rule("residual", exits_residual, child_token_row),
-    "greedy": Rule("greedy", exits_greedy, child_token_row, greedy=True),
-    "chain": Rule("chain", exits_chain, chain_child_token_row),
-    "rrs": Rule("rrs", exits_rrs, child_token_row, trees="sampled", bonus_row=rrs_bonus_row),
-    "block": Rule("block", exits_block, child_token_row, trees="sampled chain", bonus_row=block_bonus_row),
-    "naive_ratio": Rule("naive_ratio", exits_naive_ratio, foil_child_token_row, exact=False, trees="none",
-                        on_sampled=NAIVE_ON_SAMPLED),
-}

@@ -15,16 +15,16 @@ statistical tests must catch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Protocol
 
 import torch
 
 from tevcore.engine.flow import TargetFlow
-from tevcore.engine.builders import get_builder
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.bonus import draw_bonus
-from tevcore.verify.rules import RULES, Rule
+from tevcore.verify.registry import (RULES, Rule, check_pairing, check_tree_pairing, get_rule, rules_for,
+                                     verifier_label)
 from tevcore.verify.scored import ScoredRound, chain_subtree, scored_round
 
 __all__ = ["Verdict", "Verifier", "VERIFIERS", "SAMPLED_VERIFIERS", "ALL_VERIFIERS", "EXACT_VERIFIERS", "NOT_EXACT",
@@ -58,59 +58,29 @@ def draw(rule: Rule, round_: ScoredRound, generator: torch.Generator, n: int) ->
 
 def decide(rule: Rule, tree: DraftTree, node_logits: torch.Tensor, temperature: float,
            generator: torch.Generator, flow: TargetFlow | None = None) -> Verdict:
-    """One verdict: `draw` with n = 1 on the validated round."""
+    """One verdict: `draw` with n = 1 on the validated round (a tree the rule may not run on is refused first)."""
+    check_tree_pairing(rule.name, tree)
     round_ = scored_round(tree, node_logits, temperature, flow)
     exits, bonus = draw(rule, round_, generator, 1)
     exit_node = int(exits[0])
     return Verdict(tree.path(exit_node), exit_node, int(bonus[0]))
 
 
-ALL_VERIFIERS: dict[str, Verifier] = {name: partial(decide, rule) for name, rule in RULES.items()}
-VERIFIERS: dict[str, Verifier] = {name: v for name, v in ALL_VERIFIERS.items() if RULES[name].trees in ("any", "none")}
-SAMPLED_VERIFIERS: dict[str, Verifier] = {name: v for name, v in ALL_VERIFIERS.items() if name not in VERIFIERS}
-EXACT_VERIFIERS = tuple(name for name, rule in RULES.items() if rule.exact and rule.trees == "any")
+@cache
+def _verifier(rule: Rule) -> Verifier:
+    """The one verifier function of a rule (the same object every time it is asked for)."""
+    return partial(decide, rule)
+
+
+# views of the registry's entries at import (front ends ask the registry itself, which a test may extend): every
+# verifier, the rules that run on any tree, and those that need something of it
+ALL_VERIFIERS: dict[str, Verifier] = {name: _verifier(rule) for name, rule in RULES.items()}
+VERIFIERS: dict[str, Verifier] = {name: v for name, v in ALL_VERIFIERS.items() if not RULES[name].needs}
+SAMPLED_VERIFIERS: dict[str, Verifier] = {name: v for name, v in ALL_VERIFIERS.items() if RULES[name].needs}
+EXACT_VERIFIERS = tuple(name for name, rule in RULES.items() if rule.exact and not rule.needs)
 NOT_EXACT = {name for name, rule in RULES.items() if not rule.exact}
 
 
-def get_rule(name: str) -> Rule:
-    """The rule registered under `name`, or a ValueError naming the choices."""
-    try:
-        return RULES[name]
-    except KeyError:
-        raise ValueError(f"unknown verifier {name!r}; choose one of {', '.join(RULES)}") from None
-
-
 def get_verifier(name: str) -> Verifier:
-    """The verifier registered under `name`."""
-    get_rule(name)
-    return ALL_VERIFIERS[name]
-
-
-def check_pairing(verifier: str, builder: str) -> None:
-    """Refuse a rule on trees it is not exact on: a proposal-ratio rule on a fixed builder, block off a chain."""
-    rule, made = get_rule(verifier), get_builder(builder)
-    if rule.trees == "sampled" and not made.sampled:
-        raise ValueError(f"verifier {verifier} divides by the q a tree was drawn from, but builder {builder!r} "
-                         "builds fixed trees: use sampled:K1,K2,... or sampled-wor:K1,K2,...")
-    if rule.trees == "sampled chain" and not made.sampled_chain:
-        raise ValueError(f"verifier {verifier} verifies a sampled chain, but builder {builder!r} does not build "
-                         "one: use sampled:1,1,...")
-
-
-def rules_for(builder: str) -> list[str]:
-    """Every registered rule valid on `builder`'s trees (the foil included: it runs anywhere), the exact-given-tree
-    rules first."""
-    valid = []
-    for name in [*VERIFIERS, *SAMPLED_VERIFIERS]:
-        try:
-            check_pairing(name, builder)
-        except ValueError:
-            continue
-        valid.append(name)
-    return valid
-
-
-def verifier_label(name: str) -> str:
-    """Display name; the non-exact foil says so wherever it is shown."""
-    get_rule(name)
-    return f"{name} (NOT exact: teaching foil)" if name in NOT_EXACT else name
+    """The verifier of the rule registered under `name`."""
+    return _verifier(get_rule(name))

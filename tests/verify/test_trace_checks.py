@@ -1,0 +1,112 @@
+"""Traces of proposal-ratio rounds are checked against their draw record and their rule's registry entry.
+
+Each case edits one written round of a real sampled rrs (or block) verdict the
+way a hand or a broken tool could, and the checked reader must refuse it in
+one line naming the file and the round; the untouched trace reads back whole.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tevcore.engine.builders import parse_builder
+from tevcore.engine.flow import target_flow
+from tevcore.engine.records import RoundRecord, StageTimings, write_trace
+from tevcore.engine.sampling import make_generator
+from tevcore.verify.trace_checks import read_trace
+from tevcore.verify.verifiers import get_verifier
+
+VOCAB = 12
+
+
+def _sampled_record(builder: str = "sampled:3,2", verifier: str = "rrs", temperature: float = 0.8,
+                    seed: int = 0) -> RoundRecord:
+    generator = torch.Generator().manual_seed(seed)
+    rows = torch.log_softmax(torch.randn(3, VOCAB, generator=generator), -1)
+    tree = parse_builder(builder)(2, rows, 6, temperature, make_generator(seed))
+    logits = 3 * torch.randn(tree.num_nodes, VOCAB, generator=generator)
+    flow = target_flow(tree, logits, temperature, 3)
+    verdict = get_verifier(verifier)(tree, logits, temperature, make_generator(seed))
+    return RoundRecord(index=0, proposer="p", builder=builder, budget=6, temperature=temperature, context_length=5,
+                       tree=tree, flow=flow, token_texts=[f"t{t}" for t in tree.tokens.tolist()],
+                       missing_texts=[[f"m{t}" for t in row] for row in flow.missing_tokens.tolist()],
+                       verifier=verifier, path=verdict.path, exit_node=verdict.exit_node,
+                       bonus_token=verdict.bonus_token, bonus_text="b",
+                       emitted_tokens=tree.tokens[verdict.path[1:]].tolist() + [verdict.bonus_token],
+                       emitted_text="x", timings=StageTimings(draft=0.1))
+
+
+def _written(tmp_path, record: RoundRecord, edit=None):
+    path = write_trace(tmp_path / "run.jsonl", [record], {})
+    if edit is not None:
+        header, line = path.read_text().splitlines()
+        data = json.loads(line)
+        edit(data)
+        path.write_text(header + "\n" + json.dumps(data) + "\n")
+    return path
+
+
+def test_an_untouched_sampled_trace_reads_back_whole(tmp_path):
+    record = _sampled_record()
+    read = read_trace(_written(tmp_path, record)).rounds[0]
+    assert read.tree.traits == record.tree.traits and read.verifier == "rrs"
+    assert torch.equal(read.tree.draws.q, record.tree.draws.q)
+
+
+def _drop_draws(data):
+    data["tree"]["draws"] = None
+
+
+def _q_zero(data):
+    data["tree"]["draws"]["q"][0] = 0.0
+
+
+def _q_off_the_draft_logp(data):
+    data["tree"]["draws"]["q"][-1] = data["tree"]["draws"]["q"][-1] / 2
+
+
+def _draw_on_another_node(data):
+    draws = data["tree"]["draws"]
+    draws["parents"][-1] = (draws["parents"][-1] + 1) % len(data["tree"]["tokens"])
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_drop_draws, "rrs divides by the q each child was drawn from; this round's tree is not drawn"),
+    (_q_zero, "has q = 0"),
+    (_q_off_the_draft_logp, "the draws and the tree disagree"),
+    (_draw_on_another_node, "not a child of the node it was drawn at"),
+])
+def test_a_proposal_ratio_round_that_contradicts_its_draws_is_refused(tmp_path, edit, message):
+    path = _written(tmp_path, _sampled_record(), edit)
+    with pytest.raises(ValueError, match=message) as raised:
+        read_trace(path)
+    assert str(raised.value).startswith(f"{path}, line 2 (round 0): ") and "\n" not in str(raised.value)
+
+
+def test_a_block_round_needs_a_chain_drawn_once_per_node(tmp_path):
+    record = _sampled_record("sampled:1,1,1", "block")
+    read_trace(_written(tmp_path, record))  # the chain it verified
+
+    def second_draw(data):  # the root drew its child twice: no longer a chain of single draws
+        draws = data["tree"]["draws"]
+        for key in ("parents", "children", "q"):
+            draws[key].insert(1, draws[key][0])
+
+    with pytest.raises(ValueError, match="block verifies a chain drawn one draw per node; this round's tree is not"):
+        read_trace(_written(tmp_path, record, second_draw))
+
+
+def test_a_bonus_the_rule_could_not_give_is_refused_but_blocks_residual_may_repeat_a_child(tmp_path):
+    record = _sampled_record()
+
+    def child_bonus(data):
+        data["path"], data["exit_node"] = [0], 0
+        data["bonus_token"] = data["tree"]["tokens"][1]
+
+    with pytest.raises(ValueError, match="is a child of the exit node 0: rrs would have accepted it"):
+        read_trace(_written(tmp_path, record, child_bonus))
+    block = _sampled_record("sampled:1,1,1", "block")
+    assert read_trace(_written(tmp_path, block, child_bonus)).rounds[0].bonus_token == int(block.tree.tokens[1])
