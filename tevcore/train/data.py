@@ -73,6 +73,11 @@ class DataConfig:
             raise ValueError(f"unknown prompt sets {sorted(unknown)}; choose from {DATASETS}")
 
 
+GREEDY = {"generate": True, "samples": 1, "temperatures": (0.0,), "text_pairs": False, "python_files": 0}
+"""The greedy-regenerated set (`build-data --greedy`): the target's own T = 0 response to each training prompt,
+nothing teacher-forced, as the public TEV recipe trains on; its rows are still the target's full top-k."""
+
+
 @dataclass(frozen=True)
 class Job:
     """One sequence to run: generate after `ids` (kind 'gen'), or teacher-force `ids` (kind 'text')."""
