@@ -143,3 +143,12 @@ def test_a_tree_share_gives_trees_to_the_batchs_first_rows_and_its_lambda_0_twin
     train(twin, tmp_path / "twin", tiny_target)
     assert all("tree" in r for r in _metrics(tmp_path / "shared"))
     assert all("tree" not in r for r in _metrics(tmp_path / "twin"))
+
+
+def test_keep_checkpoints_keeps_every_checkpoint_folder(tiny_target, tiny_data, tmp_path):
+    train(tiny_config(tiny_data, steps=4, checkpoint_every=2, tree_lambda=0.0, tree_anchors=0, keep_checkpoints=True),
+          tmp_path / "kept", tiny_target)
+    train(tiny_config(tiny_data, steps=4, checkpoint_every=2, tree_lambda=0.0, tree_anchors=0), tmp_path / "one",
+          tiny_target)
+    assert sorted(p.name for p in (tmp_path / "kept").glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    assert [p.name for p in (tmp_path / "one").glob("checkpoint-*")] == ["checkpoint-4"]

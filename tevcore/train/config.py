@@ -45,6 +45,7 @@ class TrainConfig:
     tree_pool: int = 32  # sequences whose target KV cache is kept for tree scoring
     max_shards: int | None = None
     checkpoint_every: int = 100
+    keep_checkpoints: bool = False  # keep every checkpoint folder (to evaluate the run at several points), not only the newest
     threads: int = 1
 
     def __post_init__(self) -> None:
@@ -91,6 +92,8 @@ class TrainConfig:
             raise ValueError("tree_lambda > 0 needs tree_anchors >= 1 or tree_share > 0")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed!r}")
+        if not isinstance(self.keep_checkpoints, bool):
+            raise ValueError(f"keep_checkpoints must be true or false, got {self.keep_checkpoints!r}")
         if self.max_shards is not None and self.max_shards < 1:
             raise ValueError(f"max_shards must be >= 1 or None, got {self.max_shards}")
 

@@ -241,7 +241,8 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", **({"E": f"{metrics['tree_E']:.2f}"}
                                                                  if "tree_E" in metrics else {}))
                 if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
-                    save_checkpoint(out, adapter.network, optimizer, step + 1, save=save)
+                    save_checkpoint(out, adapter.network, optimizer, step + 1, save=save,
+                                    keep_older=config.keep_checkpoints)
                 write_status(out, "running", step + 1, config.steps, clock)
             if on_step is not None:
                 on_step(metrics)

@@ -273,16 +273,16 @@ def reported_end(folder: Path, total: int, clock: RunClock, writes: bool = True)
 
 
 def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, step: int,
-                    save: Callable[[object, Path], object] | None = None) -> Path:
+                    save: Callable[[object, Path], object] | None = None, keep_older: bool = False) -> Path:
     """checkpoint-<step>/ = the drafter as `save` writes it (default: a block drafter's files; a DFlash run: the
-    published format) + trainer.pt."""
+    published format) + trainer.pt. Older checkpoints are deleted unless `keep_older`."""
     folder = Path(folder)
     final = folder / f"checkpoint-{step}"
     with folder_in_place(final) as tmp:
         (save or save_drafter)(drafter, tmp)
         save_torch(tmp / TRAINER_STATE, {"step": step, "optimizer": optimizer.state_dict()})
     write_json_atomic(folder / LATEST, {"checkpoint": final.name, "step": step})
-    for old in folder.glob("checkpoint-*"):
+    for old in [] if keep_older else folder.glob("checkpoint-*"):
         if old != final:
             shutil.rmtree(old, ignore_errors=True)
     return final

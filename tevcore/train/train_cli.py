@@ -32,10 +32,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if f.name == "target":
             continue
         flag = "--" + f.name.replace("_", "-")
-        kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
+        kind = {"int": int, "float": float, "int | None": int, "str | None": str, "bool": _true_or_false}.get(
+            str(f.type), str)
         kind = {"seed": seed_value, "threads": thread_count}.get(f.name, kind)
         helps = {"init": f"the drafter to start from: {trainable_specs()} (default: a fresh block drafter)"}
         parser.add_argument(flag, type=kind, default=None, help=helps.get(f.name, f"TrainConfig.{f.name}"))
+
+
+def _true_or_false(text: str) -> bool:
+    if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text.lower() in ("true", "1", "yes")
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
