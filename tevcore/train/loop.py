@@ -118,9 +118,9 @@ def tree_terms(adapter: TrainingAdapter, logq: torch.Tensor, batch: AnchorBatch,
     """Mean tree loss over this rank's tree anchors, and diagnostics of the trees the drafter built."""
     built = adapter.tree_rows(batch, anchors, logq)
     losses, stats = [], {"mean_P": 0.0, "root_exit": 0.0, "tree_E": 0.0}
-    for i, (s, q, t) in enumerate(batch.anchors.tolist()):
-        tree = best_first(int(batch.roots[i]), built[i], config.tree_budget)
-        logits = pool.score((s, q), anchors.full_position(s, q, t), tree)
+    trees = [best_first(int(batch.roots[i]), built[i], config.tree_budget) for i in range(len(built))]
+    items = [((s, q), anchors.full_position(s, q, t), tree) for (s, q, t), tree in zip(batch.anchors.tolist(), trees)]
+    for i, (tree, logits) in enumerate(zip(trees, pool.score_many(items))):  # one batched target forward
         losses.append(tree_objective(logq[i], tree, logits, config.tree_weight, config.tree_temperature,
                                      config.tree_alpha, adapter.vocab_map, config.tree_norm))
         flow = target_flow(tree, logits, config.tree_temperature)
