@@ -8,12 +8,14 @@
 # lambda-0 twin at the same step, at BUDGETS and TEMPS on PER_SET held-out prompts of each of SETS, with
 # standard errors clustered by prompt. $OUT/ablation.json gathers it all; the table goes to stdout.
 #
-#   bash scripts/exit_train_ablation.sh [out folder]           # the ablation (resumes: finished parts are kept)
+#   bash scripts/exit_train_ablation.sh [out folder]           # the ablation (resumes: finished arms and
+#                                                              # evaluations are kept, a cut-short arm resumes)
 #   COST=20 bash scripts/exit_train_ablation.sh [out folder]   # only a step's cost: COST steps of each arm
 # Settings (environment, defaults in brackets): TARGET [default], INIT [assets/drafter], DATA [$OUT/data-greedy,
 # built or resumed here], SHARDS [16], MAX_NEW_DATA [192], STEPS [600], POINTS [4], BATCH [32], SHARE [0.25: the
 # share of each batch's anchors that get a tree; the public recipe is 1], POOL [64 sequences], BUDGET [32],
-# LAMBDA [0.1], LR [1e-4], WARMUP [20], SEED [0], BUDGETS [8,16,32,64], TEMPS [0,1],
+# LAMBDA [0.1], LR [1e-4], WARMUP [20], SEED [0], EVAL_STEPS [every kept checkpoint; e.g. 20,40 evaluates
+# only those], BUDGETS [8,16,32,64], TEMPS [0,1],
 # SETS [mt-bench,humaneval,gsm8k], PER_SET [10], MAX_NEW [64], THREADS [the cores], DEVICE [auto], PYTHON [python].
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +62,7 @@ fi
 
 every=$(( STEPS / POINTS ))
 for arm in "${ARMS[@]}"; do
+    [ -f "$OUT/${arm/:/-}/drafter/config.json" ] && continue  # finished
     train_arm "$OUT/${arm/:/-}" "${arm%%:*}" "${arm##*:}" "$STEPS" --checkpoint-every "$every" --keep-checkpoints true
 done
 
@@ -70,7 +73,8 @@ compare() {  # compare A B JSON: B scored against A at the same round starts
         --greedy-sets "$SETS" --sample-sets "$SETS" --per-set "${PER_SET:-10}" --max-new-tokens "${MAX_NEW:-64}" \
         --json "$3" "${common[@]}"
 }
-for (( step = every; step <= STEPS; step += every )); do
+steps=$(seq -s, "$every" "$every" "$STEPS")
+for step in $(echo "${EVAL_STEPS:-$steps}" | tr , ' '); do
     for arm in "${ARMS[@]}"; do
         name=${arm/:/-}
         compare "$INIT" "$OUT/$name/checkpoint-$step" "$OUT/eval/$name-$step-vs-start.json"
