@@ -59,6 +59,20 @@ def gather(rows: list[T]) -> list[T]:
     return [row for part in parts for row in part]
 
 
+def mean_over_ranks(values: dict[str, float]) -> dict[str, float]:
+    """Each value averaged over the ranks (one process: `values` itself). Every rank must pass the same keys.
+
+    A rank's figures are means over its equal share of a global batch, so their mean is the global batch's.
+    """
+    _, size = world()
+    if size == 1:
+        return values
+    keys = sorted(values)
+    summed = torch.tensor([float(values[k]) for k in keys], dtype=torch.float64)
+    dist.all_reduce(summed)
+    return {k: float(v) / size for k, v in zip(keys, summed.tolist())}
+
+
 def from_first(value: T) -> T:
     """Rank 0's `value` on every rank: a choice that must not differ between ranks (one measured on a clock)."""
     _, size = world()

@@ -6,6 +6,7 @@ this package computes target flow: a, P, m and X are read from the
 are re-exported here so a page writes `figures.tree_figure(...)`.
 """
 
+from figures.ablation import ablation_figure
 from figures.common import EXIT_COLOUR, NAIVE_NAME, PATH_COLOUR, short
 from figures.draws import draws_table, node_draws_text, trail_table
 from figures.icicle import icicle_figure, icicle_rows, record_icicle_figure

@@ -14,6 +14,7 @@ from tevcore.train.config import TrainConfig  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 from tevcore.train.recipes import recipe  # noqa: E402
 
+from exittrain_ablation import ablation_tab  # noqa: E402
 from exittrain_compare import compare_tab  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
@@ -66,7 +67,7 @@ def fmt_seconds(seconds: float | None) -> str:
 
 runs_root = Path(st.text_input("runs folder", value="runs", key="et_root"))
 
-tab_new, tab_runs, tab_compare = st.tabs(["New run", "Runs", "Compare checkpoints"])
+tab_new, tab_runs, tab_compare, tab_ablation = st.tabs(["New run", "Runs", "Compare checkpoints", "Ablation"])
 
 # ------------------------------------------------------------------ a small data set, without a terminal
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -308,3 +309,6 @@ with tab_runs:
 # ------------------------------------------------------------------ compare checkpoints
 with tab_compare:
     compare_tab(runs_root)
+
+with tab_ablation:
+    ablation_tab()

@@ -54,3 +54,15 @@ def test_encoder_dropout_with_a_dflash_start_is_refused_before_any_work(tmp_path
     with pytest.raises(ValueError, match="--dropout applies to block drafters"):
         run(args)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_recipe_options_reach_every_variant_and_a_tree_share_gives_all_of_them_the_same_batches():
+    args = _args("--tree-share", "1", "--tree-budget", "32", "--tree-norm", "node", "--anchor-loss", "hard",
+                 "--tree-pool", "64", "--batch-size", "16")
+    plain, exit_train = (variant_config(args, name, _shape(None)) for name in ("distill", "exit-P-0.1"))
+    batches = ("tree_share", "tree_anchors", "tree_pool", "tree_budget", "batch_size", "seed", "anchor_loss")
+    assert [getattr(plain, k) for k in batches] == [getattr(exit_train, k) for k in batches] == \
+        [1.0, 0, 64, 32, 16, 0, "hard"]
+    assert (exit_train.tree_norm, exit_train.tree_anchor_count, plain.exit_train) == ("node", 16, False)
+    extra = variant_config(_args("--tree-budget", "32"), "exit-P-0.1", _shape(None))
+    assert (extra.tree_budget, extra.tree_anchors, extra.tree_norm, extra.anchor_loss) == (32, 8, "anchor", "soft")

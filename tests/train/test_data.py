@@ -266,3 +266,40 @@ def test_feature_layers_default_to_a_spread_of_the_targets_own(tiny_target):
     assert for_target(tiny_target, DataConfig(hidden_layers=(2,))).hidden_layers == (2,)
     with pytest.raises(ValueError, match="--hidden-layers 1,2"):
         for_target(tiny_target, DataConfig(hidden_layers=(1, 3)))
+
+
+def test_the_greedy_set_holds_the_targets_own_t0_responses_to_training_prompts_only(tiny_model_folder, tmp_path):
+    import argparse
+
+    from tevcore.target.loading import encode_prompt, load_target
+    from tevcore.train import data_cli
+    from tevcore.train.data import plan_jobs
+
+    target = load_target(str(tiny_model_folder("llama")), device="cpu")
+    parser = argparse.ArgumentParser()
+    data_cli.add_arguments(parser)
+    args = parser.parse_args(["out", "--greedy", "--sets", "mt-bench", "--hidden-layers", "1,2", "--context", "4",
+                              "--top-k", "8", "--max-new-tokens", "10", "--gen-batch", "3", "--max-prompt-tokens", "90"])
+    config = data_cli.config_from_args(args)
+    plan = plan_jobs(target, config)
+    trainable = {tuple(encode_prompt(target, p.text)) for p in all_training_prompts(["mt-bench"])}
+    held = {tuple(encode_prompt(target, p.text)) for p in heldout_prompts("mt-bench")}
+    jobs = [job for shard in plan for job in shard]
+    assert jobs and all(j.kind == "gen" and j.temperature == 0.0 for j in jobs)
+    assert {j.ids for j in jobs} <= trainable and not {j.ids for j in jobs} & held
+    assert len(jobs) == len({j.ids for j in jobs})  # one response per prompt
+    build_dataset(target, config, tmp_path, max_shards=2)
+    anchors = AnchorSet(tmp_path, context=4, depth=3)
+    checked = 0
+    for s, shard in enumerate(anchors.shards):
+        for q in range(len(shard["starts"])):
+            ids = anchors.sequence(s, q)
+            prompt = next(j.ids for j in plan[s] if list(j.ids) == ids[:len(j.ids)])
+            with torch.inference_mode():
+                greedy = target.model(torch.tensor([ids])).logits[0].argmax(-1)
+            assert len(ids) > len(prompt)
+            assert ids[len(prompt):] == greedy[len(prompt) - 1:-1].tolist()  # every new token is the argmax
+            checked += 1
+    assert checked == sum(len(shard) for shard in plan[:2])
+    with pytest.raises(ValueError, match="--greedy sets --temperatures"):
+        data_cli.config_from_args(parser.parse_args(["out", "--greedy", "--temperatures", "1"]))

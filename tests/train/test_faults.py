@@ -314,6 +314,88 @@ def test_the_cli_says_one_line_and_the_same_command_runs_once_the_data_is_mended
     assert main(argv) == 0 and (run / "drafter" / "model.safetensors").is_file()
 
 
+# ---------------------------------------------------------------- a run that cannot learn stops
+# A shard changed in place (size intact, NaN inside) is refused by its SHA-256; a non-finite loss (data that
+# really holds NaN, its ledger re-recorded) ends the run as failed in one line, its last good checkpoint kept.
+
+def _nan_inside(shard: Path) -> None:
+    """Overwrite the stored hidden states of `shard` with fp16 NaN, in place: the file keeps its size."""
+    import json
+    import struct
+
+    raw = bytearray(shard.read_bytes())
+    header_length = struct.unpack("<Q", raw[:8])[0]
+    start, end = json.loads(raw[8:8 + header_length])["hidden"]["data_offsets"]
+    base = 8 + header_length
+    raw[base + start:base + end] = b"\x00\x7e" * ((end - start) // 2)
+    shard.write_bytes(bytes(raw))
+
+
+def _nan_copy(data: Path, where: Path) -> tuple[Path, Path]:
+    import shutil
+
+    shutil.copytree(data, where)
+    shard = sorted(where.glob("shard_*.safetensors"))[1]
+    size = shard.stat().st_size
+    _nan_inside(shard)
+    assert shard.stat().st_size == size
+    return where, shard
+
+
+def test_a_shard_changed_in_place_is_refused_by_its_checksum_in_one_line(tiny_run_inputs, tmp_path, capsys):
+    from tevcore.cli import main
+
+    folder, data = tiny_run_inputs
+    broken, shard = _nan_copy(data, tmp_path / "data")
+    assert main(_argv((folder, broken), tmp_path / "run")) == 2
+    line = _error_line(capsys.readouterr().err)
+    assert f"shard {shard} is damaged" in line and "SHA-256" in line
+    assert not (tmp_path / "run" / "config.json").exists()
+
+
+def test_data_holding_nan_ends_the_run_as_failed_in_one_line_naming_the_step_and_the_shard(
+        tiny_run_inputs, tmp_path, capsys):
+    from tevcore.cli import main
+    from tevcore.train import shard_ledger
+
+    folder, data = tiny_run_inputs
+    broken, shard = _nan_copy(data, tmp_path / "data")
+    shard_ledger.record(broken, shard)  # the ledger agrees: the set was (re)built with NaN in it
+    run = tmp_path / "run"
+    assert main(_argv((folder, broken), run)) == 2
+    line = _error_line(capsys.readouterr().err)
+    status = _status(run)
+    assert status["state"] == "failed" and status["error"] in line
+    assert f"step {status['step'] + 1}: the loss is nan (rows from {shard})" in line
+    assert not (run / "drafter").exists()
+
+
+def test_a_nan_loss_mid_run_keeps_the_last_good_checkpoint(tiny_target, tiny_data, tmp_path, monkeypatch):
+    import json
+
+    import tevcore.train.loop as loop
+    from tevcore.train.rundir import TrainingFailed, usable_drafters
+
+    real, calls = loop.anchor_loss, []
+
+    def nan_at_step_3(*args, **kwargs):
+        calls.append(1)
+        loss = real(*args, **kwargs)
+        return loss * float("nan") if len(calls) == 3 else loss
+
+    monkeypatch.setattr(loop, "anchor_loss", nan_at_step_3)
+    run = tmp_path / "run"
+    with pytest.raises(TrainingFailed, match="step 3: the loss is nan"):
+        loop.train(_config(tiny_data, steps=6, checkpoint_every=2), run, tiny_target)
+    assert _status(run)["state"] == "failed" and _status(run)["step"] == 2
+    assert json.loads((run / "latest.json").read_text())["step"] == 2
+    assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+    kept = usable_drafters(run)
+    assert [p.name for p in kept] == ["checkpoint-2"]
+    weights = load_file(str(kept[0] / "model.safetensors"))
+    assert all(torch.isfinite(w.float()).all() for w in weights.values())
+
+
 # ---------------------------------------------------------------- a full disk during training
 # The writer fails as a full disk does (`disk_faults.disk_full_on`): the file is created, then writing it raises ENOSPC.
 

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from tevcore.train.config import TrainConfig
-from tevcore.train.loop import train
+from tevcore.train.loop import step_rows, train
 
 
 def tiny_config(data, **changes) -> TrainConfig:
@@ -107,3 +107,48 @@ def test_resuming_with_another_config_is_refused(tiny_target, tiny_data, tmp_pat
     train(tiny_config(tiny_data, steps=1), tmp_path, tiny_target)
     with pytest.raises(ValueError, match="differs in \\['lr'\\]"):
         train(tiny_config(tiny_data, steps=1, lr=1e-2), tmp_path, tiny_target)
+
+
+def test_the_tree_budget_reaches_the_builder(tiny_target, tiny_data, tmp_path, monkeypatch):
+    import tevcore.train.loop as loop
+
+    budgets, real = [], loop.best_first
+
+    def spy(root, rows, budget):
+        budgets.append(budget)
+        return real(root, rows, budget)
+
+    monkeypatch.setattr(loop, "best_first", spy)
+    train(tiny_config(tiny_data, steps=2, tree_budget=5), tmp_path, tiny_target)
+    assert budgets == [5] * 4  # two tree anchors a step
+    assert all(r["tree_E"] <= 1 + 5 for r in _metrics(tmp_path))
+
+
+def test_a_tree_share_gives_trees_to_the_batchs_first_rows_and_its_lambda_0_twin_the_same_batches(
+        tiny_target, tiny_data, tmp_path):
+    from tevcore.train.anchors import AnchorSet
+
+    shared = tiny_config(tiny_data, tree_anchors=0, tree_share=0.5, batch_size=8)
+    twin = tiny_config(tiny_data, tree_anchors=0, tree_share=0.5, batch_size=8, tree_lambda=0.0)
+    anchors = AnchorSet(shared.data, shared.context, shared.depth)
+    pool = torch.arange(5, 40)
+    rows, tree_rows, _ = step_rows(shared, 3, anchors, pool, 0, 1)
+    assert torch.equal(tree_rows, rows[:4]) and set(rows.tolist()) <= set(pool.tolist())
+    twin_rows, twin_trees, _ = step_rows(twin, 3, anchors, pool, 0, 1)
+    assert torch.equal(twin_rows, rows) and len(twin_trees) == 0
+    halves = [step_rows(shared, 3, anchors, pool, r, 2) for r in (0, 1)]
+    assert all(torch.equal(t, r[:2]) for r, t, _ in halves)  # each rank's trees are its own first rows
+    assert sorted(torch.cat([t for _, t, _ in halves]).tolist()) == sorted(tree_rows.tolist())
+    train(shared, tmp_path / "shared", tiny_target)
+    train(twin, tmp_path / "twin", tiny_target)
+    assert all("tree" in r for r in _metrics(tmp_path / "shared"))
+    assert all("tree" not in r for r in _metrics(tmp_path / "twin"))
+
+
+def test_keep_checkpoints_keeps_every_checkpoint_folder(tiny_target, tiny_data, tmp_path):
+    train(tiny_config(tiny_data, steps=4, checkpoint_every=2, tree_lambda=0.0, tree_anchors=0, keep_checkpoints=True),
+          tmp_path / "kept", tiny_target)
+    train(tiny_config(tiny_data, steps=4, checkpoint_every=2, tree_lambda=0.0, tree_anchors=0), tmp_path / "one",
+          tiny_target)
+    assert sorted(p.name for p in (tmp_path / "kept").glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    assert [p.name for p in (tmp_path / "one").glob("checkpoint-*")] == ["checkpoint-4"]

@@ -9,7 +9,7 @@ import torch
 
 from tevcore.engine.builders import best_first
 from tevcore.engine.flow import target_flow
-from tevcore.train.losses import distill_loss, tree_loss, tree_objective, tree_weights
+from tevcore.train.losses import anchor_loss, distill_loss, tree_loss, tree_objective, tree_weights
 from tevcore.engine.tree import DraftTree
 
 
@@ -106,3 +106,33 @@ def test_flow_loss_holds_the_path_loss_plus_the_tokens_the_tree_lacked():
     lacked = sum(-float(P[v]) * float(p[v, t]) * float(logq[int(tree.depths[v]), t])
                  for v in children for t in range(8) if t not in children[v])
     assert math.isclose(float(flow), float(exact_path) + lacked, rel_tol=1e-5)
+
+
+def test_the_hard_anchor_loss_is_one_hot_cross_entropy_on_the_greedy_token_of_every_depth():
+    # 2 anchors x 2 depths, a draft vocabulary of 5; the stored rows are sorted, so column 0 is the greedy token
+    logq = torch.log_softmax(torch.tensor([[[0.1, 2.0, -1.0, 0.5, 0.0], [1.0, 0.0, 0.3, -0.2, 0.7]],
+                                           [[0.0, 0.0, 3.0, 0.1, -1.0], [0.4, 0.9, 0.0, 0.0, 0.2]]]), -1)
+    ids = torch.tensor([[[1, 3, 0], [4, 0, 2]], [[2, 1, 0], [0, 0, 0]]])
+    probs = torch.tensor([[[0.6, 0.3, 0.1], [0.5, 0.4, 0.0]], [[0.9, 0.05, 0.05], [0.0, 0.0, 0.0]]])
+    # anchor 1's depth 2 is past the end of its sequence: no greedy token, nothing added
+    expected = -(logq[0, 0, 1] + logq[0, 1, 4] + logq[1, 0, 2]) / 2
+    assert torch.allclose(anchor_loss("hard", logq, ids, probs), expected)
+    assert torch.allclose(anchor_loss("soft", logq, ids, probs), distill_loss(logq, ids, probs))
+    with pytest.raises(ValueError, match="anchor loss"):
+        anchor_loss("medium", logq, ids, probs)
+
+
+def test_per_node_normalisation_divides_each_anchors_tree_term_by_its_node_count():
+    tree, logits = _tree(), _logits()
+    logq = torch.log_softmax(torch.randn(2, 8), -1)
+    index = torch.arange(8)
+    p = torch.softmax(logits.double(), -1)
+    alpha = 1e-4
+    a1, a2, a3 = max(float(p[0, 4]), alpha), max(float(p[0, 5]), alpha), max(float(p[1, 6]), alpha)
+    summed = -(a1 * float(logq[0, 4]) + a2 * float(logq[0, 5]) + a1 * a3 * float(logq[1, 6]))
+    per_anchor = tree_objective(logq, tree, logits, "path", 1.0, alpha, index, "anchor")
+    per_node = tree_objective(logq, tree, logits, "path", 1.0, alpha, index, "node")
+    assert math.isclose(float(per_anchor), summed, rel_tol=1e-5)
+    assert math.isclose(float(per_node), summed / 3, rel_tol=1e-5)  # three nodes besides the root
+    with pytest.raises(ValueError, match="tree norm"):
+        tree_objective(logq, tree, logits, "path", 1.0, alpha, index, "tree")

@@ -82,6 +82,7 @@ def test_two_ranks_train_to_the_weights_of_one_process_and_resume_an_interrupted
     assert json.loads((ranks / "status.json").read_text())["state"] == "finished"
     assert len((ranks / "metrics.jsonl").read_text().splitlines()) == 4  # rank 0 alone writes
     _close(single, ranks)
+    _same_metrics(single, ranks)  # the global batch's means, not rank 0's half
 
     real_step, taken = loop.optimizer_step, []
 
@@ -97,6 +98,14 @@ def test_two_ranks_train_to_the_weights_of_one_process_and_resume_an_interrupted
     torchrun(*_train_args(kind, parted, setup))  # the same command, now under torchrun, resumes it
     assert [json.loads(line)["step"] for line in (parted / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3, 4]
     _close(single, parted)
+
+
+def _same_metrics(a: Path, b: Path) -> None:
+    rows_a, rows_b = ([json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()] for run in (a, b))
+    assert [sorted(r) for r in rows_a] == [sorted(r) for r in rows_b] and "tree_E" in rows_a[0]
+    for ra, rb in zip(rows_a, rows_b):
+        for key in ra:
+            assert ra[key] == pytest.approx(rb[key], rel=1e-5, abs=1e-7), (key, ra, rb)
 
 
 def _same_figures(a: dict, b: dict, keys: tuple[str, ...]) -> None:

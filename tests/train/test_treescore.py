@@ -27,3 +27,17 @@ def test_a_scored_tree_leaves_only_the_kept_cache_behind(tiny_target):
     pool.score((0, 0), 15, best_first(ids[15], logq, 6))
     for layer, (keys, values) in zip(pool.sessions[(0, 0)].cache.layers, pool.snapshots[(0, 0)]):
         assert layer.keys is keys and layer.values is values  # no second copy of the context per sequence
+
+
+def test_a_batch_of_trees_scores_as_each_tree_alone(tiny_target):
+    vocab = tiny_target.vocab_size
+    generator = torch.Generator().manual_seed(9)
+    sequences = {(0, k): torch.randint(0, vocab, (length,), generator=generator).tolist()
+                 for k, length in enumerate((30, 18, 41))}
+    pool = PooledContexts(tiny_target, sequences)
+    logq = torch.log_softmax(torch.randn(3, vocab, generator=generator), -1)
+    items = [((0, k), position, best_first(sequences[(0, k)][position], logq, budget))
+             for k, position, budget in ((0, 20, 6), (1, 5, 3), (2, 37, 9), (0, 8, 6))]  # unequal contexts and trees
+    batched = pool.score_many(items)
+    for item, logits in zip(items, batched):
+        torch.testing.assert_close(logits, pool.score(*item), rtol=1e-4, atol=1e-4)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from tevcore.train.data import data_folders, load_shards, read_manifests
+from tevcore.train.data import data_folders, load_shards, read_manifests, shard_files
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class AnchorSet:
         """`folder`: one distillation set, or several joined by commas."""
         self.layers = tuple(read_manifests(folder)[0]["config"]["hidden_layers"])
         self.shards = [shard for part in data_folders(folder) for shard in load_shards(part)][:max_shards]
+        self.paths = [path for part in data_folders(folder) for path in shard_files(part)][:max_shards]
         self.context, self.depth = context, depth
         rows = []
         for s, shard in enumerate(self.shards):

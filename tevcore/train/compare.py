@@ -38,6 +38,7 @@ from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, 
 from tevcore.proposers.registry import trainable_specs, trainer_for
 from tevcore.results import Column, ResultRecord, RunMeta, format_table, write_result
 from tevcore.train.config import TrainConfig
+from tevcore.train.losses import ANCHOR_LOSSES, TREE_NORMS
 
 VARIANTS = {
     "distill": {"tree_lambda": 0.0},
@@ -60,8 +61,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated from {', '.join(VARIANTS)}; 'start' also evaluates the starting drafter")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--tree-anchors", type=int, default=8)
+    parser.add_argument("--tree-anchors", type=int, default=8, help="extra anchors per step that get a tree")
+    parser.add_argument("--tree-share", type=float, default=0.0,
+                        help="instead of --tree-anchors: this share of each batch's anchors gets a tree (the public "
+                             "recipe: 1); every variant then draws its batches from the tree pool, so all see the "
+                             "same batches")
     parser.add_argument("--tree-pool", type=int, default=16)
+    parser.add_argument("--tree-budget", type=int, default=TrainConfig.tree_budget,
+                        help="nodes of the trees built while training")
+    parser.add_argument("--tree-norm", choices=TREE_NORMS, default=TrainConfig.tree_norm,
+                        help="'anchor': each anchor's tree term sums over its nodes; 'node': divided by their number")
+    parser.add_argument("--anchor-loss", choices=ANCHOR_LOSSES, default=TrainConfig.anchor_loss,
+                        help="'soft': distil the target's top-k rows; 'hard': one-hot CE on its greedy token")
     parser.add_argument("--tree-alpha", type=float, default=TrainConfig.tree_alpha,
                         help="floor of each target edge probability in the path weights")
     parser.add_argument("--lr", type=float, default=3e-4)
@@ -140,15 +151,24 @@ def variant_config(args: argparse.Namespace, name: str, shape: dict) -> TrainCon
     """The training config of one variant; plain distillation leaves the tree settings at their defaults.
 
     It builds no trees, so one distillation run (resumed, not retrained) serves
-    comparisons that differ only in their tree settings.
+    comparisons that differ only in their tree settings. With --tree-share
+    every variant draws its batches from the tree pool, so plain distillation
+    keeps the pool's settings (its budget sets which positions fit) to see the
+    same batches.
     """
     dropout = shape.get("dropout", TrainConfig.dropout) if args.dropout is None else args.dropout
-    trees = {"tree_anchors": args.tree_anchors, "tree_pool": args.tree_pool, "tree_alpha": args.tree_alpha} \
-        if VARIANTS[name]["tree_lambda"] else {}
+    pool = {"tree_pool": args.tree_pool, "tree_budget": args.tree_budget}
+    if args.tree_share:
+        trees = {**pool, "tree_share": args.tree_share, "tree_anchors": 0}
+    else:
+        trees = {**pool, "tree_anchors": args.tree_anchors} if VARIANTS[name]["tree_lambda"] else {}
+    if VARIANTS[name]["tree_lambda"]:
+        trees.update(tree_alpha=args.tree_alpha, tree_norm=args.tree_norm)
     return TrainConfig(
         data=args.data, target=args.target, init=args.init, **{**shape, "dropout": dropout}, steps=args.steps,
         batch_size=args.batch_size, lr=args.lr, warmup=min(args.warmup, args.steps), seed=args.seed,
-        checkpoint_every=min(500, args.steps), threads=args.threads, **trees, **VARIANTS[name])
+        checkpoint_every=min(500, args.steps), threads=args.threads, anchor_loss=args.anchor_loss, **trees,
+        **VARIANTS[name])
 
 
 def _shape(init: str | None, data: str | None = None) -> dict:

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from tevcore.engine.sampling import MAX_SEED
-from tevcore.train.losses import TREE_WEIGHTS
+from tevcore.train.losses import ANCHOR_LOSSES, TREE_NORMS, TREE_WEIGHTS
 
 
 @dataclass(frozen=True)
@@ -33,15 +33,19 @@ class TrainConfig:
     grad_clip: float = 1.0
     seed: int = 0
     known_prob: float = 0.0  # share of anchors trained with their depth-1 token given (path-conditioned rows)
+    anchor_loss: str = "soft"  # "soft": CE to the target's top-k rows; "hard": one-hot CE on its greedy token
     tree_lambda: float = 0.0  # 0 = plain distillation; ExitTrain default is 0.1
     tree_weight: str = "path"  # "path": floored P(v); "exit": X(v) * depth(v); "flow": P(v) * target row at v
     tree_alpha: float = 1e-4
     tree_budget: int = 8
     tree_temperature: float = 1.0
-    tree_anchors: int = 0  # anchors per step (global) that get the tree loss (ExitTrain: e.g. 8)
+    tree_norm: str = "anchor"  # "anchor": each anchor's tree term sums over its nodes; "node": divided by its nodes
+    tree_anchors: int = 0  # extra anchors per step (global) from the pool that get the tree loss (ExitTrain: e.g. 8)
+    tree_share: float = 0.0  # instead: this share of each batch's anchors (drawn from the pool) also gets a tree
     tree_pool: int = 32  # sequences whose target KV cache is kept for tree scoring
     max_shards: int | None = None
     checkpoint_every: int = 100
+    keep_checkpoints: bool = False  # keep every checkpoint folder (to evaluate the run at several points), not only the newest
     threads: int = 1
 
     def __post_init__(self) -> None:
@@ -74,10 +78,22 @@ class TrainConfig:
             raise ValueError(f"tree_weight must be one of {TREE_WEIGHTS}, got {self.tree_weight!r}")
         if not self.tree_alpha < 1:
             raise ValueError(f"tree_alpha must be < 1, got {self.tree_alpha}")
-        if self.tree_lambda > 0 and self.tree_anchors == 0:
-            raise ValueError("tree_lambda > 0 needs tree_anchors >= 1")
+        if self.anchor_loss not in ANCHOR_LOSSES:
+            raise ValueError(f"anchor_loss must be one of {ANCHOR_LOSSES}, got {self.anchor_loss!r}")
+        if self.tree_norm not in TREE_NORMS:
+            raise ValueError(f"tree_norm must be one of {TREE_NORMS}, got {self.tree_norm!r}")
+        if not 0 <= self.tree_share <= 1:
+            raise ValueError(f"tree_share must lie in [0, 1], got {self.tree_share}")
+        if self.tree_share and self.tree_anchors:
+            raise ValueError("give tree_anchors (extra anchors) or tree_share (a share of the batch), not both")
+        if self.tree_share and self.tree_anchor_count == 0:
+            raise ValueError(f"tree_share {self.tree_share} of batch_size {self.batch_size} gives no tree anchor")
+        if self.tree_lambda > 0 and self.tree_anchor_count == 0:
+            raise ValueError("tree_lambda > 0 needs tree_anchors >= 1 or tree_share > 0")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed!r}")
+        if not isinstance(self.keep_checkpoints, bool):
+            raise ValueError(f"keep_checkpoints must be true or false, got {self.keep_checkpoints!r}")
         if self.max_shards is not None and self.max_shards < 1:
             raise ValueError(f"max_shards must be >= 1 or None, got {self.max_shards}")
 
@@ -100,6 +116,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def tree_anchor_count(self) -> int:
+        """Anchors per step (global) that get a tree: the extra ones, or the batch's share."""
+        return self.tree_anchors or round(self.tree_share * self.batch_size)
 
     @property
     def exit_train(self) -> bool:

@@ -73,6 +73,11 @@ class DataConfig:
             raise ValueError(f"unknown prompt sets {sorted(unknown)}; choose from {DATASETS}")
 
 
+GREEDY = {"generate": True, "samples": 1, "temperatures": (0.0,), "text_pairs": False, "python_files": 0}
+"""The greedy-regenerated set (`build-data --greedy`): the target's own T = 0 response to each training prompt,
+nothing teacher-forced, as the public TEV recipe trains on; its rows are still the target's full top-k."""
+
+
 @dataclass(frozen=True)
 class Job:
     """One sequence to run: generate after `ids` (kind 'gen'), or teacher-force `ids` (kind 'text')."""
@@ -263,16 +268,21 @@ def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: 
     return sum(shard_path(folder, i).is_file() for i in range(len(plan)))
 
 
-def load_shards(folder: Path) -> list[dict[str, torch.Tensor]]:
-    """Every finished shard of a set, in index order, with clear errors for a broken one."""
-    folder = Path(folder)
-    paths = sorted(folder.glob("shard_*.safetensors"))
+def shard_files(folder: Path) -> list[Path]:
+    """The finished shard files of a set, in index order (the order `load_shards` returns them in)."""
+    paths = sorted(Path(folder).glob("shard_*.safetensors"))
     if not paths:
         raise FileNotFoundError(f"no shards in {folder}; build them with `python -m tevcore build-data`")
+    return paths
+
+
+def load_shards(folder: Path) -> list[dict[str, torch.Tensor]]:
+    """Every finished shard of a set, in index order, checked against the ledger; clear errors for a broken one."""
+    folder = Path(folder)
     ledger = shard_ledger.recorded(folder)
     out = []
-    for path in paths:
-        problem = shard_ledger.size_problem(path, ledger)
+    for path in shard_files(folder):
+        problem = shard_ledger.read_problem(path, ledger)
         try:
             if problem is None:
                 out.append(load_file(str(path)))

@@ -11,7 +11,7 @@ import torch
 
 from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
 from tevcore.parsing import comma_list
-from tevcore.train.data import DataConfig, build_dataset, plan_jobs
+from tevcore.train.data import GREEDY, DataConfig, build_dataset, plan_jobs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=thread_count, default=1, help="torch CPU threads (1 leaves cores for others)")
     parser.add_argument("--max-shards", type=int, default=None, help="stop after the first N shards of the plan")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    parser.add_argument("--greedy", action="store_true",
+                        help="the greedy-regenerated set: the target's own T = 0 response to each training prompt "
+                             "only (no teacher-forced text); the flags it sets cannot be given other values")
     for f in fields(DataConfig):
         if f.name == "target":
             continue
@@ -46,6 +49,12 @@ def config_from_args(args: argparse.Namespace) -> DataConfig:
         if f.name == "target" or value is None:
             continue
         values[f.name] = _tuple(str(f.type), value) if str(f.type).startswith("tuple") else value
+    if getattr(args, "greedy", False):
+        clash = sorted(k for k, v in GREEDY.items() if k in values and values[k] != v)
+        if clash:
+            flags = ", ".join("--" + k.replace("_", "-") for k in clash)
+            raise ValueError(f"--greedy sets {flags} itself; drop them or drop --greedy")
+        values.update(GREEDY)
     return DataConfig(**values)
 
 

@@ -32,14 +32,15 @@ from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.outputs import write_json
 from tevcore.proposers.kind import TrainingAdapter
 from tevcore.proposers.registry import trainer_for
-from tevcore.ranks import barrier, world
+from tevcore.ranks import barrier, gather, mean_over_ranks, world
 from tevcore.target.loading import Target
 from tevcore.train.anchors import AnchorBatch, AnchorSet
 from tevcore.train.config import TrainConfig
 from tevcore.train.data import check_data_target
-from tevcore.train.losses import distill_loss, tree_objective
+from tevcore.train.losses import anchor_loss, tree_objective
 from tevcore.train.rundir import (
     RunClock,
+    TrainingFailed,
     append_metrics,
     held_run_folder,
     latest_checkpoint,
@@ -64,19 +65,28 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 
 def step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: torch.Tensor | None,
               rank: int, world_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """This rank's distillation rows, tree rows, and which distillation rows get their depth-1 token."""
+    """This rank's distillation rows, tree rows, and which distillation rows get their depth-1 token.
+
+    With `tree_share` every row comes from the tree pool and the tree rows are the batch's first rows (this
+    rank's are then the first of its own rows); otherwise the tree rows are `tree_anchors` extra rows.
+    """
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
-    rows = torch.randint(len(anchors), (config.batch_size,), generator=generator)
-    tree_rows = torch.zeros(0, dtype=torch.long)
-    if pool_rows is not None and config.tree_anchors:
-        tree_rows = pool_rows[torch.randint(len(pool_rows), (config.tree_anchors,), generator=generator)]
+    if config.tree_share:
+        rows = pool_rows[torch.randint(len(pool_rows), (config.batch_size,), generator=generator)]
+        tree_rows = rows[:config.tree_anchor_count] if config.exit_train else torch.zeros(0, dtype=torch.long)
+    else:
+        rows = torch.randint(len(anchors), (config.batch_size,), generator=generator)
+        tree_rows = torch.zeros(0, dtype=torch.long)
+        if pool_rows is not None and config.tree_anchors:
+            tree_rows = pool_rows[torch.randint(len(pool_rows), (config.tree_anchors,), generator=generator)]
     known = torch.zeros(config.batch_size, dtype=torch.bool)
     if config.known_prob:
         known = torch.rand(config.batch_size, generator=generator) < config.known_prob
     return rows[rank::world_size], tree_rows[rank::world_size], known[rank::world_size]
 
 
-def tree_pool(config: TrainConfig, anchors: AnchorSet, target: Target) -> tuple[PooledContexts, torch.Tensor]:
+def pool_members(config: TrainConfig, anchors: AnchorSet,
+                 target: Target) -> tuple[dict[tuple[int, int], list[int]], torch.Tensor]:
     """A seeded pool of whole sequences for tree scoring, and the anchor rows that fall inside it."""
     keys = torch.unique(anchors.index[:, :2], dim=0)
     order = torch.randperm(len(keys), generator=torch.Generator().manual_seed(config.seed))[:config.tree_pool]
@@ -86,8 +96,21 @@ def tree_pool(config: TrainConfig, anchors: AnchorSet, target: Target) -> tuple[
     sequences = {k: ids[:fits] for k, ids in sequences.items()}
     inside = [(tuple(r[:2]) in chosen) and anchors.full_position(*r) < len(sequences[tuple(r[:2])])
               for r in anchors.index.tolist()]
-    rows = torch.nonzero(torch.tensor(inside)).flatten()
-    return PooledContexts(target, sequences), rows
+    return sequences, torch.nonzero(torch.tensor(inside)).flatten()
+
+
+def tree_pool(config: TrainConfig, anchors: AnchorSet,
+              target: Target) -> tuple[PooledContexts | None, torch.Tensor | None]:
+    """The pool's prefilled target contexts (None when no tree is built) and its anchor rows (None when unused).
+
+    A `tree_share` run draws every row from the pool, so its lambda-0 twin sees the same batches while
+    prefilling nothing.
+    """
+    if not (config.tree_anchors or config.tree_share):
+        return None, None
+    sequences, rows = pool_members(config, anchors, target)
+    builds = config.tree_anchors or config.exit_train
+    return (PooledContexts(target, sequences) if builds else None), rows
 
 
 def tree_terms(adapter: TrainingAdapter, logq: torch.Tensor, batch: AnchorBatch, anchors: AnchorSet,
@@ -95,11 +118,11 @@ def tree_terms(adapter: TrainingAdapter, logq: torch.Tensor, batch: AnchorBatch,
     """Mean tree loss over this rank's tree anchors, and diagnostics of the trees the drafter built."""
     built = adapter.tree_rows(batch, anchors, logq)
     losses, stats = [], {"mean_P": 0.0, "root_exit": 0.0, "tree_E": 0.0}
-    for i, (s, q, t) in enumerate(batch.anchors.tolist()):
-        tree = best_first(int(batch.roots[i]), built[i], config.tree_budget)
-        logits = pool.score((s, q), anchors.full_position(s, q, t), tree)
+    trees = [best_first(int(batch.roots[i]), built[i], config.tree_budget) for i in range(len(built))]
+    items = [((s, q), anchors.full_position(s, q, t), tree) for (s, q, t), tree in zip(batch.anchors.tolist(), trees)]
+    for i, (tree, logits) in enumerate(zip(trees, pool.score_many(items))):  # one batched target forward
         losses.append(tree_objective(logq[i], tree, logits, config.tree_weight, config.tree_temperature,
-                                     config.tree_alpha, adapter.vocab_map))
+                                     config.tree_alpha, adapter.vocab_map, config.tree_norm))
         flow = target_flow(tree, logits, config.tree_temperature)
         stats["mean_P"] += float(flow.path_prob[1:].mean()) if tree.size else 0.0
         stats["root_exit"] += float(flow.exit_mass[0])
@@ -110,7 +133,7 @@ def tree_terms(adapter: TrainingAdapter, logq: torch.Tensor, batch: AnchorBatch,
 
 def optimizer_step(optimizer: torch.optim.Optimizer, params: list, loss: torch.Tensor, lr: float,
                    grad_clip: float | None) -> float:
-    """One step at learning rate `lr`, gradients clipped to `grad_clip` where set; returns the loss."""
+    """One step at learning rate `lr`, gradients clipped to `grad_clip` where set; returns this rank's loss."""
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
@@ -132,8 +155,9 @@ def train(config: TrainConfig, out: Path, target: Target,
     checked = trainer.check(source, config, target)  # before the run folder: a bad start leaves nothing
     check_data_target(config.data, target)
     rank, size = world()
-    if config.batch_size % size or config.tree_anchors % size:
-        raise ValueError(f"batch_size and tree_anchors must be divisible by the {size} processes")
+    if config.batch_size % size or config.tree_anchor_count % size:
+        raise ValueError(f"batch_size and the tree anchors per step ({config.tree_anchor_count}) must be divisible "
+                         f"by the {size} processes")
     with held_run_folder(Path(out), owner=rank == 0) as folder:
         if rank == 0:
             _prepare_folder(config, folder)
@@ -174,7 +198,7 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
     if state["optimizer"] is not None:
         optimizer.load_state_dict(state["optimizer"])
     model = DistributedDataParallel(adapter.network, broadcast_buffers=False) if size > 1 else adapter.network
-    pool, pool_rows = tree_pool(config, anchors, target) if config.tree_anchors else (None, None)
+    pool, pool_rows = tree_pool(config, anchors, target)
     if writes:
         _trim_metrics(out / "metrics.jsonl", start_step)
         print(f"anchors {len(anchors)} from {anchors.tokens} tokens; steps {start_step}->{config.steps}; "
@@ -190,24 +214,35 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
     with reported_end(out, config.steps, clock, writes=writes):
         for step in bar:
             rows, tree_rows, known = step_rows(config, step, anchors, pool_rows, rank, size)
-            batch = anchors.batch(torch.cat([rows, tree_rows]), adapter.vocab_map)
+            shared = bool(config.tree_share)  # the tree rows are the batch's first rows, not extra ones
+            batch = anchors.batch(rows if shared else torch.cat([rows, tree_rows]), adapter.vocab_map)
             n = len(rows)
-            known = torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)])
+            if not shared:
+                known = torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)])
             with seeded_torch_rng(config.seed * 1_000_003 + step * 101 + rank, device):  # dropout: same masks after a resume
                 logq, teacher_probs = adapter.rows(model, batch, anchors, known)
-            distill = distill_loss(logq[:n], batch.teacher_ids[:n].to(device), teacher_probs[:n].to(device))
-            loss, metrics = distill, {"step": step + 1, "lr": learning_rate(config, step), "distill": distill.item()}
+            distill = anchor_loss(config.anchor_loss, logq[:n], batch.teacher_ids[:n].to(device),
+                                  teacher_probs[:n].to(device))
+            loss, values = distill, {"distill": distill.item()}
             if len(tree_rows):
-                tree, stats = tree_terms(adapter, logq[n:], _slice_batch(batch, n), anchors, pool, config)
+                first = 0 if shared else n
+                tree_batch = _slice_batch(batch, first, first + len(tree_rows))
+                tree, stats = tree_terms(adapter, logq[first:first + len(tree_rows)], tree_batch, anchors, pool,
+                                         config)
                 loss = loss + config.tree_lambda * tree
-                metrics.update(tree=tree.item(), **stats)
-            metrics["loss"] = optimizer_step(optimizer, params, loss, metrics["lr"], config.grad_clip)
+                values.update(tree=tree.item(), **stats)
+            values = mean_over_ranks({**values, "loss": loss.item()})  # the global batch's, not rank 0's share
+            if not math.isfinite(values["loss"]):
+                _fail(step, values["loss"], batch, logq, anchors)
+            optimizer_step(optimizer, params, loss, learning_rate(config, step), config.grad_clip)
+            metrics = {"step": step + 1, "lr": learning_rate(config, step), **values}
             if writes:
                 append_metrics(out, metrics)
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", **({"E": f"{metrics['tree_E']:.2f}"}
                                                                  if "tree_E" in metrics else {}))
                 if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
-                    save_checkpoint(out, adapter.network, optimizer, step + 1, save=save)
+                    save_checkpoint(out, adapter.network, optimizer, step + 1, save=save,
+                                    keep_older=config.keep_checkpoints)
                 write_status(out, "running", step + 1, config.steps, clock)
             if on_step is not None:
                 on_step(metrics)
@@ -216,8 +251,17 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
         return final
 
 
-def _slice_batch(batch: AnchorBatch, start: int) -> AnchorBatch:
-    return replace(batch, **{f.name: getattr(batch, f.name)[start:] for f in fields(batch)})
+def _slice_batch(batch: AnchorBatch, start: int, end: int) -> AnchorBatch:
+    return replace(batch, **{f.name: getattr(batch, f.name)[start:end] for f in fields(batch)})
+
+
+def _fail(step: int, loss: float, batch: AnchorBatch, logq: torch.Tensor, anchors: AnchorSet) -> None:
+    """End a run whose loss is not finite, naming the step and the shards whose rows are (every rank's)."""
+    bad = ~(torch.isfinite(batch.features).flatten(1).all(1) & torch.isfinite(logq.detach().cpu()).flatten(1).all(1))
+    rows = batch.anchors[bad] if bad.any() else batch.anchors  # none alone: every shard of the batch is suspect
+    names = sorted(set(gather([str(anchors.paths[s]) for s in rows[:, 0].tolist()])))
+    raise TrainingFailed(f"step {step + 1}: the loss is {loss} (rows from {', '.join(names)}); the run stopped "
+                         "as failed, its last checkpoint kept; check or rebuild that data")
 
 
 def _trim_metrics(path: Path, step: int) -> None:

@@ -22,6 +22,8 @@ from tevcore.engine.sampling import log_probs
 from tevcore.engine.tree import DraftTree
 
 TREE_WEIGHTS = ("path", "exit", "flow")
+ANCHOR_LOSSES = ("soft", "hard")
+TREE_NORMS = ("anchor", "node")
 
 
 def distill_loss(draft_logq: torch.Tensor, teacher_ids: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Tensor:
@@ -33,6 +35,23 @@ def distill_loss(draft_logq: torch.Tensor, teacher_ids: torch.Tensor, teacher_pr
     """
     picked = draft_logq.gather(-1, teacher_ids)
     return -(teacher_probs * picked).sum((-1, -2)).mean()
+
+
+def anchor_loss(kind: str, draft_logq: torch.Tensor, teacher_ids: torch.Tensor,
+                teacher_probs: torch.Tensor) -> torch.Tensor:
+    """The anchor term: "soft" distils the target's whole top-k row at every depth; "hard" is one-hot
+    cross-entropy on the target's greedy token at every depth (the public TEV recipe), so the tree term is
+    then the drafter's only sibling-level signal.
+
+    The stored rows are sorted (top-k), so column 0 is the greedy token; a depth whose greedy token lies
+    outside the draft vocabulary (or past the end of the sequence, or given to the drafter) has probability 0
+    there and adds nothing, as in the soft loss.
+    """
+    if kind == "soft":
+        return distill_loss(draft_logq, teacher_ids, teacher_probs)
+    if kind == "hard":
+        return distill_loss(draft_logq, teacher_ids[..., :1], (teacher_probs[..., :1] > 0).to(draft_logq.dtype))
+    raise ValueError(f"anchor loss must be one of {ANCHOR_LOSSES}, got {kind!r}")
 
 
 def tree_weights(tree: DraftTree, node_logits: torch.Tensor, temperature: float, kind: str,
@@ -89,8 +108,16 @@ def flow_loss(draft_logq: torch.Tensor, tree: DraftTree, node_logits: torch.Tens
 
 
 def tree_objective(draft_logq: torch.Tensor, tree: DraftTree, node_logits: torch.Tensor, kind: str,
-                   temperature: float, alpha: float, draft_index: torch.Tensor) -> torch.Tensor:
-    """The ExitTrain term of one anchor for a weight kind (see the module docstring)."""
+                   temperature: float, alpha: float, draft_index: torch.Tensor, norm: str = "anchor") -> torch.Tensor:
+    """The ExitTrain term of one anchor for a weight kind (see the module docstring).
+
+    `norm` "anchor" keeps the sum over the tree's nodes; "node" divides it by the number of non-root nodes,
+    as the public TEV code does, so the term's weight does not grow with the budget.
+    """
+    if norm not in TREE_NORMS:
+        raise ValueError(f"tree norm must be one of {TREE_NORMS}, got {norm!r}")
     if kind == "flow":
-        return flow_loss(draft_logq, tree, node_logits, temperature, draft_index)
-    return tree_loss(draft_logq, tree, tree_weights(tree, node_logits, temperature, kind, alpha), draft_index)
+        total = flow_loss(draft_logq, tree, node_logits, temperature, draft_index)
+    else:
+        total = tree_loss(draft_logq, tree, tree_weights(tree, node_logits, temperature, kind, alpha), draft_index)
+    return total / max(1, tree.size) if norm == "node" else total

@@ -10,7 +10,7 @@ step takes back the config.json it wrote, so the corrected command is
 accepted in the same folder (see `held_run_folder`).
 
 status.json is written by the training process only and read by anyone
-(the app): {state, pid, step, total_steps, started, updated, error?} plus
+(the app): {state (starting, running, finished, interrupted, failed, crashed), pid, step, total_steps, started, updated, error?} plus
 the clock of `RunClock` (active_seconds, start_step, steps_began), so a
 reader can show elapsed time and an ETA that stay true across resumes
 without guessing. The readers below (`read_status`, `usable_drafters`,
@@ -242,15 +242,25 @@ def done_steps(folder: Path) -> int:
     return step if isinstance(step, int) else 0
 
 
+class TrainingFailed(ValueError, RuntimeError):
+    """A run that cannot learn (a non-finite loss): it ends with status "failed", its last good checkpoint kept,
+    and the CLI says why in one line."""
+
+
 @contextmanager
 def reported_end(folder: Path, total: int, clock: RunClock, writes: bool = True) -> Iterator[None]:
     """The run's last status, however its steps end: finished, interrupted (Ctrl-C, or a stop signal the CLI
-    turns into one) or crashed (with the error). `writes` is False on the DDP ranks that do not own the folder."""
+    turns into one), failed (it could not learn: `TrainingFailed`) or crashed (with the error). `writes` is
+    False on the DDP ranks that do not own the folder."""
     try:
         yield
     except KeyboardInterrupt:
         if writes:
             _last_words(folder, "interrupted", total, clock)
+        raise
+    except TrainingFailed as err:
+        if writes:
+            _last_words(folder, "failed", total, clock, error=str(err))
         raise
     except BaseException as err:
         if writes:
@@ -261,16 +271,16 @@ def reported_end(folder: Path, total: int, clock: RunClock, writes: bool = True)
 
 
 def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, step: int,
-                    save: Callable[[object, Path], object] | None = None) -> Path:
+                    save: Callable[[object, Path], object] | None = None, keep_older: bool = False) -> Path:
     """checkpoint-<step>/ = the drafter as `save` writes it (default: a block drafter's files; a DFlash run: the
-    published format) + trainer.pt."""
+    published format) + trainer.pt. Older checkpoints are deleted unless `keep_older`."""
     folder = Path(folder)
     final = folder / f"checkpoint-{step}"
     with folder_in_place(final) as tmp:
         (save or save_drafter)(drafter, tmp)
         save_torch(tmp / TRAINER_STATE, {"step": step, "optimizer": optimizer.state_dict()})
     write_json(folder / LATEST, {"checkpoint": final.name, "step": step}, overwrite=True)
-    for old in folder.glob("checkpoint-*"):
+    for old in [] if keep_older else folder.glob("checkpoint-*"):
         if old != final:
             shutil.rmtree(old, ignore_errors=True)
     return final

@@ -59,12 +59,18 @@ def shard_problem(folder: Path, shard: Path, ledger: dict[str, dict]) -> str | N
     return None
 
 
-def size_problem(shard: Path, ledger: dict[str, dict]) -> str | None:
-    """The cheap check for readers: the size recorded when the shard was written (None when it matches)."""
+def read_problem(shard: Path, ledger: dict[str, dict]) -> str | None:
+    """The check for readers (a training run): the size and SHA-256 recorded when the shard was written (None
+    when they match, or when the shard predates the ledger). A byte changed in place keeps the size and
+    would otherwise train a drafter on NaN; reading the ledger never writes to it."""
     entry = ledger.get(shard.name)
+    if entry is None:
+        return None
     size = shard.stat().st_size
-    if entry is not None and size != entry["bytes"]:
+    if size != entry["bytes"]:
         return f"{size} bytes where {entry['bytes']} were written"
+    if sha256_of(shard) != entry["sha256"]:
+        return "its SHA-256 differs from the one recorded when it was written"
     return None
 
 

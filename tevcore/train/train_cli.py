@@ -32,10 +32,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if f.name == "target":
             continue
         flag = "--" + f.name.replace("_", "-")
-        kind = {"int": int, "float": float, "int | None": int, "str | None": str}.get(str(f.type), str)
+        kind = {"int": int, "float": float, "int | None": int, "str | None": str, "bool": _true_or_false}.get(
+            str(f.type), str)
         kind = {"seed": seed_value, "threads": thread_count}.get(f.name, kind)
         helps = {"init": f"the drafter to start from: {trainable_specs()} (default: a fresh block drafter)"}
         parser.add_argument(flag, type=kind, default=None, help=helps.get(f.name, f"TrainConfig.{f.name}"))
+
+
+def _true_or_false(text: str) -> bool:
+    if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text.lower() in ("true", "1", "yes")
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -70,11 +77,13 @@ def _plan(config: TrainConfig) -> str:
 
     manifests = read_manifests(config.data)
     _check_init(config, manifests[0])
-    kind = f"ExitTrain (lambda={config.tree_lambda}, w={config.tree_weight}, B={config.tree_budget})" \
-        if config.exit_train else "distillation only"
+    kind = f"ExitTrain (lambda={config.tree_lambda}, w={config.tree_weight}, B={config.tree_budget}, " \
+        f"norm={config.tree_norm})" if config.exit_train else "distillation only"
     start = f"from {config.init}" if config.init else "from a new drafter (random weights)"
     return (f"{kind}: {config.steps} steps x {config.batch_size} anchors"
-            f"{f' + {config.tree_anchors} tree anchors' if config.tree_anchors else ''}, {start}; data {config.data} "
+            f"{f' + {config.tree_anchors} tree anchors' if config.tree_anchors else ''}"
+            f"{f' ({config.tree_anchor_count} of them with trees)' if config.tree_share else ''}, "
+            f"{config.anchor_loss} anchor loss, {start}; data {config.data} "
             f"({sum(m['shards'] for m in manifests)} shards planned, target {manifests[0]['target_name']})\n"
             + "".join(f"warning: {text}\n" for text in config.warnings())
             + json.dumps(config.to_dict(), indent=2))

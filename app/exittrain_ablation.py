@@ -1,0 +1,38 @@
+"""The ExitTrain page's Ablation tab: open an ablation.json (scripts/exit_train_ablation.sh) and draw each arm's
+paired gain against the training step. The figures are the file's own; the page only picks which to draw."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import figures
+import pandas as pd
+import streamlit as st
+
+DEFAULT = Path(__file__).resolve().parents[1] / "assets" / "exit_ablation.json"
+
+
+def ablation_tab() -> None:
+    st.caption("What ExitTrain's gain is made of: anchor loss soft or hard x tree term lambda 0 or 0.1, every "
+               "checkpoint scored paired against the starting drafter and against its lambda-0 twin "
+               "(`bash scripts/exit_train_ablation.sh` writes ablation.json).")
+    path = Path(st.text_input("ablation.json", value=str(DEFAULT), key="et_ablation_path"))
+    try:
+        result = json.loads(path.read_text())
+        rows = result["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        st.info(f"No ablation result to show at {path} ({type(err).__name__}); run the script, then give its "
+                "ablation.json here.")
+        return
+    if not rows:
+        st.info(f"{path} holds no evaluated checkpoint yet.")
+        return
+    c1, c2, c3 = st.columns(3)
+    against = c1.selectbox("gain over", sorted({r["against"] for r in rows}), key="et_ablation_against")
+    temperature = c2.selectbox("T", sorted({r["temperature"] for r in rows}), key="et_ablation_t")
+    budget = c3.selectbox("budget", sorted({r["budget"] for r in rows}), key="et_ablation_b")
+    st.plotly_chart(figures.ablation_figure(rows, against, temperature, budget), key="et_ablation_chart")
+    table = pd.DataFrame([r for r in rows if (r["against"], r["temperature"], r["budget"]) == (against, temperature, budget)])
+    st.dataframe(table[["arm", "step", "prompts", "positions", "baseline_length", "other_length", "gain_pct",
+                        "gain_se_pct"]], hide_index=True)

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# What ExitTrain's gain is made of (issue 44): four arms fine-tuned from one starting drafter on the target's
+# greedy-regenerated responses (build-data --greedy), anchor loss soft (top-k distillation) or hard (one-hot CE
+# on the greedy token) x tree term lambda 0 or 0.1, at tree budget 32 with per-node normalisation. Every arm
+# draws the same batches (the tree share makes every arm draw from the tree pool; lambda-0 arms build no trees).
+# Each arm keeps POINTS checkpoints; every checkpoint is scored paired (`eval-drafter --compare`, one target
+# decode, the same round starts for every pair) against the starting drafter and, for lambda 0.1, against its
+# lambda-0 twin at the same step, at BUDGETS and TEMPS on PER_SET held-out prompts of each of SETS, with
+# standard errors clustered by prompt. $OUT/ablation.json gathers it all; the table goes to stdout.
+#
+#   bash scripts/exit_train_ablation.sh [out folder]           # the ablation (resumes: finished arms and
+#                                                              # evaluations are kept, a cut-short arm resumes)
+#   COST=20 bash scripts/exit_train_ablation.sh [out folder]   # only a step's cost: COST steps of each arm
+# Settings (environment, defaults in brackets): TARGET [default], INIT [assets/drafter], DATA [$OUT/data-greedy,
+# built or resumed here], SHARDS [16], MAX_NEW_DATA [192], STEPS [600], POINTS [4], BATCH [32], SHARE [0.25: the
+# share of each batch's anchors that get a tree; the public recipe is 1], POOL [64 sequences], BUDGET [32],
+# LAMBDA [0.1], LR [1e-4], WARMUP [20], SEED [0], EVAL_STEPS [every kept checkpoint; e.g. 20,40 evaluates
+# only those], BUDGETS [8,16,32,64], TEMPS [0,1],
+# SETS [mt-bench,humaneval,gsm8k], PER_SET [10], MAX_NEW [64], THREADS [the cores], DEVICE [auto], PYTHON [python].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-runs/exit-ablation}
+PY=${PYTHON:-python}
+INIT=${INIT:-assets/drafter}
+DATA=${DATA:-$OUT/data-greedy}
+STEPS=${STEPS:-600}
+POINTS=${POINTS:-4}
+SETS=${SETS:-mt-bench,humaneval,gsm8k}
+common=(--target "${TARGET:-default}" --device "${DEVICE:-auto}" --threads "${THREADS:-$(nproc)}")
+mkdir -p "$OUT"
+
+if [ ! -f "$DATA/manifest.json" ] || [ "$DATA" = "$OUT/data-greedy" ]; then
+    $PY -m tevcore build-data "$DATA" --greedy --max-shards "${SHARDS:-16}" --max-new-tokens "${MAX_NEW_DATA:-192}" \
+        "${common[@]}"  # resumes a cut-short build; finished shards are kept
+fi
+
+train_arm() {  # train_arm FOLDER ANCHOR LAMBDA STEPS [extra flags]
+    local folder=$1 anchor=$2 lambda=$3 steps=$4
+    shift 4
+    $PY -m tevcore train "$folder" --init "$INIT" --data "$DATA" --steps "$steps" --batch-size "${BATCH:-32}" \
+        --tree-share "${SHARE:-0.25}" --tree-pool "${POOL:-64}" --tree-budget "${BUDGET:-32}" --tree-norm node \
+        --anchor-loss "$anchor" --tree-lambda "$lambda" --tree-weight path --lr "${LR:-1e-4}" \
+        --warmup "$(( ${WARMUP:-20} < steps ? ${WARMUP:-20} : steps ))" --seed "${SEED:-0}" "$@" "${common[@]}"
+}
+
+ARMS=(soft:0 soft:${LAMBDA:-0.1} hard:0 hard:${LAMBDA:-0.1})
+
+if [ -n "${COST:-}" ]; then  # a step's cost per arm, from the run's own clock (loading excluded)
+    for arm in "${ARMS[@]}"; do
+        folder=$OUT/cost-${arm/:/-}
+        rm -rf "$folder"
+        train_arm "$folder" "${arm%%:*}" "${arm##*:}" "$COST" --checkpoint-every "$COST" > "$folder.log" 2>&1
+        $PY - "$folder" "$arm" <<'EOF'
+import json, sys
+status = json.load(open(f"{sys.argv[1]}/status.json"))
+steps = status["step"] - status["start_step"]
+print(f"arm {sys.argv[2]:<10} {steps} steps  {(status['updated'] - status['steps_began']) / steps:.2f} s/step")
+EOF
+    done
+    exit 0
+fi
+
+every=$(( STEPS / POINTS ))
+for arm in "${ARMS[@]}"; do
+    [ -f "$OUT/${arm/:/-}/drafter/config.json" ] && continue  # finished
+    train_arm "$OUT/${arm/:/-}" "${arm%%:*}" "${arm##*:}" "$STEPS" --checkpoint-every "$every" --keep-checkpoints true
+done
+
+mkdir -p "$OUT/eval"
+compare() {  # compare A B JSON: B scored against A at the same round starts
+    [ -f "$3" ] && return 0
+    $PY -m tevcore eval-drafter "$1" --compare "$2" --budgets "${BUDGETS:-8,16,32,64}" --temperatures "${TEMPS:-0,1}" \
+        --greedy-sets "$SETS" --sample-sets "$SETS" --per-set "${PER_SET:-10}" --max-new-tokens "${MAX_NEW:-64}" \
+        --json "$3" "${common[@]}"
+}
+steps=$(seq -s, "$every" "$every" "$STEPS")
+for step in $(echo "${EVAL_STEPS:-$steps}" | tr , ' '); do
+    for arm in "${ARMS[@]}"; do
+        name=${arm/:/-}
+        compare "$INIT" "$OUT/$name/checkpoint-$step" "$OUT/eval/$name-$step-vs-start.json"
+        if [ "${arm##*:}" != 0 ]; then
+            compare "$OUT/${arm%%:*}-0/checkpoint-$step" "$OUT/$name/checkpoint-$step" "$OUT/eval/$name-$step-vs-twin.json"
+        fi
+    done
+done
+$PY scripts/exit_train_ablation_report.py "$OUT"
