@@ -3,12 +3,13 @@ paired gain against the training step. The figures are the file's own; the page 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import figures
 import pandas as pd
 import streamlit as st
+
+from tevcore.results import read_result
 
 DEFAULT = Path(__file__).resolve().parents[1] / "assets" / "exit_ablation.json"
 
@@ -19,11 +20,9 @@ def ablation_tab() -> None:
                "(`bash scripts/exit_train_ablation.sh` writes ablation.json).")
     path = Path(st.text_input("ablation.json", value=str(DEFAULT), key="et_ablation_path"))
     try:
-        result = json.loads(path.read_text())
-        rows = result["rows"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        st.info(f"No ablation result to show at {path} ({type(err).__name__}); run the script, then give its "
-                "ablation.json here.")
+        rows = read_result(path).rows
+    except ValueError as err:
+        st.info(f"No ablation result to show: {err}. Run the script, then give its ablation.json here.")
         return
     if not rows:
         st.info(f"{path} holds no evaluated checkpoint yet.")

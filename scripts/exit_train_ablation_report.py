@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from tevcore.results import ResultRecord, RunMeta, read_result, write_result
 
 EVAL_NAME = re.compile(r"^(?P<arm>(soft|hard)-[0-9.]+)-(?P<step>\d+)-vs-(?P<against>start|twin)\.json$")
 
@@ -31,14 +32,16 @@ def arm_summary(folder: Path) -> dict:
             "last_tenth": {k: sum(m[k] for m in tail) / len(tail) for k in tail[0] if k not in ("step", "lr")}}
 
 
-def gather(out: Path) -> dict:
-    rows = []
+def gather(out: Path, command_line: str) -> ResultRecord:
+    """The ablation as the one result record: a row per (arm, checkpoint, baseline, temperature, budget)."""
+    rows, evals = [], []
     for path in sorted((out / "eval").glob("*.json")):
         match = EVAL_NAME.match(path.name)
         if match is None:
             continue
-        record = json.loads(path.read_text())
-        for cell in record["cells"]:
+        record = read_result(path)
+        evals.append(record)
+        for cell in record.rows:
             rows.append({"arm": match["arm"], "step": int(match["step"]), "against": match["against"],
                          "temperature": cell["temperature"], "budget": cell["budget"], "prompts": cell["prompts"],
                          "positions": cell["positions"], "baseline_length": cell["baseline_length"],
@@ -48,16 +51,18 @@ def gather(out: Path) -> dict:
                          "gain_se_pct": 100 * cell["difference_se"] / cell["baseline_length"]})
     arms = {p.name: arm_summary(p) for p in sorted(out.iterdir())
             if p.is_dir() and re.fullmatch(r"(soft|hard)-[0-9.]+", p.name) and (p / "status.json").is_file()}
-    first = next(iter(json.loads(p.read_text()) for p in sorted((out / "eval").glob("*.json"))), {})
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return {"what": "ExitTrain ablation (issue 44): anchor soft|hard x lambda 0|0.1, paired E = 1 + C gains",
-            "commit": commit, "target": first.get("target"), "eval": {k: first.get(k) for k in (
-                "greedy_sets", "sample_sets", "per_set", "max_new_tokens", "seed", "verifier", "device", "threads")},
-            "arms": arms, "rows": rows}
+    first = evals[0] if evals else None
+    settings = {"what": "ExitTrain ablation (issue 44): anchor soft|hard x lambda 0|0.1, paired E = 1 + C gains",
+                "model": first.settings.get("model") if first else None,
+                "eval": {k: first.settings.get(k) for k in ("greedy_sets", "sample_sets", "per_set", "max_new_tokens",
+                                                             "verifier")} if first else {},
+                "arms": arms}
+    meta = RunMeta.now(command_line, first.meta.device if first else "cpu", first.meta.seed if first else None)
+    return ResultRecord("exit-train-ablation", meta, rows, settings=settings)
 
 
-def table(result: dict) -> str:
-    rows = result["rows"]
+def table(result: ResultRecord) -> str:
+    rows = result.rows
     budgets = sorted({r["budget"] for r in rows})
     lines = [f"{'arm':<9} {'step':>5} {'vs':<5} {'T':>3} " + " ".join(f"{'B=' + str(b) + ' gain% (s.e.)':>20}"
                                                                      for b in budgets)]
@@ -73,14 +78,13 @@ def table(result: dict) -> str:
 
 def main(argv: list[str]) -> int:
     out = Path(argv[0] if argv else "runs/exit-ablation")
-    result = gather(out)
-    (out / "ablation.json").write_text(json.dumps(result, indent=2))
+    result = gather(out, " ".join(["python", "scripts/exit_train_ablation_report.py", *argv]))
     print(table(result))
-    for name, arm in result["arms"].items():
+    for name, arm in result.settings["arms"].items():
         pace = arm["seconds_per_step"]
         print(f"{name}: {arm['state']} at step {arm['steps']}, "
               f"{'-' if pace is None else f'{pace:.2f}'} s/step (this process), last-tenth losses {arm['last_tenth']}")
-    print(f"wrote {out / 'ablation.json'}")
+    write_result(out / "ablation.json", result, force=True)  # a summary of the folder, remade from it each time
     return 0
 
 
