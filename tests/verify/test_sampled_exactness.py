@@ -322,3 +322,57 @@ def test_zero_temperature_is_greedy(verifier, builder):
     counts = mc_first_tokens(verifier, builder, 0.0, 3, 20, seed=3)
     greedy = _target_cells(0.0, 3)
     assert counts[greedy.argmax()] == 20 and greedy.max() == 1.0
+
+
+# ---------------------------------------------------------------- 4. the foil on drawn trees
+
+def law_naive(tree: DraftTree, logits: torch.Tensor, temperature: float) -> Law:
+    """The naive ratio rule's every branch: children tried in index order, c accepted with min(1, p(x_c) / q(x_c))
+    and no residual update; all rejected, the bonus is p without the children's tokens (p itself when they fill
+    the vocabulary), as the registry's foil entry draws it."""
+    p = log_probs(logits, temperature).exp()
+    q = tree.draft_logp.double().exp()
+    tokens, children = tree.tokens.tolist(), tree.children()
+    law: Law = defaultdict(float)
+
+    def visit(node: int, weight: float) -> None:
+        for child in children[node]:
+            accept = min(1.0, float(p[node, tokens[child]] / q[child]))
+            if accept > 0:
+                visit(child, weight * accept)
+            weight *= 1.0 - accept
+            if weight <= 0:
+                return
+        row = p[node].clone()
+        held = [tokens[c] for c in children[node]]
+        if len(set(held)) < VOCAB:
+            row[held] = 0.0
+        for y, prob in enumerate((row / row.sum()).tolist()):
+            if prob > 0:
+                law[(node, y)] += weight * prob
+
+    visit(0, 1.0)
+    return dict(law)
+
+
+RATIO_LAWS["naive_ratio"] = law_naive
+
+
+@pytest.mark.parametrize("builder", ["sampled:1,1,1", "sampled:2,1", "sampled-wor:2,1"])
+def test_the_foil_is_not_exact_on_drawn_trees_either(builder):
+    """Drawing the children from the very q the naive rule divides by is not enough: on a sampled chain its exits
+    are rrs's and only its bonus (p without the child, not rrs's residual) differs, and that alone moves its
+    output law off the target's by far more than rounding."""
+    _, tv = _distance(sampled_tokens_law("naive_ratio", builder, 1.0, 2), target_tokens_law(1.0, VOCAB, START, 2))
+    print(f"naive_ratio on {builder}, T=1: first-2-token TV distance {tv:.4f}")
+    assert tv > 1e-2
+
+
+@pytest.mark.slow
+def test_monte_carlo_catches_the_shipped_foil_on_a_sampled_chain():
+    """The shipped naive rule on fresh sampled chains, at the size that passes rrs and block: caught on every seed."""
+    cells = _target_cells(1.0, 2)
+    pvalues = [chi_square_pvalue(*chi_square(mc_first_tokens("naive_ratio", "sampled:1,1,1", 1.0, 2, MC_STRINGS,
+                                                             seed), cells)) for seed in range(2)]
+    print(f"naive_ratio on sampled:1,1,1: p-values {pvalues}")
+    assert max(pvalues) < FOIL_PVALUE
