@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from test_pages import charts, page
+from tevcore.results import ResultRecord, RunMeta
 
 
 def _row(arm: str, step: int, against: str, gain: float) -> dict:
@@ -17,7 +18,9 @@ def test_an_ablation_result_is_opened_and_drawn(tmp_path):
     rows = [_row(arm, step, "start", 0.1 * step) for arm in ("soft-0", "hard-0.1") for step in (20, 40)]
     rows += [_row("hard-0.1", step, "twin", 0.05) for step in (20, 40)]
     result = tmp_path / "ablation.json"
-    result.write_text(json.dumps({"rows": rows, "arms": {}}))
+    record = ResultRecord("exit-train-ablation", RunMeta.now("scripts/exit_train_ablation_report.py", "cpu", 0), rows,
+                          settings={"arms": {}})
+    result.write_text(json.dumps(record.to_dict()))
     at = page("3_ExitTrain.py").run()
     at.text_input(key="et_ablation_path").set_value(str(tmp_path / "missing.json")).run()
     assert not at.exception and any("No ablation result" in i.value for i in at.info)
