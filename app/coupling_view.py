@@ -11,6 +11,7 @@ import streamlit as st
 
 import appdata
 import figures
+import room_ui
 
 EXPLANATION = (
     "**Why sampling can win.** A fixed tree holds one guess, the drafter's argmax *x*; the target's sample starts "
@@ -38,6 +39,7 @@ def show(ss, found: appdata.Coupling) -> None:
     if c3.button("▶ Draw the rounds", key="ws_c_run",
                  help="the fixed node verified by TEV, and a fresh node drawn from q by the sampled builder "
                       "(sampled:1) in every round, verified by rrs"):
+        room_ui.check(room_ui.guarded.check_coupling, rounds)
         with st.spinner(f"{rounds:,} rounds of each…"):
             ss.ws_c_rates = (signature, appdata.coupling_rates(found, rounds, seed))
     stored = ss.get("ws_c_rates")

@@ -14,6 +14,7 @@ import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
+import room_ui  # noqa: E402
 import sampled_view  # noqa: E402
 from tevcore.engine.sampling import make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
@@ -114,6 +115,7 @@ tree, node_logits = compact.tree, compact.node_logits
 c1, c2, c3 = st.columns(3)
 n_draws = int(c1.number_input("draws per verifier", 1000, 2_000_000, 100_000, step=10_000, key="vc_n"))
 seed = int(c2.number_input("seed", 0, 2**31 - 1, 0, key="vc_seed"))
+room_ui.check(room_ui.guarded.check_draws, n_draws)  # the server's cap (tight in a room)
 options = appdata.rules_for(drawn_with) if drawn_with is not None else list(VERIFIERS)
 chosen = c3.multiselect("verifiers", options, default=options, format_func=verifier_label,
                         key="vc_names" if drawn_with is None else f"vc_names_{len(options)}")
@@ -267,7 +269,8 @@ st.subheader("End to end: benchmark results")
 st.caption("Result JSON files from `python -m tevcore bench` (an object with 'rows'), or a plain list of rows with "
            "verifier, budget, speedup, mean_block_length.")
 uploads = st.file_uploader("result files", type=["json"], accept_multiple_files=True, key="vc_bench_upload")
-folder = Path(st.text_input("or read every .json in a folder", value="results", key="vc_bench_folder"))
+folder = room_ui.space().folder if room_ui.in_room() else Path(  # a room: no server path is typed
+    st.text_input("or read every .json in a folder", value="results", key="vc_bench_folder"))
 frames = []
 for up in uploads or []:
     try:

@@ -43,6 +43,11 @@ class Job:
     _process: subprocess.Popen | None = field(default=None, repr=False, compare=False)
 
     @property
+    def process(self) -> subprocess.Popen | None:
+        """The process handle, when this server started the job (None for one found again after a restart)."""
+        return self._process
+
+    @property
     def running(self) -> bool:
         if self.exit_code is not None:
             return False
@@ -78,6 +83,7 @@ class JobBoard:
         self.registry = Path(registry)
         self.cap = cap
         self._secret = host_secret or None
+        self.open_to_participants = False  # the host's switch: participants may start jobs of their own
         self._lock = threading.Lock()
         self._jobs: list[Job] = self._found_again()
         self._save()

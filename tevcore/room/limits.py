@@ -40,8 +40,8 @@ class Limits:
         """Refuse `value` when it is past the cap `name` (CapExceeded naming the cap, the value and the limit)."""
         cap = getattr(self, name)
         if value > cap:
-            raise CapExceeded(f"{what or name.replace('_', ' ')} {value:g} is over this server's cap of {cap:g} "
-                              f"({name})")
+            shown = f"{int(value)}" if float(value).is_integer() else f"{value:g}"
+            raise CapExceeded(f"{what or name.replace('_', ' ')} {shown} is over this server's cap of {cap} ({name})")
 
     def with_caps(self, **caps: int) -> Limits:
         """These limits with some caps changed (a host's config file); an unknown name is a ValueError."""
