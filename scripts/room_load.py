@@ -92,8 +92,8 @@ def start_room_server(folder: Path, config: str = "", secret: str = "room-load-s
                       upload_mb: int = 5, health_timeout_s: float = 120) -> RoomServer:
     """Start the app in the room profile with the host file `config` (TOML text) written into `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    settings = config + (f"\ncompute_slots = {slots}\n" if slots else "")
-    settings += f'\nspace_root = "{folder / "spaces"}"\nruns = "{folder / "runs"}"\n'
+    settings = (f"compute_slots = {slots}\n" if slots else "") + \
+        f'space_root = "{folder / "spaces"}"\nruns = "{folder / "runs"}"\n' + config  # top-level keys before tables
     (folder / "room.toml").write_text(settings)
     port = free_port()
     log = folder / "server.log"

@@ -39,8 +39,11 @@ def test_a_decode_request_past_the_room_caps_is_refused_and_passes_the_single_us
 
 def test_an_upload_over_the_cap_is_refused_and_the_text_cap_is_returned_for_the_reader():
     assert guarded.check_upload(ROOM, ROOM.upload_bytes, "t.jsonl") == ROOM.text_bytes
-    with pytest.raises(CapExceeded, match=r"^big.jsonl is 5.0 MB, over this server's upload cap of 5.0 MB"):
-        guarded.check_upload(ROOM, ROOM.upload_bytes + 1, "big.jsonl")
+    with pytest.raises(CapExceeded, match=r"^big.jsonl is 6.0 MB, over this server's upload cap of 5.0 MB "
+                                          r"\(upload_bytes\)$"):
+        guarded.check_upload(ROOM, 6 * 2**20, "big.jsonl")
+    with pytest.raises(CapExceeded, match=r"^t.jsonl is 100.0 KB, over this server's upload cap of 64.0 KB"):
+        guarded.check_upload(ROOM.with_caps(upload_bytes=65536), 102400, "t.jsonl")
 
 
 @pytest.mark.parametrize("call, cap", [

@@ -23,9 +23,13 @@ def check_decode(limits: Limits, config: DecodeConfig) -> DecodeConfig:
 def check_upload(limits: Limits, size: int, name: str) -> int:
     """An uploaded file's size; its decompressed text is capped by the reader at `limits.text_bytes`."""
     if size > limits.upload_bytes:
-        raise CapExceeded(f"{name} is {size / 2**20:.1f} MB, over this server's upload cap of "
-                          f"{limits.upload_bytes / 2**20:.1f} MB (upload_bytes)")
+        raise CapExceeded(f"{name} is {_size(size)}, over this server's upload cap of {_size(limits.upload_bytes)} "
+                          "(upload_bytes)")
     return limits.text_bytes
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:.1f} MB" if count >= 2**20 else f"{count / 1024:.1f} KB"
 
 
 def check_sampled(limits: Limits, rounds: int, budget: int) -> None:
