@@ -93,9 +93,8 @@ def paired_section(options: list[str]) -> None:
     command = drafter_compare.paired_command(base, other, budgets, int(per_set), float(temp), int(tokens), lookup)
     st.code(" ".join(command), language="bash")
     if st.button("Compare A and B (paired)", key="et_pair_run"):
-        from tevcore.train import eval as engine_eval
-
         room_ui.check(room_ui.guarded.check_compare, budgets, int(per_set), int(tokens), 2)
+        from tevcore.train import eval as engine_eval
 
         sets = drafter_compare.prompt_sets(float(temp))
         suffix = drafter_compare.VARIANTS["+ lookup"] if lookup else ""

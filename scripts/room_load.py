@@ -188,6 +188,7 @@ async def run_session(browser, url: str, index: int, seed: int, prompt: str, bud
 
     result = SessionResult(index, seed, prompt)
     context = await browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
+    context.set_default_timeout(timeout_s * 1000)  # every browser here shares the server's cores: no 30 s default
     page = await context.new_page()
     try:
         await page.goto(url, wait_until="domcontentloaded")
@@ -252,7 +253,8 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-async def _drive(url: str, sessions: int, budget: int, tokens: int, timeout_s: float, folder: Path) -> dict:
+async def _drive(url: str, sessions: int, budget: int, tokens: int, timeout_s: float, folder: Path,
+                 stagger_s: float) -> dict:
     from playwright.async_api import async_playwright
 
     plan = [(i, i, PROMPTS[i % len(PROMPTS)]) for i in range(sessions)]  # (index, seed, prompt)
@@ -262,20 +264,23 @@ async def _drive(url: str, sessions: int, budget: int, tokens: int, timeout_s: f
         for index, seed, prompt in plan:  # one at a time: the reference text and time
             solo.append(await run_session(browser, url, index, seed, prompt, budget, tokens, timeout_s, folder,
                                           visit_pages=False))
-        together = await asyncio.gather(*(run_session(browser, url, index, seed, prompt, budget, tokens,
-                                                      timeout_s, folder) for index, seed, prompt in plan))
+        async def staggered(index: int, seed: int, prompt: str) -> SessionResult:
+            await asyncio.sleep(index * stagger_s)  # people open the page within seconds, not the same instant
+            return await run_session(browser, url, index, seed, prompt, budget, tokens, timeout_s, folder)
+
+        together = await asyncio.gather(*(staggered(*item) for item in plan))
         await browser.close()
     return {"solo": solo, "together": list(together)}
 
 
 def load_test(sessions: int, budget: int = 8, tokens: int = 16, slots: int | None = None,
-              timeout_s: float = 900, folder: Path | None = None) -> dict:
+              timeout_s: float = 900, folder: Path | None = None, stagger_s: float = 0.5) -> dict:
     """Start a room server, run every session solo then all at once; the report as a dict."""
     folder = folder or Path(tempfile.mkdtemp(prefix="room-load-"))
     server = start_room_server(folder, slots=slots)
     try:
         with PeakMemory(server) as memory:
-            runs = asyncio.run(_drive(server.url, sessions, budget, tokens, timeout_s, folder))
+            runs = asyncio.run(_drive(server.url, sessions, budget, tokens, timeout_s, folder, stagger_s))
         alive = server.process.poll() is None
     finally:
         server.stop()
@@ -286,6 +291,7 @@ def load_test(sessions: int, budget: int = 8, tokens: int = 16, slots: int | Non
     traceback_lines = [line for line in server.log.read_text(errors="replace").splitlines() if "Traceback" in line]
     return {
         "sessions": sessions, "budget": budget, "max_new_tokens": tokens, "slots": slots or "default",
+        "stagger_s": stagger_s,
         "cores": os.cpu_count(), "load_average_at_end": os.getloadavg(),
         "completed": sum(r.completed for r in together), "text_equal_to_solo": sum(same),
         "solo_p50_s": percentile(solo_times, 0.5), "p50_s": percentile(times, 0.5), "p95_s": percentile(times, 0.95),
@@ -307,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--slots", type=int, default=None, help="compute slots (default: what the cores hold)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a session may wait for its result")
+    parser.add_argument("--stagger", type=float, default=0.5, help="seconds between two sessions' first visits")
     parser.add_argument("--out", type=Path, default=None, help="write the report here (JSON)")
     args = parser.parse_args(argv)
     if not CHROMIUM.exists():
@@ -315,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sessions < 1:
         print("room_load: --sessions must be at least 1", file=sys.stderr)
         return 2
-    report = load_test(args.sessions, args.budget, args.tokens, args.slots, args.timeout)
+    report = load_test(args.sessions, args.budget, args.tokens, args.slots, args.timeout, stagger_s=args.stagger)
     text = json.dumps(report, indent=1, default=str)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -115,10 +115,10 @@ tree, node_logits = compact.tree, compact.node_logits
 c1, c2, c3 = st.columns(3)
 n_draws = int(c1.number_input("draws per verifier", 1000, 2_000_000, 100_000, step=10_000, key="vc_n"))
 seed = int(c2.number_input("seed", 0, 2**31 - 1, 0, key="vc_seed"))
-room_ui.check(room_ui.guarded.check_draws, n_draws)  # the server's cap (tight in a room)
 options = appdata.rules_for(drawn_with) if drawn_with is not None else list(VERIFIERS)
 chosen = c3.multiselect("verifiers", options, default=options, format_func=verifier_label,
                         key="vc_names" if drawn_with is None else f"vc_names_{len(options)}")
+room_ui.check(room_ui.guarded.check_draws, n_draws)  # the server's cap (tight in a room)
 try:
     law = exit_law(tree, node_logits, temperature)
 except ValueError as err:
