@@ -8,7 +8,6 @@ host's file; `TEV_ROOM_SECRET` is the host's secret (kept out of the file, so th
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,10 @@ def default_slots(cores: int | None, threads: int) -> int:
 def _file_settings(path: str | None) -> dict:
     if not path:
         return {}
+    try:  # the standard library's TOML reader from Python 3.11; the app itself runs on 3.10 without a room file
+        import tomllib
+    except ModuleNotFoundError:
+        raise ValueError(f"the room config {path} needs Python 3.11 or later (tomllib) to be read") from None
     try:
         values = tomllib.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
