@@ -11,6 +11,7 @@ import streamlit as st
 
 import appdata
 import figures
+import room_ui
 
 from tevcore.engine.sampling import MAX_SEED
 
@@ -40,6 +41,7 @@ def show(ss, found: appdata.Coupling) -> None:
     if c3.button("▶ Draw the rounds", key="ws_c_run",
                  help="the fixed node verified by TEV, and a fresh node drawn from q by the sampled builder "
                       "(sampled:1) in every round, verified by rrs"):
+        room_ui.check(room_ui.guarded.check_coupling, rounds)
         with st.spinner(f"{rounds:,} rounds of each…"):
             ss.ws_c_rates = (signature, appdata.coupling_rates(found, rounds, seed))
     stored = ss.get("ws_c_rates")

@@ -11,6 +11,7 @@ from pathlib import Path
 import drafter_compare
 import figures
 import inputs
+import room_ui
 import pandas as pd
 import shared_ui
 import streamlit as st
@@ -93,11 +94,13 @@ def paired_section(options: list[str]) -> None:
     command = drafter_compare.paired_command(base, other, budgets, int(per_set), float(temp), int(tokens), lookup)
     st.code(" ".join(command), language="bash")
     if st.button("Compare A and B (paired)", key="et_pair_run"):
+        room_ui.check(room_ui.guarded.check_compare, budgets, int(per_set), int(tokens), 2)
         from tevcore.train import eval as engine_eval
 
         sets = prompt_sets(float(temp))
         suffix = drafter_compare.VARIANTS["+ lookup"] if lookup else ""
-        with st.spinner("paired comparison: one decode, both drafters scored at every position…"):
+        with room_ui.compute_turn(), st.spinner("paired comparison: one decode, both drafters scored at every "
+                                                 "position…"):
             try:
                 target = shared_ui.get_target(shared_ui.target_spec())
                 proposers = [shared_ui.get_proposer(p + suffix, shared_ui.target_spec()) for p in (base, other)]
@@ -124,7 +127,8 @@ def compare_tab(runs_root: Path) -> None:
         ss.et_cmp = trainruns.default_comparison(runs_now)
     if st.button("↺ newest checkpoint vs the committed drafter", key="et_cmp_newest"):
         ss.et_cmp = trainruns.default_comparison(runs_now)
-    extra = st.text_input("another drafter folder (optional)", value="", key="et_cmp_extra")
+    extra = "" if room_ui.in_room() else st.text_input("another drafter folder (optional)", value="",
+                                                       key="et_cmp_extra")  # a room: no server path is typed
     found = [str(p) for r in runs_now for p in r.checkpoints] + trainruns.default_comparison([])
     found += [extra.strip()] if extra.strip() else []
     all_ckpts = list(dict.fromkeys(found + list(ss.get("et_cmp", []))))  # the user's picks stay, even when gone
@@ -160,8 +164,10 @@ def compare_tab(runs_root: Path) -> None:
         budgets = []
     ready = bool(picks) and bool(budgets) and bool(variants) and not problems and not same and not gone
     if st.button("Evaluate E per budget", disabled=not ready, key="et_cmp_run"):
-        ss.et_eval_rows, errors = evaluate_picks(list(picks), list(variants), budgets, int(per_set), float(cmp_temp),
-                                                 int(cmp_tokens))
+        room_ui.check(room_ui.guarded.check_compare, budgets, int(per_set), int(cmp_tokens), len(picks))
+        with room_ui.compute_turn():
+            ss.et_eval_rows, errors = evaluate_picks(list(picks), list(variants), budgets, int(per_set),
+                                                     float(cmp_temp), int(cmp_tokens))
         for message in errors:  # outside the collapsed box, where they are seen
             st.error(message)
     if ss.get("et_eval_rows") is not None and len(ss.et_eval_rows):

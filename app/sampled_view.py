@@ -15,6 +15,7 @@ import streamlit as st
 import appdata
 import figures
 from tevcore.engine.builders import parse_builder, sampled_builder_help
+import room_ui
 from tevcore.lab.context_rounds import SampledRounds
 from tevcore.verify.registry import verifier_label
 
@@ -92,8 +93,11 @@ def choose_live_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     drawn = ss.get("vc_l_drawn")
     fresh = drawn is not None and drawn[0] == (ss.ex_wall_start, settings)
     if st.button("▶ Draw the trees" if not fresh else "▶ Draw them again", key="vc_l_draw"):
+        room_ui.check(room_ui.guarded.check_sampled, rounds, budget)  # each tree keeps full-vocabulary rows
         try:
-            drawn = ((ss.ex_wall_start, settings), *_draw_live(ss, at, builder, budget, temperature, rounds, seed))
+            with room_ui.compute_turn():
+                drawn = ((ss.ex_wall_start, settings),
+                         *_draw_live(ss, at, builder, budget, temperature, rounds, seed))
         except ValueError as err:
             st.error(f"Refused: {err}")
             st.stop()

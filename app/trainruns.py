@@ -222,30 +222,38 @@ def build_command(folder: Path, values: dict, dry_run: bool = False,
     return cmd
 
 
+class _OptionRefused(Exception):
+    """An option the CLI's parser refused (its message is argparse's)."""
+
+
+class _RefusingParser(argparse.ArgumentParser):
+    """The CLI's parser, but a refused option raises instead of printing to the process's stderr and exiting."""
+
+    def error(self, message: str):
+        raise _OptionRefused(message)
+
+    def exit(self, status: int = 0, message: str | None = None):
+        raise _OptionRefused(message or f"the training options were refused (status {status})")
+
+
 def plan(cmd: list[str]) -> tuple[bool, str]:
     """The CLI's own dry run of `cmd`, in-process (it validates the config and reads the data manifest only).
 
-    Returns (ok, the printed plan or the reason it was refused).
+    Returns (ok, the plan or the reason it was refused). The plan is taken as a value: the process's stdout and
+    stderr are never swapped, so another session's output cannot land here, nor this plan's anywhere else.
     """
-    import contextlib
-    import io
-
     from tevcore.train import train_cli
 
-    parser = cli_parser()
-    err = io.StringIO()
+    parser = _RefusingParser(prog="tevcore train", add_help=False)
+    train_cli.add_arguments(parser)
     try:
-        with contextlib.redirect_stderr(err):
-            args = parser.parse_args(cmd[4:] + ([] if "--dry-run" in cmd else ["--dry-run"]))
-    except SystemExit:
-        return False, err.getvalue().strip() or "the training options were refused"
-    out = io.StringIO()
+        args = parser.parse_args([part for part in cmd[4:] if part != "--dry-run"])
+    except _OptionRefused as refused:
+        return False, str(refused)
     try:
-        with contextlib.redirect_stdout(out):
-            code = train_cli.run(args)
+        return True, train_cli.plan_text(args).strip()
     except (ValueError, FileNotFoundError, KeyError, OSError) as error:
         return False, f"{type(error).__name__}: {error}"
-    return code in (0, None), out.getvalue().strip()
 
 
 def launch(cmd: list[str], folder: Path) -> subprocess.Popen:

@@ -16,7 +16,7 @@ The floors, lowest first (a unit is a subpackage or a top-level module):
 | 4 | `proposers`, `decoding` | the drafters; the one decoding loop (apart: they meet only in `proposer_protocol`) |
 | 5 | `lab` | benchmarks, prompt sets, the simulator |
 | 6 | `train` | distillation data, training, drafter evaluation (reads the prompt sets of `lab`) |
-| 7 | `cli`, `__main__` | the command line, which reaches every command module by name |
+| 7 | `cli`, `__main__`, `room` | the command line, which reaches every command module by name; the services of a hosted room (caps, queue, spaces, jobs) the app calls (apart: neither imports the other) |
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ FLOORS = {
     "proposers": 4, "decoding": 4,
     "lab": 5,
     "train": 6,
-    "cli": 7, "__main__": 7,
+    "cli": 7, "__main__": 7, "room": 7,
 }
 # units that share a floor but must not import each other
-APART = [{"verify", "target"}, {"proposers", "decoding"}]
+APART = [{"verify", "target"}, {"proposers", "decoding"}, {"cli", "room"}]
 
 
 def module_name(path: Path) -> str:

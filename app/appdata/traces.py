@@ -29,9 +29,11 @@ def trace_from_bytes(data: bytes, name: str = "trace.jsonl", max_text_bytes: int
             raise ValueError(str(err).replace(str(path), name)) from None
 
 
-def load_trace(source: bytes | str | Path, name: str = "trace.jsonl") -> Trace:
-    """A trace to replay, from uploaded bytes (named `name`) or a file; ValueError when corrupt or empty."""
-    trace = trace_from_bytes(source, name) if isinstance(source, bytes) else read_trace(source)
+def load_trace(source: bytes | str | Path, name: str = "trace.jsonl", max_text_bytes: int = TRACE_TEXT_LIMIT) -> Trace:
+    """A trace to replay, from uploaded bytes (named `name`) or a file; ValueError when corrupt, empty or its text
+    is over `max_text_bytes`."""
+    trace = trace_from_bytes(source, name, max_text_bytes) if isinstance(source, bytes) else \
+        read_trace(source, max_text_bytes=max_text_bytes)
     if not trace.rounds:
         raise ValueError("the trace holds no rounds")
     return trace

@@ -17,6 +17,7 @@ import explorer_sampled  # noqa: E402
 import explorer_state  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
+import room_ui  # noqa: E402
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig  # noqa: E402
 from tevcore.engine.sampling import MAX_SEED  # noqa: E402
 from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX  # noqa: E402
@@ -56,10 +57,10 @@ with st.sidebar:
                           key=f"ex_prompt_{source}_{labels.index(picked)}")
     chat = st.checkbox("apply the chat template", value=True, key="ex_chat")
     st.header("Target")
-    target_choice = st.text_input(
-        "target model", value=shared_ui.target_spec(), key="ex_target",
+    target_choice = room_ui.target_input(
+        "target model", shared_ui.target_spec(), key="ex_target",
         help="'default' = the embedded SmolLM2-135M; or a hub id (from the local cache: the app runs offline), "
-             "a local model folder or a .gguf file. Loaded once per process on the first Run or Step.").strip()
+             "a local model folder or a .gguf file. Loaded once per process on the first Run or Step.")
     st.header("Decoding")
     # no min/max on the boxes: a typed number always reaches the script, and an out-of-range one is refused below
     # the explorer shows the sampled law (the engine decodes greedily by default): it opens at the sampling
@@ -79,12 +80,16 @@ with st.sidebar:
     env_choice = shared_ui.default_proposer_spec()
     if env_choice not in proposer_options:
         proposer_options.append(env_choice)
-    proposer_spec = st.selectbox("drafter", proposer_options, index=proposer_options.index(
-        ss["active_drafter"] if ss.get("active_drafter") else env_choice), key="ex_proposer",
+    first_choice = ss["active_drafter"] if ss.get("active_drafter") else env_choice
+    proposer_options = room_ui.drafter_options(proposer_options)
+    proposer_spec = st.selectbox("drafter", proposer_options, index=proposer_options.index(first_choice)
+                                 if first_choice in proposer_options else 0, key="ex_proposer",
         help=f"{proposer_specs()}; a folder made active on the ExitTrain page is offered first")
 
-RANGES = {"temperature": inputs.decode_range("temperature", 5.0), "budget": inputs.decode_range("budget", 512),
-          "seed": inputs.decode_range("seed", MAX_SEED), "max_new_tokens": inputs.decode_range("max_new_tokens", 1024)}
+LIMITS = room_ui.limits()  # the server's caps (generous on one's own machine, tight in a room)
+RANGES = {"temperature": inputs.decode_range("temperature", 5.0),
+          "budget": inputs.decode_range("budget", LIMITS.budget), "seed": inputs.decode_range("seed", MAX_SEED),
+          "max_new_tokens": inputs.decode_range("max_new_tokens", LIMITS.new_tokens)}
 input_problems = [problem for problem in (
     inputs.range_problem(label, value, RANGES[name]) for name, label, value in (
         ("temperature", "temperature", temperature), ("budget", "budget (tree nodes)", budget),
@@ -112,7 +117,7 @@ def start_generation() -> bool:
         st.error("The prompt is empty: pick an item or type a prompt.")
         return False
     try:
-        config = make_config()
+        config = room_ui.guarded.check_decode(LIMITS, make_config())
     except ValueError as err:
         st.error(f"Invalid settings: {err}")
         return False
@@ -179,7 +184,8 @@ def advance(limit: int | None, live_slot=None) -> None:
 def open_trace(source: bytes | Path, name: str) -> None:
     """Replay a trace (uploaded bytes or a file): its rounds replace the session's, or an error is shown."""
     try:
-        trace = appdata.load_trace(source, name)
+        text_cap = room_ui.upload_text_cap(len(source), name) if isinstance(source, bytes) else LIMITS.text_bytes
+        trace = appdata.load_trace(source, name, max_text_bytes=text_cap)
     except (ValueError, OSError, EOFError) as err:
         st.error(f"Could not open {name}: {err}")
         return
@@ -201,7 +207,8 @@ with st.expander("Open a trace (replay without a model)", expanded=False):
     if upload is not None and ss.get("ex_upload_id") != upload.file_id:
         ss.ex_upload_id = upload.file_id
         open_trace(upload.getvalue(), upload.name)
-    folder = Path(st.text_input("or open a saved trace from a folder", value="traces", key="ex_open_folder"))
+    folder = room_ui.space().folder if room_ui.in_room() else Path(  # a room: only this session's own space
+        st.text_input("or open a saved trace from a folder", value="traces", key="ex_open_folder"))
     saved = sorted(folder.glob("*.jsonl*")) if folder.is_dir() else []
     if saved:
         chosen = st.selectbox("saved traces", [p.name for p in saved], key="ex_open_pick")
@@ -217,9 +224,10 @@ if new_clicked:
     ss.update(ex_gen=None, ex_records=[], ex_done=False, ex_source=None, ex_seen=0, ex_nodes={}, ex_clicks={},
               ex_opened={}, ex_logits={})
 if run_clicked or step_clicked:
-    fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
-    if not fresh or start_generation():
-        advance(None if run_clicked else 1, live_slot if run_clicked else None)
+    with room_ui.compute_turn():  # the server's one compute queue: the place in line shows while waiting
+        fresh = (ss.ex_gen is None or ss.ex_done or ss.get("ex_settings") != settings)
+        if not fresh or start_generation():
+            advance(None if run_clicked else 1, live_slot if run_clicked else None)
 else:
     changed = explorer_state.settings_changes(ss.get("ex_settings"), settings) if ss.ex_records and \
         ss.get("ex_source") == "live" else []
@@ -344,7 +352,8 @@ def save_rounds(records) -> None:
                            file_name=f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", mime="application/json",
                            key="ex_download")
     with s2:
-        out_folder = st.text_input("save to folder", value="traces", key="ex_save_folder")
+        out_folder = room_ui.space().folder if room_ui.in_room() else st.text_input(
+            "save to folder", value="traces", key="ex_save_folder")
         if st.button("💾 Save trace", key="ex_save"):
             from tevcore.engine.records import write_trace
 

@@ -14,6 +14,7 @@ import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
 import figures  # noqa: E402
+import room_ui  # noqa: E402
 import sampled_view  # noqa: E402
 from tevcore.engine.sampling import MAX_SEED, make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
@@ -126,6 +127,7 @@ seed = int(c2.number_input("seed", 0, MAX_SEED, 0, key="vc_seed"))
 options = appdata.rules_for(drawn_with) if drawn_with is not None else rules_on(frozenset())  # a fixed tree's
 chosen = c3.multiselect("verifiers", options, default=options, format_func=verifier_label,
                         key="vc_names" if drawn_with is None else f"vc_names_{len(options)}")
+room_ui.check(room_ui.guarded.check_draws, n_draws)  # the server's cap (tight in a room)
 try:
     law = exit_law(tree, node_logits, temperature)
 except ValueError as err:
@@ -283,7 +285,8 @@ st.caption("Result files of the measuring commands (`bench`, `bench-verifiers`, 
            "`eval-drafter --json`, `compare`, the GPU proof): each with the run's meta block and its rows; "
            "bench's speculative rows draw the figures.")
 uploads = st.file_uploader("result files", type=["json"], accept_multiple_files=True, key="vc_bench_upload")
-folder = Path(st.text_input("or read every .json in a folder", value="results", key="vc_bench_folder"))
+folder = room_ui.space().folder if room_ui.in_room() else Path(  # a room: no server path is typed
+    st.text_input("or read every .json in a folder", value="results", key="vc_bench_folder"))
 records = {}
 for up in uploads or []:
     try:

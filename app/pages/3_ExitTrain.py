@@ -18,6 +18,7 @@ from exittrain_ablation import ablation_tab  # noqa: E402
 from exittrain_compare import compare_tab  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
+import room_ui  # noqa: E402
 import trainruns  # noqa: E402
 
 shared_ui.page_header("ExitTrain", "Train the drafter on the trees it really builds: the tree loss weights each "
@@ -65,7 +66,13 @@ def fmt_seconds(seconds: float | None) -> str:
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-runs_root = Path(st.text_input("runs folder", value="runs", key="et_root"))
+if not room_ui.jobs_allowed():  # a room: training, data builds and Compare are the host's unless opened
+    st.info("In this workshop room, training, data builds and checkpoint comparisons are the host's: the host "
+            "enters the host secret above, or opens them to participants.")
+    st.stop()
+room_ui.host_controls()
+runs_root = room_ui.settings().runs if room_ui.in_room() else Path(  # a room: the host's one runs folder
+    st.text_input("runs folder", value="runs", key="et_root"))
 
 tab_new, tab_runs, tab_compare, tab_ablation = st.tabs(["New run", "Runs", "Compare checkpoints", "Ablation"])
 
@@ -93,6 +100,9 @@ def show_data_build(folder: Path) -> None:
         text = (f"building {folder.name}: {done}/{planned} shards" if progress is not None
                 else f"building {folder.name}: loading the target and planning the shards")
         st.progress(done / planned if planned else 0.0, text=text)
+        if room_ui.may_control(folder) and st.button("■ Stop this build", key="et_dstop"):
+            proc.terminate()  # the manifest's plan stays: ▶ Build resumes from the shards written
+            st.info(f"sent a stop signal to the build of {folder.name} (process {proc.pid})")
     elif progress is not None:
         st.info(f"{folder.name}: {done}/{planned} shards written, and no build of it runs from this app "
                 "(▶ Build resumes it).")
@@ -111,12 +121,17 @@ def data_build_form(root: Path, have_sets: bool) -> None:
         folder = root / set_name.strip()
         key = f"data:{folder.resolve()}"
         if b3.button("▶ Build", key="et_dbuild", disabled=bool(problem) or not set_name.strip()):
+            if room_ui.in_room():  # a plain name under the host's runs folder, and the room's cap on shards
+                room_ui.check(lambda _limits, name: room_ui.plain_name(name), set_name.strip())
+                room_ui.check(room_ui.guarded.check_data, int(shards))
             running = started_processes().get(key)
             if running is not None and running.poll() is None:
                 st.error(f"Refused: {folder} is already being built (process {running.pid}).")
             else:
                 try:
-                    started_processes()[key] = trainruns.launch_data(folder, int(shards))
+                    started_processes()[key] = room_ui.launch(
+                        "data", folder, trainruns.data_command(folder, int(shards)), folder / trainruns.DATA_LOG,
+                        lambda: trainruns.launch_data(folder, int(shards)))
                     ss.pop("et_data_ready", None)
                 except OSError as err:
                     st.error(f"Could not start build-data: {err}")
@@ -136,12 +151,13 @@ with tab_new:
     steps = c3.number_input("steps", value=SHORT["steps"], step=50, key="et_steps")
     s1, s2, s3 = st.columns([3, 2, 1])
     starts = [*([str(trainruns.DEFAULT_DRAFTER)] if trainruns.DEFAULT_DRAFTER.is_dir() else []),
-              *(str(p) for r in trainruns.list_runs(runs_root) for p in r.checkpoints), START_NEW, START_OTHER]
+              *(str(p) for r in trainruns.list_runs(runs_root) for p in r.checkpoints), START_NEW,
+              *([] if room_ui.in_room() else [START_OTHER])]  # a room: no drafter folder is typed
     start_from = s1.selectbox("start from", starts, key="et_init", format_func=start_label,
                               help="the drafter whose weights training begins with (`--init`): the committed "
                                    "drafter, a checkpoint of a run, any drafter folder, or new random weights")
-    other_init = s2.text_input("drafter folder to start from", value="", key="et_init_other",
-                               disabled=start_from != START_OTHER)
+    other_init = "" if room_ui.in_room() else s2.text_input("drafter folder to start from", value="",
+                                                           key="et_init_other", disabled=start_from != START_OTHER)
     init = {START_NEW: None, START_OTHER: other_init.strip() or None}.get(start_from, start_from)
     kind = "fine" if init is not None else "new"  # each kind of start opens at its own recipe
     base = recipe(fine_tune=init is not None, short=True)
@@ -200,13 +216,15 @@ with tab_new:
     if command:
         st.code("python " + " ".join(command[1:]), language="bash")
     if st.button("▶ Start training", type="primary", disabled=command is None, key="et_start"):
+        room_ui.check(room_ui.guarded.check_training, int(steps), int(batch))
         procs = started_processes()
         reason = trainruns.busy_reason(folder, procs.get(str(folder.resolve())))
         if reason:
             st.error(f"Refused: {reason}.")
         else:
             try:
-                proc = trainruns.launch(command, folder)
+                proc = room_ui.launch("train", folder, command, folder / trainruns.LOG_NAME,
+                                      lambda: trainruns.launch(command, folder))
             except OSError as err:
                 st.error(f"Could not start the training process: {err}")
             else:
@@ -277,19 +295,22 @@ def show_runs(root: Path) -> None:
     if code and chosen.state not in (*trainruns.STOPPED_STATES, "finished"):  # a stop is no failure
         st.error(f"The training process of {chosen.folder.name} exited with status {code}: see its log.")
     r1, r2 = st.columns(2)
-    if chosen.resumable and r1.button("↻ Resume this run", key="et_resume"):
+    in_charge = room_ui.may_control(chosen.folder)  # a room: the run's starter or the host
+    if chosen.resumable and in_charge and r1.button("↻ Resume this run", key="et_resume"):
         reason = trainruns.busy_reason(chosen.folder, own)
         if reason:
             st.error(f"Refused: {reason}.")
         else:
             try:
                 cmd = trainruns.build_command(chosen.folder, {"config": chosen.folder / "config.json"})
-                procs[key] = trainruns.launch(cmd, chosen.folder)
+                procs[key] = room_ui.launch("train", chosen.folder, cmd, chosen.folder / trainruns.LOG_NAME,
+                                            lambda: trainruns.launch(cmd, chosen.folder))
                 ss.get("et_exits", {}).pop(key, None)  # the earlier process's exit is no news of this one
                 st.success("resumed from its newest checkpoint")
             except (ValueError, OSError) as err:
                 st.error(f"Could not resume: {err}")
-    if own is not None and own.poll() is None and r2.button("■ Stop (started from this app)", key="et_stop"):
+    if own is not None and own.poll() is None and in_charge and r2.button("■ Stop (started from this app)",
+                                                                          key="et_stop"):
         own.terminate()  # SIGTERM: the trainer ends as on Ctrl-C, with status "interrupted" (resumable)
         st.info(f"sent a stop signal to process {own.pid}; the run can be resumed from its newest checkpoint")
     if chosen.checkpoints:

@@ -197,3 +197,47 @@ def test_the_paired_command_is_the_clis(tmp_path):
     assert args.temperatures == "1" and args.sample_sets == "mt-bench,humaneval,gsm8k"
     greedy = parser.parse_args(drafter_compare.paired_command("a", "b", [8], 2, 0.0, 16, lookup=False)[4:])
     assert greedy.greedy_sets == "humaneval" and not greedy.lookup
+
+
+def test_the_plan_check_never_swaps_the_process_streams(tmp_path, monkeypatch):
+    """Another session's output must not land in this plan, nor this plan anywhere else: sys.stdout and
+    sys.stderr stay the objects they were while the plan is made, for a good plan and a refused option."""
+    import sys
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "manifest.json").write_text(json.dumps({"shards": 2, "target_name": "tiny", "config": {}}))
+    seen = []
+
+    class Watch:
+        def __init__(self, name):
+            self.name = name
+
+        def write(self, text):
+            seen.append((self.name, text))
+            return len(text)
+
+        def flush(self):
+            pass
+
+    out, err = Watch("stdout"), Watch("stderr")
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    from tevcore.train import train_cli
+
+    streams_while_planning = []
+    reading = train_cli.config_from_args
+
+    def watched(args):  # what another thread printing now would write to
+        streams_while_planning.append((sys.stdout is out, sys.stderr is err))
+        return reading(args)
+
+    monkeypatch.setattr(train_cli, "config_from_args", watched)
+    ok, text = trainruns.plan(trainruns.build_command(tmp_path / "run", {"data": str(data), "steps": 5}))
+    bad_ok, bad_text = trainruns.plan([*trainruns.build_command(tmp_path / "run", {"data": str(data)}),
+                                       "--steps", "many"])
+    assert streams_while_planning == [(True, True)]
+    assert sys.stdout is out and sys.stderr is err
+    assert seen == []  # nothing printed to the process's streams
+    assert ok and "2 shards planned" in text
+    assert not bad_ok and "--steps" in bad_text and "many" in bad_text

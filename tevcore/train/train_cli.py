@@ -89,6 +89,11 @@ def _plan(config: TrainConfig) -> str:
             + json.dumps(config.to_dict(), indent=2))
 
 
+def plan_text(args: argparse.Namespace) -> str:
+    """What a dry run prints: the validated config and its plan (a caller in a server takes it as a value)."""
+    return _plan(config_from_args(args))
+
+
 STOPPED = 130  # the exit status of a run stopped by the user (Ctrl-C or SIGTERM), as a shell reports SIGINT
 
 

@@ -1,0 +1,184 @@
+"""The room's services (tevcore.room) as the pages use them: one object each per server, one participant per
+browser session, and the few widgets that differ in a hosted room.
+
+Without `TEV_ROOM` the single-user profile runs: generous caps, paths typed freely, jobs unlocked. With it (what
+`bash scripts/app.sh --room` sets), targets and drafters come from the host's list, a participant's files live in
+their own space, model work waits its turn in the server's one compute queue, and training and data builds are
+the host's until the host's secret unlocks them for this session.
+"""
+
+from __future__ import annotations
+
+import atexit
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import streamlit as st
+
+from tevcore.room import guarded
+from tevcore.room.jobs import JobBoard
+from tevcore.room.limits import Limits
+from tevcore.room.queue import ComputeQueue, Replaced
+from tevcore.room.settings import RoomSettings, load_settings
+from tevcore.room.spaces import Space, SpaceKeeper, plain_name  # noqa: F401 (the pages' name check)
+
+ss = st.session_state
+REPO = Path(__file__).resolve().parents[1]  # where the CLI's jobs run, as trainruns starts them
+
+
+@st.cache_resource(show_spinner=False)
+def settings() -> RoomSettings:
+    return load_settings()
+
+
+def in_room() -> bool:
+    return settings().room
+
+
+def limits() -> Limits:
+    return settings().limits
+
+
+@st.cache_resource(show_spinner=False)
+def compute_queue() -> ComputeQueue:
+    return ComputeQueue(settings().compute_slots)
+
+
+@st.cache_resource(show_spinner=False)
+def _keeper() -> SpaceKeeper:
+    keeper = SpaceKeeper(settings().space_root, settings().space_ttl_s)
+    keeper.sweep()  # an earlier server's spaces
+    return keeper
+
+
+@st.cache_resource(show_spinner=False)
+def job_board() -> JobBoard:
+    """The server's jobs; every job still running ends with the server."""
+    board = JobBoard(settings().runs / ".room-jobs.json", limits().jobs, settings().host_secret)
+    atexit.register(board.end_all)
+    return board
+
+
+def participant() -> str:
+    """This browser session's key (the owner of its queue requests and jobs); never shown, never typed."""
+    return ss.setdefault("room_who", secrets.token_hex(12))
+
+
+def space() -> Space:
+    """This session's own folder (a new one when it was removed after idling)."""
+    keeper = _keeper()
+    keeper.sweep()
+    current = ss.get("room_space")
+    if current is None or not keeper.alive(current):
+        current = ss["room_space"] = keeper.open()
+    keeper.touch(current)
+    return current
+
+
+def refused(err: ValueError) -> None:
+    """Say why a request was refused, in one line, and end this script run (nothing was started)."""
+    st.error(f"Refused: {err}")
+    st.stop()
+
+
+def check(call, *args) -> None:
+    """Run one of `tevcore.room.guarded`'s checks with this server's limits; a refusal (a cap, a name that is not
+    a plain file name) ends the run with its line."""
+    try:
+        call(limits(), *args)
+    except ValueError as err:
+        refused(err)
+
+
+@contextmanager
+def compute_turn() -> Iterator[None]:
+    """Hold one of the server's compute slots for the block, showing the place in line while waiting.
+
+    A newer request from the same session takes this one's place (this run then ends quietly).
+    """
+    box = st.empty()
+    try:
+        with compute_queue().turn(participant(), on_wait=lambda place: box.info(place.text())):
+            box.empty()
+            yield
+    except Replaced:
+        box.info("This request was replaced by your newer one.")
+        st.stop()
+
+
+def target_input(label: str, default: str, key: str, help: str) -> str:
+    """The target: the host's list in a room, free text (a hub id, a folder, a .gguf) on one's own machine."""
+    if in_room():
+        return st.selectbox(label, settings().targets, key=key, help="the targets this room's host offers")
+    return st.text_input(label, value=default, key=key, help=help).strip()
+
+
+def drafter_options(options: list[str]) -> list[str]:
+    """The drafters offered: the host's list in a room, else `options`."""
+    return list(settings().drafters) if in_room() else options
+
+
+def upload_text_cap(size: int, name: str) -> int:
+    """The decompressed-text cap for an upload of `size` bytes; a one-line CapExceeded when it is too large."""
+    return guarded.check_upload(limits(), size, name)
+
+
+def is_host() -> bool:
+    """Whether this session is the host's: everyone on their own machine; in a room, once the secret was given."""
+    return not in_room() or bool(ss.get("room_host"))
+
+
+def jobs_allowed() -> bool:
+    """Whether this session may use the training page: the host, or anyone once the host opened jobs to the room.
+
+    In a room, a host-secret box is drawn for the others (entered once per session).
+    """
+    if is_host():
+        return True
+    board = job_board()
+    secret = st.text_input("host secret (training and data builds are the host's)", type="password",
+                           key="room_secret")
+    if secret:
+        if board.unlock(secret):
+            ss.room_host = True
+            st.rerun()
+        st.error("Refused: that is not the host secret.")
+    return board.open_to_participants
+
+
+def host_controls() -> None:
+    """The host's switch that lets participants start jobs of their own (under the server's cap)."""
+    if in_room() and is_host():
+        board = job_board()
+        for job in board.running():
+            st.caption(f"running: {job.kind} job in {Path(job.folder).name} (process {job.pid}"
+                       f"{', found again after a server restart' if job.found_again else ''})")
+        board.open_to_participants = st.toggle("let participants start training and data builds (at most "
+                                               f"{board.cap} job{'s' if board.cap != 1 else ''} at once, server-wide)",
+                                               value=board.open_to_participants, key="room_open_jobs")
+
+
+def launch(kind: str, folder, command: list[str], log, launch_here):
+    """Start a job: `launch_here()` on one's own machine; in a room through the job board (cap, owner), whose
+    refusal ends this run with its one line. Returns the process."""
+    if not in_room():
+        return launch_here()
+    from tevcore.room.jobs import JobRefused
+
+    board = job_board()
+    try:
+        job = board.start(participant(), kind, folder, command, log, unlocked=board.open_to_participants,
+                          is_host=is_host(), cwd=REPO)
+    except JobRefused as err:
+        refused(err)
+    return job.process
+
+
+def may_control(folder) -> bool:
+    """Whether this session may stop or resume the job on `folder` (always, on one's own machine)."""
+    if not in_room():
+        return True
+    job = job_board().last_on(folder)
+    return job is None or job_board().may_control(job, participant(), is_host())

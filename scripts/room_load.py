@@ -1,0 +1,342 @@
+"""Load test of a workshop room: start the app in the room profile, drive N real Chromium sessions at once.
+
+Each session runs the tree explorer live on its own prompt and seed, downloads its trace, then opens the
+verifier comparison and the exit-law workshop. Before that, every session's settings run once alone (solo,
+one after another) for the reference text and time. Reported: completions, whether each session's text equals
+its solo run, time to result p50/p95 against solo, the largest queue place each session was shown, the server's
+peak RSS, and every error box or traceback seen. Writes a JSON report and prints a table.
+
+    HF_HUB_OFFLINE=1 python scripts/room_load.py --sessions 5 --out results/room-load-5.json
+
+Uses the system Chromium at /usr/bin/chromium (no browser is downloaded). The server is started directly with
+`streamlit run` and the room settings `scripts/app.sh --room` sets (it would install packages first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+PROMPTS = [
+    "Explain speculative decoding to a curious high-school student in three sentences.",
+    "Write a haiku about autumn leaves falling on a quiet river.",
+    "Write a Python function that prints FizzBuzz for the numbers 1 to 15.",
+    "A shop sells pencils at 3 for $1. How much do 12 pencils cost? Answer with a short explanation.",
+    "List the capital cities of France, Germany, Italy and Spain.",
+]
+QUEUE_TEXT = "waiting for the compute queue: place "
+
+
+# ---------------------------------------------------------------------- the server
+
+@dataclass
+class RoomServer:
+    """A running `streamlit run` in the room profile, its URL, log and the folder of its settings."""
+
+    process: subprocess.Popen
+    url: str
+    log: Path
+    folder: Path
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the server process (its children included: the app starts none while serving)."""
+        total = 0
+        for pid in [self.process.pid, *_children(self.process.pid)]:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+            except OSError:
+                continue
+        return total
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_room_server(folder: Path, config: str = "", secret: str = "room-load-secret", slots: int | None = None,
+                      upload_mb: int = 5, health_timeout_s: float = 120) -> RoomServer:
+    """Start the app in the room profile with the host file `config` (TOML text) written into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = (f"compute_slots = {slots}\n" if slots else "") + \
+        f'space_root = "{folder / "spaces"}"\nruns = "{folder / "runs"}"\n' + config  # top-level keys before tables
+    (folder / "room.toml").write_text(settings)
+    port = free_port()
+    log = folder / "server.log"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TEV_ROOM="1", TEV_ROOM_CONFIG=str(folder / "room.toml"),
+               TEV_ROOM_SECRET=secret, TEV_APP_THREADS=os.environ.get("TEV_APP_THREADS", "1"),
+               PYTHONPATH=str(REPO))
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
+             "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+             "--server.maxUploadSize", str(upload_mb)], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    server = RoomServer(process, f"http://127.0.0.1:{port}", log, folder)
+    deadline = time.time() + health_timeout_s
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(server.url + "/_stcore/health", timeout=2) as reply:
+                if reply.read().strip() == b"ok":
+                    return server
+        except OSError:
+            time.sleep(0.5)
+    server.stop()
+    raise RuntimeError(f"streamlit did not become healthy within {health_timeout_s:.0f} s")
+
+
+class PeakMemory:
+    """Samples the server's RSS every `every_s` seconds in a thread; `peak` is the largest seen."""
+
+    def __init__(self, server: RoomServer, every_s: float = 0.25) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(server, every_s), daemon=True)
+
+    def _run(self, server: RoomServer, every_s: float) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, server.rss_bytes())
+            self._stop.wait(every_s)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+# ---------------------------------------------------------------------- one session
+
+@dataclass
+class SessionResult:
+    index: int
+    seed: int
+    prompt: str
+    completed: bool = False
+    seconds: float | None = None  # Run live pressed -> the finished generation shown
+    tokens: list[int] = field(default_factory=list)
+    largest_place: int | None = None  # the largest queue place this session was shown while waiting
+    errors: list[str] = field(default_factory=list)
+    pages_ok: bool = False  # the verifier comparison and the workshop opened without an error box
+
+
+async def _idle(page, timeout_ms: float = 600_000) -> None:
+    await page.wait_for_timeout(300)
+    await page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+
+
+async def _set_number(page, label: str, value) -> None:
+    box = page.get_by_label(label, exact=True)
+    await box.fill(str(value))
+    await box.press("Enter")
+    await _idle(page)
+
+
+async def _errors(page) -> list[str]:
+    found = []
+    for selector in ('[data-testid="stException"]', '[data-testid="stAlertContentError"]'):
+        for element in await page.locator(selector).all():
+            found.append((await element.inner_text()).strip()[:300])
+    return found
+
+
+async def _open(page, link: str) -> None:
+    await page.locator('[data-testid="stSidebarNav"]').get_by_text(link, exact=True).click()
+
+
+async def run_session(browser, url: str, index: int, seed: int, prompt: str, budget: int, tokens: int,
+                      timeout_s: float, download_dir: Path, visit_pages: bool = True) -> SessionResult:
+    """One participant: explorer live run on its prompt and seed, its trace downloaded, then the other pages."""
+    from tevcore.engine.records import read_trace
+
+    result = SessionResult(index, seed, prompt)
+    context = await browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
+    context.set_default_timeout(timeout_s * 1000)  # every browser here shares the server's cores: no 30 s default
+    page = await context.new_page()
+    try:
+        await page.goto(url, wait_until="domcontentloaded")
+        await page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=120_000)
+        await _open(page, "Tree explorer")
+        await page.get_by_text("Press Run live to stream a generation", exact=False).wait_for(timeout=120_000)
+        box = page.get_by_label("prompt (free text; edit freely)")
+        await box.fill(prompt)
+        await box.press("Control+Enter")
+        await _idle(page)
+        await _set_number(page, "seed", seed)
+        await _set_number(page, "budget (tree nodes)", budget)
+        await _set_number(page, "max new tokens", tokens)
+        began = time.perf_counter()
+        await page.get_by_role("button", name="▶ Run live").click()
+        deadline = began + timeout_s
+        done = page.get_by_text("Across rounds", exact=True)
+        while await done.count() == 0:
+            if time.perf_counter() > deadline:
+                result.errors.append(f"no result within {timeout_s:.0f} s")
+                return result
+            for text in await page.get_by_text(QUEUE_TEXT, exact=False).all_inner_texts():
+                place = int(text.split(QUEUE_TEXT)[1].split()[0])
+                result.largest_place = max(result.largest_place or 0, place)
+            errors = await _errors(page)
+            if errors:
+                result.errors += errors
+                return result
+            await page.wait_for_timeout(250)
+        result.seconds = time.perf_counter() - began
+        await _idle(page)
+        async with page.expect_download(timeout=60_000) as download:
+            await page.get_by_role("button", name="⬇ Download trace (.jsonl)").click()
+        path = download_dir / f"session-{index}-seed-{seed}.jsonl"
+        await (await download.value).save_as(path)
+        result.tokens = [int(t) for r in read_trace(path).rounds for t in r.emitted_tokens]
+        result.completed = True
+        result.errors += await _errors(page)
+        if visit_pages:
+            await _open(page, "Verifier comparison")
+            await page.get_by_text("draws per verifier", exact=False).first.wait_for(timeout=300_000)
+            await _idle(page)
+            await _open(page, "Exit law workshop")
+            await page.wait_for_timeout(1000)
+            await _idle(page)
+            errors = await _errors(page)
+            result.pages_ok = not errors
+            result.errors += errors
+    except Exception as err:  # a session that breaks is a finding, reported beside the others
+        result.errors.append(f"{type(err).__name__}: {str(err)[:300]}")
+    finally:
+        await context.close()
+    return result
+
+
+# ---------------------------------------------------------------------- the test as a whole
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+async def _drive(url: str, sessions: int, budget: int, tokens: int, timeout_s: float, folder: Path,
+                 stagger_s: float) -> dict:
+    from playwright.async_api import async_playwright
+
+    plan = [(i, i, PROMPTS[i % len(PROMPTS)]) for i in range(sessions)]  # (index, seed, prompt)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        solo = []
+        for index, seed, prompt in plan:  # one at a time: the reference text and time
+            solo.append(await run_session(browser, url, index, seed, prompt, budget, tokens, timeout_s, folder,
+                                          visit_pages=False))
+        async def staggered(index: int, seed: int, prompt: str) -> SessionResult:
+            await asyncio.sleep(index * stagger_s)  # people open the page within seconds, not the same instant
+            return await run_session(browser, url, index, seed, prompt, budget, tokens, timeout_s, folder)
+
+        together = await asyncio.gather(*(staggered(*item) for item in plan))
+        await browser.close()
+    return {"solo": solo, "together": list(together)}
+
+
+def load_test(sessions: int, budget: int = 8, tokens: int = 16, slots: int | None = None,
+              timeout_s: float = 900, folder: Path | None = None, stagger_s: float = 0.5) -> dict:
+    """Start a room server, run every session solo then all at once; the report as a dict."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="room-load-"))
+    server = start_room_server(folder, slots=slots)
+    try:
+        with PeakMemory(server) as memory:
+            runs = asyncio.run(_drive(server.url, sessions, budget, tokens, timeout_s, folder, stagger_s))
+        alive = server.process.poll() is None
+    finally:
+        server.stop()
+    solo, together = runs["solo"], runs["together"]
+    solo_times = [r.seconds for r in solo if r.seconds is not None]
+    times = [r.seconds for r in together if r.seconds is not None]
+    same = [r.completed and s.completed and r.tokens == s.tokens for r, s in zip(together, solo)]
+    traceback_lines = [line for line in server.log.read_text(errors="replace").splitlines() if "Traceback" in line]
+    return {
+        "sessions": sessions, "budget": budget, "max_new_tokens": tokens, "slots": slots or "default",
+        "stagger_s": stagger_s,
+        "cores": os.cpu_count(), "load_average_at_end": os.getloadavg(),
+        "completed": sum(r.completed for r in together), "text_equal_to_solo": sum(same),
+        "solo_p50_s": percentile(solo_times, 0.5), "p50_s": percentile(times, 0.5), "p95_s": percentile(times, 0.95),
+        "largest_queue_place_shown": max((r.largest_place or 0 for r in together), default=0),
+        "sessions_shown_a_queue_place": sum(r.largest_place is not None for r in together),
+        "pages_ok": sum(r.pages_ok for r in together),
+        "server_rss_peak_mb": round(memory.peak / 2**20, 1), "server_alive_at_end": alive,
+        "server_log_tracebacks": len(traceback_lines),
+        "errors": [f"session {r.index}: {e}" for r in [*solo, *together] for e in r.errors],
+        "session_rows": [{k: v for k, v in asdict(r).items() if k != "tokens"} | {"same_as_solo": s}
+                         for r, s in zip(together, same)],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=5)
+    parser.add_argument("--budget", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=16)
+    parser.add_argument("--slots", type=int, default=None, help="compute slots (default: what the cores hold)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds a session may wait for its result")
+    parser.add_argument("--stagger", type=float, default=0.5, help="seconds between two sessions' first visits")
+    parser.add_argument("--out", type=Path, default=None, help="write the report here (JSON)")
+    args = parser.parse_args(argv)
+    if not CHROMIUM.exists():
+        print("room_load: no system Chromium at /usr/bin/chromium", file=sys.stderr)
+        return 2
+    if args.sessions < 1:
+        print("room_load: --sessions must be at least 1", file=sys.stderr)
+        return 2
+    report = load_test(args.sessions, args.budget, args.tokens, args.slots, args.timeout, stagger_s=args.stagger)
+    text = json.dumps(report, indent=1, default=str)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    keys = ["sessions", "completed", "text_equal_to_solo", "solo_p50_s", "p50_s", "p95_s",
+            "largest_queue_place_shown", "sessions_shown_a_queue_place", "pages_ok", "server_rss_peak_mb",
+            "server_alive_at_end", "server_log_tracebacks"]
+    for key in keys:
+        value = report[key]
+        print(f"{key:30s} {value:.1f}" if isinstance(value, float) else f"{key:30s} {value}")
+    for error in report["errors"]:
+        print("error:", error)
+    return 0 if report["completed"] == args.sessions and not report["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

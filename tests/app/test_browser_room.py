@@ -1,0 +1,245 @@
+"""Attacks on a workshop room, each through the real page (headless Chromium, the app in the room profile).
+
+A careless or curious participant types a server path, uploads a huge file or a small gzip that expands past the
+cap, types the largest number into every box, tries to stop another session's job, starts jobs over and over,
+and clicks Run in bursts. Each is refused or queued with a clear message, the server stays up, and nothing is
+written outside the participant's space or the host's runs folder. On a server without the room profile every
+one of these goes through (path boxes, no lock, no queue), so these tests fail there.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import browser_kit as kit
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+SECRET = "host-only-7"
+PATH_LABELS = ("target model", "or open a saved trace from a folder", "save to folder", "runs folder",
+               "or read every .json in a folder", "drafter folder to start from", "another drafter folder (optional)")
+
+if not CHROMIUM.exists():
+    pytest.skip("no system Chromium at /usr/bin/chromium", allow_module_level=True)
+
+sys.path.insert(0, str(REPO / "scripts"))
+import room_load  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("room")
+    server = room_load.start_room_server(
+        folder, secret=SECRET, slots=1,
+        config='targets = ["default"]\ndrafters = ["rollout"]\n[caps]\nupload_bytes = 65536\ntext_bytes = 1048576\n')
+    yield server
+    alive = server.process.poll() is None
+    server.stop()
+    assert alive, f"the server died:\n{server.log.read_text()[-3000:]}"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=room_load.ARGS)
+        yield chromium
+        chromium.close()
+
+
+SHOWN = {"Tree explorer": "Press Run live to stream a generation", "Verifier comparison": "draws per verifier",
+         "ExitTrain": "Train the drafter on the trees it really builds", "Exit law workshop": "seed of the draws"}
+
+
+def visit(page, link: str) -> None:
+    """Open a page from the sidebar and wait until it is drawn (a first visit imports its modules: slow)."""
+    kit.wait_idle(page, 180_000)  # a click during a script run can be lost
+    kit.open_page(page, link)
+    try:
+        page.get_by_text(SHOWN[link], exact=False).first.wait_for(timeout=180_000)
+    except Exception:
+        page.screenshot(path=f"/tmp/room-visit-{link.replace(' ', '-')}.png")
+        raise
+    kit.wait_idle(page, 180_000)
+
+
+def session(browser, room, page_link: str):
+    page = browser.new_context(viewport={"width": 1500, "height": 1400}).new_page()
+    page.goto(room.url, wait_until="domcontentloaded")
+    page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=120_000)
+    visit(page, page_link)
+    return page
+
+
+def text_boxes(page) -> list[str]:
+    return page.evaluate("""() => Array.from(document.querySelectorAll(
+        'input[type=text]:not([role=combobox]), input[type=password], textarea')).map(
+        e => e.getAttribute('aria-label') || '')""")
+
+
+def build_data_processes() -> int:
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"build-data" in status.read_bytes() and b"tevcore" in status.read_bytes():
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+DATA_NAME = "data set name (folder under the runs folder)"
+
+
+def open_build_form(page) -> None:
+    """The data-build expander (open already while the runs folder has no data set)."""
+    kit.wait_idle(page)
+    for _ in range(3):
+        if page.get_by_label(DATA_NAME).is_visible():
+            return
+        page.get_by_text("Build a small data set", exact=False).first.click()
+        page.wait_for_timeout(1000)
+        kit.wait_idle(page)
+    page.screenshot(path="/tmp/room-build-form.png")
+    page.get_by_label(DATA_NAME).wait_for(state="visible", timeout=5_000)
+
+
+def unlock_as_host(page) -> None:
+    box = page.get_by_label("host secret (training and data builds are the host's)")
+    box.fill(SECRET)
+    box.press("Enter")
+    page.get_by_text("let participants start training and data builds", exact=False).wait_for(timeout=60_000)
+    kit.wait_idle(page)
+
+
+def test_no_box_takes_a_server_path_and_a_typed_folder_name_is_refused(browser, room):
+    page = session(browser, room, "Tree explorer")
+    page.get_by_text("Open a trace (replay without a model)").click()
+    kit.wait_idle(page)
+    seen = text_boxes(page)
+    visit(page, "Verifier comparison")
+    seen += text_boxes(page)
+    visit(page, "ExitTrain")
+    page.get_by_text("checkpoint comparisons are the host's", exact=False).wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="▶ Start training").count() == 0  # locked for a participant
+    unlock_as_host(page)
+    open_build_form(page)
+    seen += text_boxes(page)
+    assert [label for label in seen if label in PATH_LABELS] == []
+    for typed in ("../../escape", f"{room.folder}/outside", "..", ".hidden"):
+        box = page.get_by_label(DATA_NAME)
+        box.fill(typed)
+        box.press("Enter")
+        kit.wait_idle(page)
+        page.get_by_role("button", name="▶ Build").click()
+        page.get_by_text(f"Refused: {typed!r} is not a plain file name", exact=False).wait_for(timeout=30_000)
+    assert not (room.folder / "escape").exists() and not (room.folder / "outside").exists()
+    assert build_data_processes() == 0
+    kit.no_exception(page)
+
+
+def test_an_oversized_upload_and_a_small_gzip_that_expands_are_refused(browser, room, tmp_path):
+    page = session(browser, room, "Tree explorer")
+    page.get_by_text("Open a trace (replay without a model)").click()
+    kit.wait_idle(page)
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"x" * 100_000)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(big))
+    page.get_by_text("big.jsonl is 97.7 KB, over this server's upload cap of 64.0 KB (upload_bytes)",
+                     exact=False).wait_for(timeout=60_000)
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip.compress(b'{"a": "' + b"z" * 3_000_000 + b'"}\n'))
+    assert bomb.stat().st_size < 65536  # small enough to pass the upload cap: the text cap must stop it
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(bomb))
+    page.get_by_text("bomb.jsonl.gz holds more than 1 MiB of trace text", exact=False).wait_for(timeout=60_000)
+    kit.no_exception(page)
+    assert room.rss_bytes() < 4 * 2**30
+
+
+def test_the_largest_value_of_every_numeric_input_is_refused_naming_the_cap(browser, room):
+    page = session(browser, room, "Tree explorer")
+    kit.set_number(page, "budget (tree nodes)", 10**9)
+    kit.set_number(page, "max new tokens", 10**9)
+    page.get_by_text("budget (tree nodes) must lie in [0, 64]", exact=False).first.wait_for(timeout=30_000)
+    page.get_by_text("max new tokens must lie in [1, 128]", exact=False).first.wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="▶ Run live").is_disabled()
+    visit(page, "Verifier comparison")
+    kit.set_number(page, "draws per verifier", 2_000_000)  # the widget's own largest value
+    page.get_by_text("Refused: draws per verifier 2000000 is over this server's cap of 200000 (draws)",
+                     exact=False).wait_for(timeout=60_000)
+    visit(page, "Exit law workshop")
+    kit.no_exception(page)
+    assert room.rss_bytes() < 4 * 2**30
+
+
+def test_another_sessions_build_cannot_be_stopped_and_job_starts_stay_under_the_cap(browser, room):
+    host = session(browser, room, "ExitTrain")
+    unlock_as_host(host)
+    host.get_by_text("let participants start training and data builds", exact=False).click()
+    kit.wait_idle(host)
+    open_build_form(host)
+    name = host.get_by_label(DATA_NAME)
+    name.fill("set-a")
+    name.press("Enter")
+    kit.set_number(host, "shards (about 20 s each on one CPU core)", 1)
+    host.get_by_role("button", name="▶ Build").click()
+    host.get_by_role("button", name="■ Stop this build").wait_for(timeout=60_000)
+
+    guest = session(browser, room, "ExitTrain")
+    open_build_form(guest)
+    box = guest.get_by_label(DATA_NAME)
+    box.fill("set-a")
+    box.press("Enter")
+    kit.wait_idle(guest)
+    guest.get_by_text("building set-a", exact=False).wait_for(timeout=30_000)
+    assert guest.get_by_role("button", name="■ Stop this build").count() == 0  # not theirs to stop
+    guest.get_by_role("button", name="▶ Build").click()
+    guest.get_by_text("set-a is already being built", exact=False).wait_for(timeout=30_000)
+    for i in range(50):  # fifty starts of new builds while one runs: each refused by the server-wide cap
+        box.fill(f"set-{i}")
+        box.press("Enter")
+        kit.wait_idle(guest)
+        guest.get_by_role("button", name="▶ Build").click()
+        guest.get_by_text("this server runs at most 1 job at once", exact=False).wait_for(timeout=30_000)
+        assert build_data_processes() <= 1
+    assert not any((room.folder / "runs" / f"set-{i}").exists() for i in range(50))
+    host.get_by_role("button", name="■ Stop this build").click()
+    host.get_by_text("sent a stop signal to the build of set-a", exact=False).wait_for(timeout=30_000)
+    deadline = time.time() + 60
+    while build_data_processes() and time.time() < deadline:
+        time.sleep(0.5)
+    assert build_data_processes() == 0
+    kit.no_exception(host)
+    kit.no_exception(guest)
+
+
+def test_a_burst_of_reruns_keeps_one_place_in_line_and_ends_in_one_result(browser, room):
+    first = session(browser, room, "Tree explorer")
+    kit.set_number(first, "max new tokens", 128)
+    second = session(browser, room, "Tree explorer")
+    kit.set_number(second, "max new tokens", 8)
+    first.get_by_role("button", name="▶ Run live").click()
+    first.get_by_text("decoding", exact=False).first.wait_for(timeout=120_000)  # it holds the only slot
+    run = second.get_by_role("button", name="▶ Run live")
+    for _ in range(10):
+        run.click()
+        second.wait_for_timeout(100)
+    places = set()
+    deadline = time.time() + 600
+    while second.get_by_text("Across rounds", exact=True).count() == 0:
+        assert time.time() < deadline, "the burst's last run never finished"
+        for text in second.get_by_text(room_load.QUEUE_TEXT, exact=False).all_inner_texts():
+            places.add(text.split(room_load.QUEUE_TEXT)[1].split(" in line")[0])
+        second.wait_for_timeout(200)
+    assert places and places <= {"1 of 1"}, places  # one request in line, never ten
+    first.get_by_text("Across rounds", exact=True).wait_for(timeout=600_000)
+    kit.no_exception(first)
+    kit.no_exception(second)

@@ -1,0 +1,29 @@
+"""The room's load test, small: four Chromium sessions at once on a room server with one compute slot.
+
+Each session's text must equal its solo run with the same seed, every session must finish without an error box
+or a traceback in the server log, and the waiting sessions must be shown their place in the queue. The full
+figures (N = 5, 10, 20) come from `python scripts/room_load.py --sessions N`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+if not Path("/usr/bin/chromium").exists():
+    pytest.skip("no system Chromium at /usr/bin/chromium", allow_module_level=True)
+sys.path.insert(0, str(REPO / "scripts"))
+import room_load  # noqa: E402
+
+
+def test_four_sessions_at_once_each_get_their_solo_text_and_see_the_queue(tmp_path):
+    report = room_load.load_test(4, budget=8, tokens=8, slots=1, timeout_s=900, folder=tmp_path)
+    assert report["errors"] == [] and report["server_log_tracebacks"] == 0 and report["server_alive_at_end"]
+    assert report["completed"] == 4 and report["text_equal_to_solo"] == 4 and report["pages_ok"] == 4
+    assert report["sessions_shown_a_queue_place"] >= 1  # one slot, four requests: someone waited, and was told
+    assert report["server_rss_peak_mb"] < 4096

@@ -1,0 +1,161 @@
+"""The compute queue: never more than K at once, first in first out, places shown, a newer request replaces."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tevcore.room.queue import ComputeQueue, Place, Replaced
+
+
+def wait_until(condition, timeout=5.0):
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_at_most_k_turns_run_at_once_and_every_request_gets_one():
+    queue = ComputeQueue(2)
+    lock = threading.Lock()
+    inside, most, done = [0], [0], []
+
+    def work(owner):
+        with queue.turn(owner, poll_s=0.01):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.02)
+            with lock:
+                inside[0] -= 1
+        done.append(owner)
+
+    threads = [threading.Thread(target=work, args=(f"p{i}",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert most[0] == 2 and sorted(done) == sorted(f"p{i}" for i in range(8))
+    assert queue.running == 0 and queue.waiting == 0
+
+
+def test_waiting_requests_are_told_their_place_and_served_in_order():
+    queue = ComputeQueue(1, clock=lambda: 0.0)
+    release = threading.Event()
+    places: dict[str, list[Place]] = {"b": [], "c": []}
+    order = []
+
+    def holder():
+        with queue.turn("a"):
+            release.wait(5)
+
+    def waiter(owner):
+        with queue.turn(owner, on_wait=places[owner].append, poll_s=0.01):
+            order.append(owner)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    wait_until(lambda: queue.running == 1)
+    b = threading.Thread(target=waiter, args=("b",))
+    b.start()
+    wait_until(lambda: queue.waiting == 1)
+    c = threading.Thread(target=waiter, args=("c",))
+    c.start()
+    wait_until(lambda: places["c"])
+    release.set()
+    for thread in (first, b, c):
+        thread.join(5)
+    assert order == ["b", "c"]
+    assert places["b"][0].position == 1 and places["c"][0] == Place(2, 2, places["c"][0].estimate_s)
+    assert "place 2 of 2 in line" in places["c"][0].text()
+
+
+def test_a_participants_new_request_replaces_their_queued_one_in_its_place():
+    queue = ComputeQueue(1)
+    release = threading.Event()
+    outcome = {}
+
+    def holder():
+        with queue.turn("host"):
+            release.wait(5)
+
+    def ask(name, owner):
+        try:
+            with queue.turn(owner, poll_s=0.01):
+                outcome[name] = "ran"
+        except Replaced as err:
+            outcome[name] = str(err)
+
+    threading.Thread(target=holder).start()
+    wait_until(lambda: queue.running == 1)
+    threads = [threading.Thread(target=ask, args=("old", "p"))]
+    threads[0].start()
+    wait_until(lambda: queue.waiting == 1)
+    threads.append(threading.Thread(target=ask, args=("other", "q")))
+    threads[1].start()
+    wait_until(lambda: queue.waiting == 2)
+    threads.append(threading.Thread(target=ask, args=("new", "p")))
+    threads[2].start()
+    wait_until(lambda: "old" in outcome)
+    assert queue.waiting == 2  # p's newer request stands where the older one stood, no stacking
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    assert outcome == {"old": "replaced by your newer request", "other": "ran", "new": "ran"}
+
+
+def test_a_waiter_stopped_by_its_page_leaves_the_line():
+    queue = ComputeQueue(1)
+    release = threading.Event()
+
+    def holder():
+        with queue.turn("a"):
+            release.wait(5)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    wait_until(lambda: queue.running == 1)
+
+    def stopped(place):
+        raise KeyboardInterrupt  # what a page's stop does inside the wait callback
+
+    with pytest.raises(KeyboardInterrupt):
+        with queue.turn("b", on_wait=stopped):
+            pass
+    assert queue.waiting == 0
+    release.set()
+    thread.join(5)
+    assert queue.running == 0
+
+
+def test_the_estimate_follows_the_measured_turns():
+    now = [0.0]
+    queue = ComputeQueue(1, clock=lambda: now[0])
+    with queue.turn("a"):
+        now[0] += 4.0
+    release = threading.Event()
+    seen = []
+
+    def holder():
+        with queue.turn("a"):
+            release.wait(5)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    wait_until(lambda: queue.running == 1)
+
+    def look(place):
+        seen.append(place)
+        release.set()
+
+    with queue.turn("b", on_wait=look, poll_s=0.01):
+        pass
+    thread.join(5)
+    assert seen[0].estimate_s == 4.0
+
+
+def test_a_queue_without_slots_is_refused():
+    with pytest.raises(ValueError, match="at least one slot"):
+        ComputeQueue(0)
