@@ -9,15 +9,20 @@ from tevcore.engine.sampling import MAX_SEED
 from tevcore.target.loading import check_text, load_target
 
 
-def count_at_least_one(text: str) -> int:
-    """A count of things to do (prompts, rounds, tokens): an integer >= 1, so a run never does no work."""
+def int_at_least(minimum: int, text: str) -> int:
+    """An integer flag's value, refused by argparse in one line below `minimum`."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
     return value
+
+
+def count_at_least_one(text: str) -> int:
+    """A count of things to do (prompts, rounds, tokens): an integer >= 1, so a run never does no work."""
+    return int_at_least(1, text)
 
 
 def seed_value(text: str) -> int:

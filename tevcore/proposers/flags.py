@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from tevcore.flags import int_at_least
 from tevcore.proposer_protocol import Proposer
 from tevcore.proposers import DRAFTER_DTYPE_HELP, parse_drafter_dtype
 from tevcore.proposers.kind import LoadOptions
@@ -17,13 +18,7 @@ BRANCHES_HELP = ("depth-1 tokens given a second, conditioned drafter pass (block
 
 def branch_count(text: str) -> int:
     """--branches: an integer >= 0, refused here rather than after a drafter has loaded."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
-    return value
+    return int_at_least(0, text)
 
 
 def add_proposer_arguments(parser: argparse.ArgumentParser, spec: bool = True, spec_help: str = "") -> None:
