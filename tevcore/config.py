@@ -6,7 +6,7 @@ import math
 
 from dataclasses import dataclass, field, fields
 
-from tevcore.engine.builders import BUILDER_NAMES, SAMPLED_BUILDER_NAMES, get_builder
+from tevcore.engine.builders import BUILDER_NAMES, MIXED_BUILDER_NAMES, SAMPLED_BUILDER_NAMES, get_builder
 from tevcore.engine.flow import DEFAULT_MISSING_K
 from tevcore.engine.records import RECORD_LEVELS
 from tevcore.engine.sampling import MAX_SEED, check_temperature
@@ -28,7 +28,9 @@ class DecodeConfig:
     budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "draft-tree node budget (0 = no draft)", "min": 0})
     builder: str = field(default="best_first", metadata={
         "help": f"{', '.join(BUILDER_NAMES)} (fixed trees) or {' / '.join(SAMPLED_BUILDER_NAMES)} (children drawn "
-                "from the drafter's q: K1 draws at the root, K2 at each depth-1 node, ...)"})
+                "from the drafter's q: K1 draws at the root, K2 at each depth-1 node, ...) or "
+                f"{' / '.join(MIXED_BUILDER_NAMES)} (each node's top-1 child fixed and K - 1 siblings drawn from q "
+                "without it)"})
     verifier: str = field(default="tev", metadata={
         "help": ", ".join(f"{name} ({'NOT exact: foil' if not rule.exact else TREE_KINDS[rule.trees]})"
                           for name, rule in RULES.items())})

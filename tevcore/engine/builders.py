@@ -4,7 +4,8 @@ A block drafter gives one distribution per depth (below a depth-1 token it
 was given, rows that know that token), so a prefix's draft score is the sum
 of its rows' log-probabilities. The best-first builder returns the top-B
 prefixes by that score (DDTree). The sampled builders (`sampled.py`) draw
-each node's children from the rows instead; `get_builder` parses every name.
+each node's children from the rows instead, and the mixed ones fix each
+node's top-1 child and draw its siblings; `get_builder` parses every name.
 """
 
 from __future__ import annotations
@@ -195,6 +196,7 @@ class Builder:
     sampled: bool = False
     depth: int | None = None  # drafter depths the shape needs (None: any)
     sampled_chain: bool = False  # one draw per node: a sampled chain
+    mixed: bool = False  # each node's top-1 child fixed, its siblings drawn (`sampled.node_draws`)
 
     def __call__(self, root_token: int, depth_logq: Rows, budget: int | None, temperature: float = 1.0,
                  generator: torch.Generator | None = None) -> DraftTree:
@@ -221,7 +223,8 @@ def _sampled_build(shape: SampledShape) -> Callable[[int, Rows, int | None, floa
 
 def get_builder(name: str, budget: int | None = None) -> Builder:
     """Builder by name: 'best_first', 'chain', 'width:4,2,1' (fixed top-k per depth), 'sampled:3,2,1' or
-    'sampled-wor:3,2,1' (children drawn from q, with or without replacement): the one parser of builder names.
+    'sampled-wor:3,2,1' (children drawn from q, with or without replacement), 'mixed:3,2,1' or 'mixed-wor:3,2,1'
+    (each node's top-1 child fixed, the others drawn from q without it): the one parser of builder names.
 
     With a budget, a fixed-width shape that cannot fit is refused here, before any work.
     """
@@ -239,12 +242,15 @@ def get_builder(name: str, budget: int | None = None) -> Builder:
     shape = parse_sampled(name)
     if shape is not None:
         return Builder(name, _sampled_build(shape), sampled=True, depth=len(shape.widths),
-                       sampled_chain=all(w == 1 for w in shape.widths))
-    raise ValueError(f"unknown builder {name!r}; choose {', '.join(BUILDER_NAMES + SAMPLED_BUILDER_NAMES)}")
+                       sampled_chain=all(w == 1 for w in shape.widths) and not shape.fixed_top1,
+                       mixed=shape.fixed_top1)
+    raise ValueError(f"unknown builder {name!r}; choose "
+                     f"{', '.join(BUILDER_NAMES + SAMPLED_BUILDER_NAMES + MIXED_BUILDER_NAMES)}")
 
 
 BUILDER_NAMES = ("best_first", "chain", "width:W1,W2,...")  # the fixed builders
 SAMPLED_BUILDER_NAMES = ("sampled:K1,K2,...", "sampled-wor:K1,K2,...")  # children drawn from the drafter's q
+MIXED_BUILDER_NAMES = ("mixed:K1,K2,...", "mixed-wor:K1,K2,...")  # the top-1 child fixed, K - 1 siblings drawn
 
 
 def parse_builder_list(text: str) -> list[str]:

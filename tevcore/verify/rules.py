@@ -12,13 +12,16 @@ the app's comparison its n = 1e5 case. All rules read the round's flow
 - naive_ratio (NOT exact, a foil): c accepted with min(1, a(c) / q(c)).
 - greedy: follow the argmax child of each row (the T = 0 target).
 - chain: predraw on the top-1 chain only; its bonus masks only the chain child.
-- rrs (sampled trees only): recursive rejection over each node's draws in draw order, exact over the tree's
-  draws; its bonus is the residual left at the exit (`ratio_tables.py`).
+- rrs (sampled and mixed trees): recursive rejection over each node's draws in draw order, exact over the
+  tree's draws; a mixed tree's fixed child is a draw from a point mass (accepted with the residual's
+  probability of its token, removed from the residual when rejected); its bonus is the residual left at the
+  exit (`ratio_tables.py`).
 - block (sampled chains only): block verification; its bonus is the block residual at the exit.
 
 Each rule says which trees it is exact on (`Rule.trees`): "any" tree (exact
 given the tree), "sampled" trees (exact over the draws from the q it divides
-by), a "sampled chain", or "none" (the foil).
+by, a mixed tree's point masses included), a "sampled chain", or "none" (the
+foil: it runs on fixed and sampled trees, and is refused on mixed ones).
 """
 
 from __future__ import annotations
@@ -190,7 +193,8 @@ def block_bonus_row(round_: ScoredRound, node: int) -> torch.Tensor | None:
 
 
 BonusRow = Callable[[ScoredRound, int], "torch.Tensor | None"]
-TREE_KINDS = {"any": "any tree", "sampled": "sampled trees", "sampled chain": "sampled chains", "none": "no tree"}
+TREE_KINDS = {"any": "any tree", "sampled": "sampled and mixed trees", "sampled chain": "sampled chains",
+              "none": "no tree"}
 
 
 @dataclass(frozen=True)

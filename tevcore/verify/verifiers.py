@@ -87,11 +87,16 @@ def get_verifier(name: str) -> Verifier:
 
 
 def check_pairing(verifier: str, builder: str) -> None:
-    """Refuse a rule on trees it is not exact on: a proposal-ratio rule on a fixed builder, block off a chain."""
+    """Refuse a rule on trees it is not exact on: a proposal-ratio rule on a fixed builder, block off a sampled
+    chain, the foil on a mixed tree (whose fixed children were not drawn from the q it divides by)."""
     rule, made = get_rule(verifier), get_builder(builder)
     if rule.trees == "sampled" and not made.sampled:
         raise ValueError(f"verifier {verifier} divides by the q a tree was drawn from, but builder {builder!r} "
-                         "builds fixed trees: use sampled:K1,K2,... or sampled-wor:K1,K2,...")
+                         "builds fixed trees: use sampled:K1,K2,..., sampled-wor:K1,K2,..., mixed:K1,K2,... or "
+                         "mixed-wor:K1,K2,...")
+    if rule.trees == "none" and made.mixed:
+        raise ValueError(f"verifier {verifier} is not exact on any tree, and builder {builder!r} builds mixed trees "
+                         "(fixed top-1 children, drawn siblings): use rrs or a rule exact on any tree")
     if rule.trees == "sampled chain" and not made.sampled_chain:
         raise ValueError(f"verifier {verifier} verifies a sampled chain, but builder {builder!r} does not build "
                          "one: use sampled:1,1,...")
