@@ -15,7 +15,7 @@ import torch
 
 import appdata
 import figures
-from tevcore.engine.builders import BUILDER_NAMES, SAMPLED_BUILDER_NAMES, get_builder
+from tevcore.engine.builders import BUILDER_NAMES, MIXED_BUILDER_NAMES, SAMPLED_BUILDER_NAMES, get_builder
 from tevcore.verify.verifiers import SAMPLED_VERIFIERS, VERIFIERS, check_pairing, verifier_label
 
 # round index -> its node logits (a ValueError says why a round has none)
@@ -35,10 +35,11 @@ def builder_problem(builder: str) -> str | None:
 
 
 def verifier_options(builder: str) -> tuple[list[str], dict[str, str]]:
-    """The verifiers offered with `builder`: every rule exact on any tree, and each proposal-ratio rule that
-    `check_pairing` admits; and, for each one it refuses, the engine's one-line reason."""
-    offered, refused = list(VERIFIERS), {}
-    for name in SAMPLED_VERIFIERS:
+    """The verifiers offered with `builder`: every rule `check_pairing` admits (those exact on any tree, the
+    proposal-ratio rules on sampled and mixed trees, the foil except on mixed trees); and, for each one it
+    refuses, the engine's one-line reason."""
+    offered, refused = [], {}
+    for name in [*VERIFIERS, *SAMPLED_VERIFIERS]:
         try:
             check_pairing(name, builder)
         except ValueError as err:
@@ -51,14 +52,15 @@ def verifier_options(builder: str) -> tuple[list[str], dict[str, str]]:
 def tree_choice() -> tuple[str, str]:
     """The sidebar's builder (a shape's widths or draw counts in a text box, checked by the engine's parser) and
     the verifier among those the builder admits; returns the builder name and the verifier."""
-    builder = st.selectbox("builder", BUILDER_NAMES + SAMPLED_BUILDER_NAMES, key="ex_builder",
+    builder = st.selectbox("builder", BUILDER_NAMES + SAMPLED_BUILDER_NAMES + MIXED_BUILDER_NAMES, key="ex_builder",
                            help="best_first = DDTree heap; chain = top-1 path; width:W1,W2,... = fixed widths; "
                                 "sampled:K1,K2,... = K draws per node from the drafter's q at each depth (i.i.d.; "
-                                "sampled-wor without replacement)")
+                                "sampled-wor without replacement); mixed:K1,K2,... = each node's top-1 child of q "
+                                "fixed and K - 1 siblings drawn from q without it (mixed-wor without replacement)")
     if builder == WIDTH_PATTERN:
         widths = st.text_input("widths W1,W2,... (nodes per depth)", value=EXAMPLE_WIDTHS, key="ex_widths")
         builder = "width:" + widths.strip()
-    elif builder in SAMPLED_BUILDER_NAMES:
+    elif builder in SAMPLED_BUILDER_NAMES + MIXED_BUILDER_NAMES:
         counts = st.text_input("draws K1,K2,... (per node, at each depth)", value=EXAMPLE_DRAWS, key="ex_draws")
         builder = builder.split(":")[0] + ":" + counts.strip()
     problem = builder_problem(builder)
@@ -85,7 +87,10 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_r
     rule = appdata.trail_rule(record)
     with st.expander(f"how this tree was drawn ({record.tree.draws.mode}) and the {rule} trail", expanded=True):
         st.caption("Each row is one draw from the drafter's q at its node, in draw order; equal i.i.d. draws "
-                   "share one child node.")
+                   "share one child node." + (" A mixed tree's first child at each node is FIXED (q's top-1, a "
+                                              "point-mass draw: rrs accepts it with the target's probability of "
+                                              "its token); the rows marked drawn came from q without it."
+                                              if record.tree.draws.mixed else ""))
         st.dataframe(figures.draws_table(record), hide_index=True, key="ex_draws_table")
         if can_rescore:
             st.caption(f"This tree is one draw. The verifier comparison draws many at round {index}'s context (source "

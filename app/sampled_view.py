@@ -38,7 +38,9 @@ def _draw_settings(prefix: str, builder: str, budget: int, temperature: float, r
     c1, c2, c3, c4, c5 = st.columns(5)
     builder = c1.text_input("sampled builder", builder, key=f"{prefix}_builder",
                             help="sampled:K1,K2,... (i.i.d. draws) or sampled-wor:K1,K2,... (without replacement); "
-                                 "sampled:1,1,... is a sampled chain, where block verification also runs")
+                                 "sampled:1,1,... is a sampled chain, where block verification also runs; "
+                                 "mixed:K1,K2,... or mixed-wor:K1,K2,... fix each node's top-1 child of q and draw "
+                                 "K - 1 siblings from q without it")
     budget = int(c2.number_input("budget", 1, 64, budget, key=f"{prefix}_budget"))
     temperature = float(c3.number_input("temperature", 0.0, 5.0, temperature, step=0.1, key=f"{prefix}_temp",
                                         help="the trees are drawn from q at this temperature and the rules divide "
@@ -83,7 +85,7 @@ def choose_live_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     at = int(st.number_input("explorer round (whose context the trees start from)", 0, len(records) - 1,
                              min(int(ss.get("ex_selected_round", 0)), len(records) - 1), key="vc_l_context"))
     record = records[at]
-    builder = explorer["builder"] if explorer["builder"].startswith("sampled") else LIVE_BUILDER
+    builder = explorer["builder"] if explorer["builder"].startswith(("sampled", "mixed")) else LIVE_BUILDER
     settings = (at, *_draw_settings("vc_l", builder, min(max(int(explorer["budget"]), 1), 64),
                                     float(record.temperature), LIVE_ROUNDS, 2_000))
     _, builder, budget, temperature, rounds, seed = settings

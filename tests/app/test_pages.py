@@ -366,13 +366,14 @@ def test_explorer_target_field_reports_a_missing_folder(tmp_path):
 
 def test_explorer_opens_with_the_engines_defaults_and_builders():
     from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE
-    from tevcore.engine.builders import BUILDER_NAMES, SAMPLED_BUILDER_NAMES
+    from tevcore.engine.builders import BUILDER_NAMES, MIXED_BUILDER_NAMES, SAMPLED_BUILDER_NAMES
 
     at = page("1_Tree_explorer.py").run()
     assert not at.exception and not at.error
     assert at.sidebar.number_input(key="ex_budget").value == DEFAULT_BUDGET
     assert at.sidebar.number_input(key="ex_temp").value == SAMPLING_TEMPERATURE
-    assert tuple(at.sidebar.selectbox(key="ex_builder").options) == BUILDER_NAMES + SAMPLED_BUILDER_NAMES
+    assert tuple(at.sidebar.selectbox(key="ex_builder").options) == (BUILDER_NAMES + SAMPLED_BUILDER_NAMES
+                                                                      + MIXED_BUILDER_NAMES)
     width = next(name for name in BUILDER_NAMES if name.startswith("width:"))
     at.sidebar.selectbox(key="ex_builder").set_value(width).run()
     at.sidebar.text_input(key="ex_widths").set_value("3,2").run()
