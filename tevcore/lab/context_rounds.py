@@ -53,7 +53,7 @@ def sampled_builder(builder: str, budget: int | None, rounds: int) -> Builder:
     made = get_builder(builder, budget)
     if not made.sampled:
         raise ValueError(f"builder {builder!r} builds fixed trees; these rounds draw sampled trees: use "
-                         "sampled:K1,K2,... or sampled-wor:K1,K2,...")
+                         "sampled:K1,K2,... or sampled-wor:K1,K2,... (or a mixed one: mixed:K1,K2,...)")
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
     return made
@@ -62,7 +62,7 @@ def sampled_builder(builder: str, budget: int | None, rounds: int) -> Builder:
 def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: str, budget: int,
                       temperature: float, rounds: int, seed: int,
                       progress: Callable[[int, int], None] | None = None) -> SampledRounds:
-    """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) from `proposer` after `context`
+    """`rounds` trees drawn by `builder` (sampled:K1,..., sampled-wor:K1,... or a mixed one) from `proposer` after `context`
     (prompt and committed tokens; its last token is the root), each scored by `target` in one tree forward. One
     generator (from `seed`) draws every tree; `progress(done, total)` is called after each tree."""
     made = sampled_builder(builder, budget, rounds)

@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--proposer", default="default", help=proposer_specs())
     parser.add_argument("--drafter-dtype", default="auto", help=DRAFTER_DTYPE_HELP)
     parser.add_argument("--builder", default=DEFAULT_BUILDER,
-                        help="sampled:K1,K2,... (i.i.d. draws) or sampled-wor:K1,K2,... (without replacement)")
+                        help="sampled:K1,K2,... (i.i.d. draws) or sampled-wor:K1,K2,... (without replacement), or "
+                             "mixed:K1,K2,... / mixed-wor:K1,K2,... (each node's top-1 child fixed, K - 1 drawn)")
     parser.add_argument("--budget", type=count_at_least_one, default=16, help="node budget of every tree")
     parser.add_argument("--temperature", type=float, default=1.0, help="the trees' draws and the target's rows")
     parser.add_argument("--rounds", type=count_at_least_one, default=200, help="fresh trees to draw")
