@@ -128,8 +128,8 @@ def test_greedy_decoding_equals_the_targets_own_generate(models, family):
     cases = [(near, "best_first", "tev", 0), (near, "best_first", "tev", 1), (near, "chain", "tev", 0),
              (near, "chain", "tev", 1), (far, "best_first", "residual", 0), (near, "sampled:3,2,1", "rrs", 0),
              (far, "sampled-wor:2,2,1", "rrs", 1), (near, "sampled:1,1,1,1", "block", 1),
-             (looked_up, "sampled:2,1,1", "rrs", 2), (looked_up, "best_first", "tev", 2), (near, "mixed:3,2,1", "rrs", 0),
-             (far, "mixed-wor:2,2,1", "rrs", 1), (looked_up, "mixed:2,1,1", "rrs", 2)]
+             (looked_up, "sampled:2,1,1", "rrs", 2), (looked_up, "best_first", "tev", 2),
+             (near, "mixed:3,2,1", "rrs", 0), (far, "mixed-wor:2,2,1", "rrs", 1), (looked_up, "mixed:2,1,1", "rrs", 2)]
     for proposer, builder, verifier, index in cases:
         config = DecodeConfig(max_new_tokens=20, budget=8, builder=builder, verifier=verifier)
         tokens = generate(target, proposer, prompts[index], config).tokens

@@ -46,7 +46,9 @@ def as_if_drawn(tree: DraftTree) -> DraftTree:
 
 
 def relabelled_tokens_law(builder: str, temperature: float, horizon: int) -> dict[tuple[int, ...], float]:
-    trees = lambda context: [(w, as_if_drawn(t)) for w, t in enumerate_trees(builder, context, None, temperature)]  # noqa: E731
+    def trees(context: tuple[int, ...]) -> list[tuple[float, DraftTree]]:
+        return [(weight, as_if_drawn(tree)) for weight, tree in enumerate_trees(builder, context, None, temperature)]
+
     return compose_rounds(_block_law("rrs", trees, temperature), START, horizon)
 
 

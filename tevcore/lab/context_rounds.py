@@ -62,8 +62,8 @@ def sampled_builder(builder: str, budget: int | None, rounds: int) -> Builder:
 def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: str, budget: int,
                       temperature: float, rounds: int, seed: int,
                       progress: Callable[[int, int], None] | None = None) -> SampledRounds:
-    """`rounds` trees drawn by `builder` (sampled:K1,..., sampled-wor:K1,... or a mixed one) from `proposer` after `context`
-    (prompt and committed tokens; its last token is the root), each scored by `target` in one tree forward. One
+    """`rounds` trees drawn by `builder` (sampled:K1,..., sampled-wor:K1,... or a mixed one) from `proposer` after
+    `context` (prompt and committed tokens; its last token is the root), each scored by `target` in one tree forward. One
     generator (from `seed`) draws every tree; `progress(done, total)` is called after each tree."""
     made = sampled_builder(builder, budget, rounds)
     made.check_depth(proposer.depth)
