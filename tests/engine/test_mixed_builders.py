@@ -144,6 +144,16 @@ def test_a_drawn_sibling_cannot_repeat_the_fixed_child():
                    fixed=torch.tensor([True, False])).check_tree(parents, torch.tensor([0.0, 0.5]).log())
 
 
+def test_a_fixed_child_must_be_its_nodes_top_1_of_q():
+    parents = torch.tensor([-1, 0, 0])
+    logq = torch.tensor([0.0, 0.2, 0.5]).log()
+    with pytest.raises(ValueError, match="node 0's fixed child has less q than a drawn sibling"):
+        DrawRecord("iid", torch.tensor([0, 0]), torch.tensor([1, 2]), torch.tensor([0.2, 0.5]),
+                   fixed=torch.tensor([True, False])).check_tree(parents, logq)
+    DrawRecord("iid", torch.tensor([0, 0]), torch.tensor([2, 1]), torch.tensor([0.5, 0.2]),
+               fixed=torch.tensor([True, False])).check_tree(parents, logq)
+
+
 def test_builder_traits_and_pairings():
     """A mixed family's trees are drawn but never a drawn chain (a mixed:1,1,1 chain holds only fixed children),
     and a realised mixed chain does not show DRAWN_CHAIN either: the registry pairs every rule but block."""
