@@ -11,7 +11,8 @@ is read from the engine (`tevcore.verify.laws.standing`), never listed here.
 from __future__ import annotations
 
 from appdata.coupling import coupling, coupling_presets
-from tevcore.verify.laws import OPTIMAL, OVER_DRAWS, OWN_LAW, standing
+from tevcore.verify.laws import OPTIMAL, OVER_DRAWS, OWN_LAW
+from tevcore.verify.registry import standing
 from tevcore.verify.verifiers import ALL_VERIFIERS
 
 TEV_EXPANDED = "TEV (Tree Exit Verification: one draw of the exit node over X, one of the bonus token)"
