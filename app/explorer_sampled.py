@@ -83,7 +83,10 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_r
     rule = appdata.trail_rule(record)
     with st.expander(f"how this tree was drawn ({record.tree.draws.mode}) and the {rule} trail", expanded=True):
         st.caption("Each row is one draw from the drafter's q at its node, in draw order; equal i.i.d. draws "
-                   "share one child node.")
+                   "share one child node." + (" A mixed tree's first child at each node is FIXED (q's top-1, a "
+                                              "point-mass draw: rrs accepts it with the target's probability of "
+                                              "its token); the rows marked drawn came from q without it."
+                                              if record.tree.draws.mixed else ""))
         st.dataframe(figures.draws_table(record), hide_index=True, key="ex_draws_table")
         if can_rescore:
             st.caption(f"This tree is one draw. The verifier comparison draws many at round {index}'s context (source "

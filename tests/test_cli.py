@@ -10,10 +10,11 @@ from tevcore.engine.flow import path_log_probs
 from tevcore.engine.records import read_trace
 
 
-def test_round_prints_the_tree_and_writes_a_recomputable_record(tmp_path, capsys):
+@pytest.mark.parametrize("tree_flags", [[], ["--builder", "mixed:2,1,1", "--verifier", "rrs"]])
+def test_round_prints_the_tree_and_writes_a_recomputable_record(tmp_path, capsys, tree_flags):
     out = tmp_path / "round.jsonl"
     code = main(["round", "--prompt", "Name three colours.", "--proposer", "rollout", "--budget", "6",
-                 "--temperature", "1.0", "--seed", "0", "--device", "cpu", "--out", str(out)])
+                 "--temperature", "1.0", "--seed", "0", "--device", "cpu", "--out", str(out), *tree_flags])
     assert code == 0
     printed = capsys.readouterr().out
     assert "stand-in" in printed and "1 + C" in printed and "top missing tokens" in printed
@@ -26,6 +27,9 @@ def test_round_prints_the_tree_and_writes_a_recomputable_record(tmp_path, capsys
     assert torch.allclose(log_p.exp(), record.flow.path_prob, atol=1e-9)
     assert abs(float(record.flow.exit_mass.sum()) - 1.0) < 1e-6
     assert record.path[0] == 0 and record.exit_node == record.path[-1]
+    if tree_flags:  # a mixed tree keeps its draws, each node's first child marked fixed
+        draws = record.tree.draws
+        assert draws.mixed and all(draws.fixed_at(node)[0] for node in draws.parents.unique().tolist())
 
 
 def test_bad_input_is_a_message_not_a_traceback(capsys):

@@ -20,20 +20,26 @@ def _text(texts: Sequence[str], tree, node: int) -> str:
 
 
 def draws_table(record) -> pd.DataFrame:
-    """One row per draw of a sampled round, in draw order (empty for a fixed tree)."""
+    """One row per draw of a sampled or mixed round, in draw order (empty for a fixed tree); `kind` tells a mixed
+    tree's fixed child (q's top-1, a point-mass draw) from the children drawn from q."""
     tree, draws = record.tree, record.tree.draws
-    columns = ["draw", "at node", "draw at node", "child", "token", "depth", "q", "accepted child"]
+    columns = ["draw", "at node", "draw at node", "kind", "child", "token", "depth", "q", "accepted child"]
     if draws is None:
         return pd.DataFrame(columns=columns)
     on_path = set(record.path or [])
     order_at: dict[int, int] = {}
     rows = []
-    for i, (parent, child, q) in enumerate(zip(draws.parents.tolist(), draws.children.tolist(), draws.q.tolist())):
+    for i, (parent, child, q, fixed) in enumerate(zip(draws.parents.tolist(), draws.children.tolist(),
+                                                       draws.q.tolist(), draws.fixed.tolist())):
         order_at[parent] = order_at.get(parent, -1) + 1
-        rows.append({"draw": i, "at node": parent, "draw at node": order_at[parent], "child": child,
-                     "token": _text(record.token_texts, tree, child), "depth": int(tree.depths[child]), "q": q,
-                     "accepted child": child in on_path})
+        rows.append({"draw": i, "at node": parent, "draw at node": order_at[parent], "kind": _kind(fixed),
+                     "child": child, "token": _text(record.token_texts, tree, child),
+                     "depth": int(tree.depths[child]), "q": q, "accepted child": child in on_path})
     return pd.DataFrame(rows, columns=columns)
+
+
+def _kind(fixed: bool) -> str:
+    return "fixed (top-1 of q)" if fixed else "drawn from q"
 
 
 def node_draws_text(tree, node: int) -> str:
@@ -46,8 +52,13 @@ def node_draws_text(tree, node: int) -> str:
         parent = int(tree.parents[node])
         siblings, q = draws.at(parent)
         orders = [str(i + 1) for i, child in enumerate(siblings) if child == node]
-        parts.append(f"drawn at node {parent} as draw {', '.join(orders)} of {len(siblings)} "
-                     f"(q = {q[siblings.index(node)]:.4f}, {draws.mode})")
+        if draws.fixed_at(parent)[siblings.index(node)]:
+            parts.append(f"fixed at node {parent}: its top-1 child of q (q = {q[siblings.index(node)]:.4f}), tried "
+                         f"first, not drawn")
+        else:
+            parts.append(f"drawn at node {parent} as draw {', '.join(orders)} of {len(siblings)} "
+                         f"(q = {q[siblings.index(node)]:.4f}, {draws.mode}"
+                         f"{', from q without the fixed child' if draws.mixed else ''})")
     made, _ = draws.at(node)
     if made:
         parts.append(f"drew {len(made)} times ({len(set(made))} distinct children)")
@@ -58,11 +69,11 @@ def trail_table(trail, tree, texts: Sequence[str], bonus_text: str | None = None
     """The tries of an rrs trail in order (or a block trail's chain nodes), then the exit and bonus as the last row."""
     if isinstance(trail, BlockTrail):
         return block_trail_table(trail, tree, texts, bonus_text)
-    rows = [{"step": i, "at node": s.node, "draw at node": s.draw, "child": s.child,
+    rows = [{"step": i, "at node": s.node, "draw at node": s.draw, "kind": _kind(s.fixed), "child": s.child,
              "token": _text(texts, tree, s.child), "q": s.q, "acceptance probability": s.accept_prob,
              "outcome": "accepted" if s.accepted else "rejected"} for i, s in enumerate(trail.steps)]
     bonus = f"bonus token id {trail.bonus_token}" if bonus_text is None else f"bonus {bonus_text!r}"
-    rows.append({"step": len(rows), "at node": trail.exit_node, "draw at node": None, "child": None,
+    rows.append({"step": len(rows), "at node": trail.exit_node, "draw at node": None, "kind": None, "child": None,
                  "token": bonus, "q": None, "acceptance probability": None,
                  "outcome": f"exit at node {trail.exit_node} ({short(_text(texts, tree, trail.exit_node), 16)}): "
                             "every try there rejected or none left; the bonus is drawn from the residual"})

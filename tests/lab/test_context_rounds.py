@@ -56,11 +56,14 @@ def test_every_round_draws_a_fresh_tree_after_the_same_context_and_is_scored_by_
     assert [t.tokens.tolist() for t, _ in again.rounds] == [t.tokens.tolist() for t, _ in drawn.rounds]
 
 
-def test_rrs_over_the_trees_drawn_at_one_context_emits_the_targets_row(pair):
+@pytest.mark.parametrize("kind, builder", [("rollout", "sampled-wor:3,1"), ("draft LM", "mixed:3,1")])
+def test_rrs_over_the_trees_drawn_at_one_context_emits_the_targets_row(pair, kind, builder):
     """Exact over the draw of the tree: rrs's first emitted token, one per fresh tree, is a sample of the target's
-    row at the context (χ² with pooled small cells); so is TEV's, exact given each tree."""
+    row at the context (χ² with pooled small cells); so is TEV's, exact given each tree. The draft LM's mixed
+    trees fix the top-1 of each node's own path-conditioned row."""
     target, proposers = pair
-    drawn = rounds_at_context(target, proposers["rollout"], CONTEXT, parse_builder("sampled-wor:3,1"), 5, 1.0, 300, seed=11)
+    drawn = rounds_at_context(target, proposers[kind], CONTEXT, parse_builder(builder), 5, 1.0, 300, seed=11)
+    assert all(tree.draws.mixed == builder.startswith("mixed") for tree, _ in drawn.rounds)
     found = verify_rounds(["rrs", "tev"], drawn.rounds, 1.0, seed=12)
     for name in ("rrs", "tev"):
         assert found[name].first_token_pvalue(drawn.context_probs) > 1e-3, name

@@ -128,7 +128,8 @@ def test_greedy_decoding_equals_the_targets_own_generate(models, family):
     cases = [(near, "best_first", "tev", 0), (near, "best_first", "tev", 1), (near, "chain", "tev", 0),
              (near, "chain", "tev", 1), (far, "best_first", "residual", 0), (near, "sampled:3,2,1", "rrs", 0),
              (far, "sampled-wor:2,2,1", "rrs", 1), (near, "sampled:1,1,1,1", "block", 1),
-             (looked_up, "sampled:2,1,1", "rrs", 2), (looked_up, "best_first", "tev", 2)]
+             (looked_up, "sampled:2,1,1", "rrs", 2), (looked_up, "best_first", "tev", 2),
+             (near, "mixed:3,2,1", "rrs", 0), (far, "mixed-wor:2,2,1", "rrs", 1), (looked_up, "mixed:2,1,1", "rrs", 2)]
     for proposer, builder, verifier, index in cases:
         config = DecodeConfig(max_new_tokens=20, budget=8, builder=builder, verifier=verifier)
         tokens = generate(target, proposer, prompts[index], config).tokens
@@ -284,6 +285,29 @@ def test_a_sampled_tree_stays_within_the_budget_and_refuses_a_deeper_shape(model
         proposer.propose_tree(session, parse_builder("sampled:1,1,1,1,1"), 8, 1.0, make_generator(0))
 
 
+def test_a_mixed_tree_fixes_the_top_of_each_nodes_own_row(models):
+    """mixed: each drawing node's first child is the top-1 of the draft's own row given that node's path (a fixed
+    point-mass draw); its drawn siblings never repeat it."""
+    target, proposer, _ = models["llama"]
+    session = TargetSession(target)
+    session.prefill(PROMPT, reserve=32)
+    temperature = 1.5
+    tree = proposer.propose_tree(session, parse_builder("mixed:3,2,2"), 12, temperature, make_generator(2))
+    draws = tree.draws
+    assert draws.mixed and tree.size <= 12 and proposer.cached_tokens == session.committed
+    drew = [node for node in range(tree.num_nodes) if int(draws.row_of[node]) >= 0]
+    assert len(drew) >= 3
+    with sdpa_kernel(SDPBackend.MATH), torch.inference_mode():
+        for node in drew:
+            ids = torch.tensor([session.committed + _path_tokens(tree, node)])
+            alone = probs(proposer.model(input_ids=ids).logits[0, -1].double(), temperature)
+            children, _ = draws.at(node)
+            assert float((draws.proposal(node) - alone).abs().max()) < 1e-5
+            assert draws.fixed_at(node) == [True] + [False] * (len(children) - 1)
+            assert int(tree.tokens[children[0]]) == int(draws.proposal(node).argmax())
+            assert int(tree.tokens[children[0]]) not in tree.tokens[children[1:]].tolist()
+
+
 LOOKUP_PROMPT = [1, 40, 71, 90, 33, 5, 40, 71]  # ends with (40, 71), seen before: the lookup chain is 90, 33, ...
 
 
@@ -356,7 +380,7 @@ def _two_token_cells(target, temperature: float) -> np.ndarray:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("builder,temperature", [("sampled:2,2", 1.0), ("sampled-wor:2,2", 0.7)])
+@pytest.mark.parametrize("builder,temperature", [("sampled:2,2", 1.0), ("sampled-wor:2,2", 0.7), ("mixed:3,2", 1.0)])
 def test_rrs_on_the_drafts_sampled_trees_follows_the_target_over_seeds(models, builder, temperature):
     target, near, _ = models["qwen3"]
     proposer = DraftLMProposer(near.draft, target, depth=2)  # the second token is decided at depth 2 at most

@@ -110,14 +110,17 @@ def test_greedy_decoding_equals_transformers_generate(family, where, pair):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_sampled_trees_at_zero_temperature_decode_greedy(family, pair):
-    """A sampled tree verified by rrs (with and without replacement) or block emits HF's greedy output at T = 0."""
+    """A sampled or mixed tree verified by rrs (with and without replacement) or block emits HF's greedy output at
+    T = 0."""
     target, reference = pair(family, "cpu", "float32")
     prompt, new_tokens = _context(WINDOW + 4, seed=5), 12
     with torch.inference_mode():
         expected = reference.generate(torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False,
                                       eos_token_id=EOS, pad_token_id=0)[0, len(prompt):].tolist()
     for index, (builder, verifier) in enumerate([("sampled:3,2,1", "rrs"), ("sampled-wor:2,2,2", "rrs"),
-                                                 ("sampled:1,1,1", "block"), ("sampled:3,2,1", "tev")]):
+                                                 ("sampled:1,1,1", "block"), ("sampled:3,2,1", "tev"),
+                                                 ("mixed:3,2,1", "rrs"), ("mixed-wor:2,2,2", "rrs"),
+                                                 ("mixed:2,1,1", "residual")]):
         config = DecodeConfig(max_new_tokens=new_tokens, budget=8, builder=builder, verifier=verifier, seed=index,
                               stop_tokens=(EOS,))
         decoded = generate(target, NoisyRolloutProposer(depth=3, seed=index), prompt, config)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -24,10 +25,9 @@ import pytest
 import torch
 
 from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
-from test_exactness import _distance, _draft_rows, _seeded_logits, compose_rounds, target_tokens_law
+from test_exactness import RULE_LAWS, _distance, _draft_rows, _seeded_logits, compose_rounds, target_tokens_law
 from tevcore.engine.builders import fixed_width, parse_builder
 from tevcore.engine.draft_rows import as_draft_rows
-from tevcore.engine.builders import parse_builder
 from tevcore.engine.sampled import depth_rows, grow_sampled
 from tevcore.engine.sampling import log_probs, make_generator
 from tevcore.engine.tree import DraftTree
@@ -102,21 +102,29 @@ def enumerate_trees(builder: str, context: tuple[int, ...], budget: int | None,
 # ---------------------------------------------------------------- each rule's branches on one tree
 
 def law_rrs(tree: DraftTree, logits: torch.Tensor, temperature: float) -> Law:
-    """Every accept/reject branch of recursive rejection over each node's draws, in draw order."""
+    """Every accept/reject branch of recursive rejection over each node's draws, in draw order. A fixed draw
+    (a mixed tree's top-1 child) came from the point mass on its token; the drawn ones from q without the fixed
+    tokens (and, without replacement, without the earlier draws)."""
     p = log_probs(logits, temperature).exp()
     draws, tokens = tree.draws, tree.tokens.tolist()
     law: Law = defaultdict(float)
 
     def visit(node: int, weight: float) -> None:
         children, _ = draws.at(node)
+        fixed = draws.fixed_at(node)
         residual = p[node].clone()
         q = draws.proposal(node) if children else None
         removed: list[int] = []
-        for child in children:
+        for child, is_fixed in zip(children, fixed):
             token = tokens[child]
-            q_i = q.clone()
-            if draws.mode == "wor":
-                q_i[removed] = 0.0
+            if is_fixed:
+                q_i = torch.zeros_like(q)
+                q_i[token] = 1.0
+            else:
+                q_i = q.clone()
+                q_i[[tokens[c] for c, f in zip(children, fixed) if f]] = 0.0
+                if draws.mode == "wor":
+                    q_i[removed] = 0.0
                 q_i /= q_i.sum()
             accept = min(1.0, float(residual[token] / q_i[token]))
             if accept > 0:
@@ -169,7 +177,8 @@ def _block_law(verifier: str, trees, temperature: float):
         out: dict[tuple[int, ...], float] = defaultdict(float)
         for weight, tree in trees(context):
             tokens = tree.tokens.tolist()
-            for (node, y), prob in RATIO_LAWS[verifier](tree, _node_logits(tree, context), temperature).items():
+            rule_law = RATIO_LAWS.get(verifier) or RULE_LAWS[verifier]
+            for (node, y), prob in rule_law(tree, _node_logits(tree, context), temperature).items():
                 out[tuple(tokens[u] for u in tree.path(node)[1:]) + (y,)] += weight * prob
         return tuple(out.items())
 
@@ -269,8 +278,9 @@ MC_SEEDS = 6
 
 
 def mc_first_tokens(verifier: str, builder: str, temperature: float, horizon: int, n: int, seed: int,
-                    fixed: bool = False) -> np.ndarray:
-    """Counts of first-`horizon`-token strings: each round a fresh tree by the shipped builder, one verdict."""
+                    fixed: bool = False, relabel: Callable[[DraftTree], DraftTree] | None = None) -> np.ndarray:
+    """Counts of first-`horizon`-token strings: each round a fresh tree by the shipped builder (or, `fixed`, the
+    foil's fixed tree; `relabel` rewrites each tree's record, for a foil), one verdict."""
     build, verify = parse_builder(builder), get_verifier(verifier)
     generator = make_generator(seed)
     counts = np.zeros(VOCAB ** horizon)
@@ -281,6 +291,8 @@ def mc_first_tokens(verifier: str, builder: str, temperature: float, horizon: in
                 tree = _claimed_draws(fixed_width(context[-1], _rows(context), [2, 1]), context, temperature)
             else:
                 tree = build(context[-1], _rows(context), None, temperature, generator)
+            if relabel is not None:
+                tree = relabel(tree)
             verdict = verify(tree, _node_logits(tree, context), temperature, generator)
             context = context + tuple(tree.tokens[verdict.path[1:]].tolist()) + (verdict.bonus_token,)
         counts[int(np.ravel_multi_index(context[len(START):len(START) + horizon], (VOCAB,) * horizon))] += 1

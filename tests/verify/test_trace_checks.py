@@ -49,11 +49,15 @@ def _written(tmp_path, record: RoundRecord, edit=None):
     return path
 
 
-def test_an_untouched_sampled_trace_reads_back_whole(tmp_path):
-    record = _sampled_record()
+@pytest.mark.parametrize("builder", ["sampled:3,2", "mixed:3,2", "mixed-wor:3,2"])
+def test_an_untouched_sampled_or_mixed_trace_reads_back_whole(tmp_path, builder):
+    """A mixed tree's fixed child (a point-mass draw whose q is the drafter's q of its token) passes the q checks."""
+    record = _sampled_record(builder)
     read = read_trace(_written(tmp_path, record)).rounds[0]
     assert read.tree.traits == record.tree.traits and read.verifier == "rrs"
     assert torch.equal(read.tree.draws.q, record.tree.draws.q)
+    assert torch.equal(read.tree.draws.fixed, record.tree.draws.fixed)
+    assert read.tree.draws.mixed == builder.startswith("mixed")
 
 
 def _drop_draws(data):
@@ -65,7 +69,15 @@ def _q_zero(data):
 
 
 def _q_off_the_draft_logp(data):
-    data["tree"]["draws"]["q"][-1] = data["tree"]["draws"]["q"][-1] / 2
+    """Halve the q of the last child drawn from q (not a mixed tree's fixed child)."""
+    draws = data["tree"]["draws"]
+    drawn = [i for i, fixed in enumerate(draws.get("fixed") or [False] * len(draws["q"])) if not fixed]
+    draws["q"][drawn[-1]] = draws["q"][drawn[-1]] / 2
+
+
+def _fixed_q_off_the_draft_logp(data):
+    draws = data["tree"]["draws"]
+    draws["q"][0] = draws["q"][0] / 2
 
 
 def _draw_on_another_node(data):
@@ -79,8 +91,9 @@ def _draw_on_another_node(data):
     (_q_off_the_draft_logp, "the draws and the tree disagree"),
     (_draw_on_another_node, "not a child of the node it was drawn at"),
 ])
-def test_a_proposal_ratio_round_that_contradicts_its_draws_is_refused(tmp_path, edit, message):
-    path = _written(tmp_path, _sampled_record(), edit)
+@pytest.mark.parametrize("builder", ["sampled:3,2", "mixed:3,2"])
+def test_a_proposal_ratio_round_that_contradicts_its_draws_is_refused(tmp_path, edit, message, builder):
+    path = _written(tmp_path, _sampled_record(builder), edit)
     with pytest.raises(ValueError, match=message) as raised:
         read_trace(path)
     assert str(raised.value).startswith(f"{path}, line 2 (round 0): ") and "\n" not in str(raised.value)
@@ -110,3 +123,29 @@ def test_a_bonus_the_rule_could_not_give_is_refused_but_blocks_residual_may_repe
         read_trace(_written(tmp_path, record, child_bonus))
     block = _sampled_record("sampled:1,1,1", "block")
     assert read_trace(_written(tmp_path, block, child_bonus)).rounds[0].bonus_token == int(block.tree.tokens[1])
+
+
+def test_a_mixed_round_whose_fixed_child_contradicts_the_tree_or_comes_late_is_refused(tmp_path):
+    record = _sampled_record("mixed:3,2")
+    assert record.tree.draws.fixed[0]
+    with pytest.raises(ValueError, match="the draws and the tree disagree"):
+        read_trace(_written(tmp_path, record, _fixed_q_off_the_draft_logp))
+
+    def fixed_last(data):  # the root's fixed flag moved onto its last draw
+        root = [i for i, parent in enumerate(data["tree"]["draws"]["parents"]) if parent == 0]
+        data["tree"]["draws"]["fixed"][root[0]], data["tree"]["draws"]["fixed"][root[-1]] = False, True
+
+    with pytest.raises(ValueError, match="fixed children must come before its drawn ones"):
+        read_trace(_written(tmp_path, record, fixed_last))
+
+
+def test_a_block_round_on_a_mixed_chain_is_refused(tmp_path):
+    """A mixed:1,1,1 chain holds only fixed children: it is no chain drawn from q, so block could not have run."""
+    record = _sampled_record("mixed:1,1,1", "rrs")
+    assert record.tree.draws.fixed.all()
+
+    def as_block(data):
+        data["verifier"] = "block"
+
+    with pytest.raises(ValueError, match="block verifies a chain drawn one draw per node; this round's tree is not"):
+        read_trace(_written(tmp_path, record, as_block))

@@ -1,7 +1,8 @@
 """The round's math and its records.
 
 A round is plain data flowing one way: a `DraftTree` (tree.py) grown by a
-builder (builders.py; sampled.py draws the children from the rows and keeps the
+builder (builders.py; sampled.py draws the children from the rows, or fixes
+each node's top-1 child and draws its siblings for a mixed tree, and keeps the
 draws in draws.py's `DrawRecord`) from per-depth draft rows (draft_rows.py), the target's
 flow through it (flow.py: edge probability a, path probability P, child
 mass m (the share of p(.|v) that v's children hold), exit mass

@@ -4,7 +4,8 @@ A block drafter gives one distribution per depth (below a depth-1 token it
 was given, rows that know that token), so a prefix's draft score is the sum
 of its rows' log-probabilities. The best-first builder returns the top-B
 prefixes by that score (DDTree). The sampled builders (`sampled.py`) draw
-each node's children from the rows instead. Each kind of builder is one
+each node's children from the rows instead, and the mixed ones fix each
+node's top-1 child and draw its siblings. Each kind of builder is one
 `BuilderFamily` entry; `parse_builder` turns a name into the `BuilderSpec`
 the rest of the package passes around.
 """
@@ -200,6 +201,7 @@ class BuilderFamily:
     example: str | None = None  # counts a menu opens with
     traits: Callable[[tuple[int, ...]], frozenset[str]] = lambda counts: frozenset()  # noqa: E731
     replace: bool | None = None  # draws with replacement (True), without (False); None: nothing is drawn
+    fixes_top1: bool = False  # each node's top-1 child of q fixed (a point-mass draw), its siblings drawn: mixed
     check_budget: Callable[[tuple[int, ...], int], None] | None = None  # refuse a shape the budget cannot hold
     # for a proposer that grows a fixed tree itself (a draft LM): children per expanded node at each depth, from
     # (counts, budget, proposer depth); and whether the tree is then the top-`budget` prefixes of what it expanded
@@ -283,7 +285,7 @@ class BuilderSpec:
         """The draw mode and counts of a sampled spec (a ValueError for a fixed one)."""
         if self.replace is None:
             raise ValueError(f"builder {self.name!r} draws nothing: it has no sampled shape")
-        return SampledShape("iid" if self.replace else "wor", self.counts)
+        return SampledShape("iid" if self.replace else "wor", self.counts, self.family.fixes_top1)
 
     def expansion(self, budget: int, depth: int) -> list[int]:
         """Children per expanded node at each depth when a proposer grows this fixed tree itself."""
@@ -308,9 +310,9 @@ class BuilderSpec:
                              f"{drafter_depth}")
 
 
-def _sampled_build(mode: str) -> Callable[[tuple[int, ...]], Build]:
+def _sampled_build(mode: str, fixes_top1: bool = False) -> Callable[[tuple[int, ...]], Build]:
     def make(counts: tuple[int, ...]) -> Build:
-        shape = SampledShape(mode, counts)
+        shape = SampledShape(mode, counts, fixes_top1)
 
         def build(root: int, logq: Rows, budget: int | None, temperature: float,
                   generator: torch.Generator | None) -> DraftTree:
@@ -344,11 +346,21 @@ BUILDER_FAMILIES: dict[str, BuilderFamily] = {family.kind: family for family in 
                   expansion=lambda counts, budget, depth: list(counts)),
     BuilderFamily("sampled", "children drawn i.i.d. from the drafter's q: K1 draws at the root, K2 at each "
                   "depth-1 node, ... (equal draws share a node; all 1 is a sampled chain)",
-                  _sampled_build("iid"), counts="K1,K2,...", counts_help="draw counts (per node, at each depth)", example="3,2,1", traits=_drawn, replace=True),
+                  _sampled_build("iid"), counts="K1,K2,...", counts_help="draw counts (per node, at each depth)",
+                  example="3,2,1", traits=_drawn, replace=True),
     BuilderFamily("sampled-wor", "children drawn from q without replacement, K1 at the root, K2 at each "
                   "depth-1 node, ...", _sampled_build("wor"), counts="K1,K2,...",
                   counts_help="draw counts (per node, at each depth)", example="3,2,1",
                   traits=_drawn, replace=False),
+    # mixed trees are drawn but never a drawn chain: their fixed children were chosen, not drawn from q
+    BuilderFamily("mixed", "each node's top-1 child of q fixed and K - 1 siblings drawn i.i.d. from q without it: "
+                  "K1 children at the root, K2 at each depth-1 node, ...", _sampled_build("iid", fixes_top1=True),
+                  counts="K1,K2,...", counts_help="children per node at each depth (the top-1 fixed)",
+                  example="3,2,1", traits=lambda counts: frozenset({DRAWN}), replace=True, fixes_top1=True),
+    BuilderFamily("mixed-wor", "each node's top-1 child of q fixed and K - 1 siblings drawn from q without it, "
+                  "without replacement", _sampled_build("wor", fixes_top1=True), counts="K1,K2,...",
+                  counts_help="children per node at each depth (the top-1 fixed)", example="3,2,1",
+                  traits=lambda counts: frozenset({DRAWN}), replace=False, fixes_top1=True),
 )}
 
 

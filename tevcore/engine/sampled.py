@@ -2,7 +2,12 @@
 
 `sampled:K1,K2,...` gives the root K1 draws, each depth-1 node K2 draws, and
 so on, i.i.d. from the node's q (equal draws share one child node);
-`sampled-wor:K1,...` draws without replacement. q is the node's draft row at
+`sampled-wor:K1,...` draws without replacement. A mixed tree
+(`mixed:K1,...`, `mixed-wor:K1,...`) keeps each node's top-1 token of q as a
+FIXED child (a point-mass draw, recorded as such) and draws the other K_d - 1
+children from q with that token removed, renormalised (i.i.d. or without
+replacement): the drafter's best guess is always tried, its siblings are
+coupled with the target by recursive rejection. q is the node's draft row at
 the round's temperature (the same `sampling.probs` the target's rows go
 through; a lookup mixture is already in the rows). Nodes are expanded
 breadth-first and a node draws at most as many times as the budget still has
@@ -42,10 +47,30 @@ LevelRows = Callable[[list[int], list[int], list[int]], tuple[torch.Tensor, list
 
 @dataclass(frozen=True)
 class SampledShape:
-    """Draw mode ('iid' or 'wor') and the number of draws per node at each depth."""
+    """Draw mode ('iid' or 'wor'), the number of children per node at each depth, and whether the top-1 of
+    them is fixed (a mixed tree: one fixed child and K_d - 1 draws)."""
 
     mode: str
     widths: tuple[int, ...]
+    fixed_top1: bool = False
+
+
+def node_draws(q: torch.Tensor, count: int, shape: SampledShape, draw: DrawFn) -> list[tuple[int, bool]]:
+    """One node's `count` children as (token, fixed), in draw order.
+
+    A plain sampled node draws them all from q. A mixed node fixes q's
+    top-1 (first index on ties) and draws `count - 1` from q without it,
+    renormalised; where q holds nothing else (a point mass, as at T = 0)
+    there is nothing left to draw and the node keeps its fixed child alone.
+    """
+    if not shape.fixed_top1:
+        return [(int(token), False) for token in draw(q, count, shape.mode == "iid")]
+    top = int(q.argmax())
+    rest = q.clone()
+    rest[top] = 0.0
+    mass = float(rest.sum())
+    drawn = draw(rest / mass, count - 1, shape.mode == "iid") if count > 1 and mass > 0 else []
+    return [(top, True)] + [(int(token), False) for token in drawn]
 
 
 def check_levels(shape: SampledShape, depth: int) -> None:
@@ -86,6 +111,7 @@ def grow_sampled(root_token: int, level_rows: LevelRows, shape: SampledShape, bu
     drawn_at: list[int] = []
     drawn_child: list[int] = []
     drawn_q: list[float] = []
+    fixed: list[bool] = []
     level: dict[int, int] = {}  # node of the depth being drawn -> its row among `raw`
     kept: dict[int, int] = {}  # row among `raw` -> its index in `proposals`
     room = math.inf if budget is None else int(budget)
@@ -104,7 +130,7 @@ def grow_sampled(root_token: int, level_rows: LevelRows, shape: SampledShape, bu
         depth = depths[node] + 1
         count = int(min(shape.widths[depth - 1], room - (len(tokens) - 1)))
         child_of: dict[int, int] = {}
-        for token in draw(q, count, shape.mode == "iid"):
+        for token, is_fixed in node_draws(q, count, shape, draw):
             if token not in child_of:
                 child_of[token] = len(tokens)
                 tokens.append(int(token))
@@ -115,10 +141,12 @@ def grow_sampled(root_token: int, level_rows: LevelRows, shape: SampledShape, bu
             drawn_at.append(node)
             drawn_child.append(child_of[token])
             drawn_q.append(float(q[token]))
+            fixed.append(is_fixed)
         node += 1
     stacked = torch.stack(proposals) if proposals else torch.zeros(0, 0, dtype=torch.float64)
     draws = DrawRecord(shape.mode, torch.tensor(drawn_at, dtype=torch.long),
                        torch.tensor(drawn_child, dtype=torch.long), torch.tensor(drawn_q, dtype=torch.float64),
-                       rows=stacked, row_of=torch.tensor(row_of, dtype=torch.long))
+                       rows=stacked, row_of=torch.tensor(row_of, dtype=torch.long),
+                       fixed=torch.tensor(fixed, dtype=torch.bool) if shape.fixed_top1 else None)
     return DraftTree(tokens=torch.tensor(tokens, dtype=torch.long), parents=torch.tensor(parents, dtype=torch.long),
                      draft_logp=torch.tensor(logq, dtype=torch.float32), budget=budget, draws=draws)

@@ -23,7 +23,7 @@ MAX_TOKEN_ID = 2**31 - 1  # no vocabulary is larger; the target's own size is ch
 # What a tree guarantees beyond being a token tree: the facts a verification rule may need of it. A builder states
 # the traits every tree it builds has (`BuilderSpec.traits`); a realised tree shows its own (`DraftTree.traits`).
 DRAWN = "drawn"  # every child was drawn from a proposal the tree records (its `DrawRecord`)
-DRAWN_CHAIN = "drawn chain"  # drawn, and no node drew more than once: a sampled chain
+DRAWN_CHAIN = "drawn chain"  # drawn from q, and no node drew more than once, nothing fixed: a sampled chain
 TREE_TRAITS = {DRAWN: "drawn from the drafter's q with its draws recorded",
                DRAWN_CHAIN: "a chain drawn one draw per node"}
 
@@ -57,8 +57,9 @@ class DraftTree:
             return frozenset(TREE_TRAITS)
         if self.draws is None:
             return frozenset()
+        # a fixed (point-mass) child was chosen, not drawn from q: a mixed chain of fixed children is no drawn chain
         once = not bool(torch.bincount(self.draws.parents, minlength=self.num_nodes).gt(1).any())
-        return frozenset({DRAWN, DRAWN_CHAIN} if once else {DRAWN})
+        return frozenset({DRAWN, DRAWN_CHAIN} if once and not self.draws.mixed else {DRAWN})
 
     @property
     def sampled(self) -> bool:

@@ -81,9 +81,10 @@ def matched_budget(drawn: Sequence[tuple[DraftTree, torch.Tensor]], budget: int)
 def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int], builder: BuilderSpec, budget: int,
                       temperature: float, rounds: int, seed: int,
                       progress: Callable[[int, int], None] | None = None) -> SampledRounds:
-    """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) from `proposer` after `context`
-    (prompt and committed tokens; its last token is the root), each scored by `target` in one tree forward. One
-    generator (from `seed`) draws every tree; `progress(done, total)` is called after each tree."""
+    """`rounds` trees drawn by `builder` (sampled:K1,..., sampled-wor:K1,... or a mixed one) from `proposer`
+    after `context` (prompt and committed tokens; its last token is the root), each scored by `target` in one
+    tree forward. One generator (from `seed`) draws every tree; `progress(done, total)` is called after each
+    tree."""
     check_sampled(builder, rounds)
     builder.check_depth(proposer.depth)
     if budget < 1:

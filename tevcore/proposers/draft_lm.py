@@ -12,13 +12,15 @@ Best-first growth keeps the top-B prefixes by summed draft log-prob
 far can never enter the final tree (deeper prefixes score no higher than
 their parents), so each depth expands only the new nodes still in that top B.
 
-A sampled builder ('sampled:K1,...', 'sampled-wor:K1,...') draws each node's
-children from the draft's own next-token distribution given that node's path
+A sampled builder ('sampled:K1,...', 'sampled-wor:K1,...'; a mixed one,
+'mixed:K1,...', also fixes each node's top-1, as `spec.shape` says) draws each
+node's children from the draft's own next-token distribution given that node's path
 (the real path-conditioned q), with the same per-depth batched forward under
 `sampled.grow_sampled`'s bookkeeping: the tree records the very rows each
 node drew from, for the proposal-ratio verifiers. A wrapper's `mix` (the
 context lookup) reweighs each node's row given its path before its children
-are chosen or drawn, so a mixed tree is still conditioned on every path.
+are chosen or drawn, so a tree drawn from that mixture is still conditioned
+on every path.
 
 The draft cache follows the committed path without any callback: each round
 compares the tokens it holds with the session's committed tokens, crops to

@@ -4,9 +4,13 @@ Recursive rejection (rrs) at node v with proposal q and target row p tries
 v's draws in draw order with the residual r (r = p at first): draw i is
 accepted with min(1, r(x_i) / q_i(x_i)), else r = normalise(max(r - q_i, 0)).
 q_i is q for i.i.d. draws and q without the earlier draws, renormalised,
-for draws without replacement. Given that the first i - 1 draws at v were
-rejected, r and so the acceptance of draw i are fixed numbers: a
-(nodes x draws) table of acceptance probabilities decides every verdict,
+for draws without replacement. A mixed tree's fixed child is a draw from a
+point mass: q_i is 1 on its token, so it is accepted with r(x) and, when
+rejected, leaves r without x (max(r - 1, 0) = 0 there); the drawn siblings
+after it came from q without the fixed token, which is their q_i
+(`DrawRecord.proposal_of_try` states every q_i once). Given that the first
+i - 1 draws at v were rejected, r and so the acceptance of draw i are fixed
+numbers: a (nodes x draws) table of acceptance probabilities decides every verdict,
 like the sequential residual rule's, and the residual left after all of
 v's draws is the bonus law of an exit at v.
 
@@ -48,32 +52,37 @@ def require_draws(tree: DraftTree, rule: str) -> None:
     """A tree with nodes must carry its draws (the root alone, a skipped draft, needs none)."""
     if tree.draws is None and tree.size:
         raise ValueError(f"{rule} divides by the q the tree was drawn from: it needs a sampled tree "
-                         "(builder sampled:K1,... or sampled-wor:K1,...), this one is fixed")
+                         "(builder sampled:K1,... or sampled-wor:K1,..., or a mixed one: mixed:K1,... or "
+                         "mixed-wor:K1,...), this one is fixed")
 
 
 def require_chain(tree: DraftTree) -> None:
-    """Block verification is exact on a chain each of whose nodes drew its one child once."""
+    """Block verification is exact on a chain each of whose nodes drew its one child once, from q (a mixed
+    chain's fixed children were not drawn: such a tree is no `DRAWN_CHAIN`)."""
     require_draws(tree, "block")
     if DRAWN_CHAIN not in tree.traits:
         raise ValueError("block verifies a sampled chain (builder sampled:1,1,...): this tree has a node with more "
-                         "than one draw")
+                         "than one draw, or a fixed child that was not drawn from q")
 
 
-def _tries(tree: DraftTree) -> tuple[torch.Tensor, torch.Tensor]:
-    """(N+1) x D: each node's drawn child nodes in draw order (-1 padded) and q of each draw (0 padded)."""
+def _tries(tree: DraftTree) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(N+1) x D: each node's drawn child nodes in draw order (-1 padded), q of each draw (0 padded) and
+    whether it was fixed."""
     draws, n = tree.draws, tree.num_nodes
     parents = draws.parents if draws is not None else torch.zeros(0, dtype=torch.long)
     counts = torch.bincount(parents, minlength=n)
     width = max(1, int(counts.max()) if parents.numel() else 1)
     table = torch.full((n, width), -1, dtype=torch.long)
     drawn_q = torch.zeros(n, width, dtype=torch.float64)
+    fixed = torch.zeros(n, width, dtype=torch.bool)
     if parents.numel():
         order = torch.argsort(parents, stable=True)
         at = parents[order]
         slot = torch.arange(at.numel()) - (counts.cumsum(0) - counts)[at]
         table[at, slot] = draws.children[order]
         drawn_q[at, slot] = draws.q[order]
-    return table, drawn_q
+        fixed[at, slot] = draws.fixed[order]
+    return table, drawn_q, fixed
 
 
 def _normalised(row: torch.Tensor) -> torch.Tensor:
@@ -90,19 +99,21 @@ class _Residual:
 
 
 class RrsTables:
-    """Recursive rejection on one sampled tree: the tries (`table`, (N+1) x D child node ids in draw order,
-    -1 padded) and, on demand, their acceptance probabilities and the residuals (float64 on the CPU).
+    """Recursive rejection on one sampled or mixed tree: the tries (`table`, (N+1) x D child node ids in draw
+    order, -1 padded) and, on demand, their acceptance probabilities and the residuals (float64 on the CPU).
 
     `edge_prob` is the flow's a(v), float64: p of each node's token in its
-    parent's row, which gives every first try's acceptance.
+    parent's row, which gives every first try's acceptance (divided by q of
+    the draw, or by 1 for a fixed child).
     """
 
     def __init__(self, tree: DraftTree, logits: torch.Tensor, temperature: float, edge_prob: torch.Tensor) -> None:
         require_draws(tree, "rrs")
         self.tree, self.logits, self.temperature = tree, logits.detach(), temperature
-        self.table, drawn_q = _tries(tree)
+        self.table, drawn_q, fixed = _tries(tree)
         first = self.table[:, 0]
-        ratio = edge_prob.detach().to("cpu", torch.float64)[first.clamp_min(0)] / drawn_q[:, 0]
+        first_q = torch.where(fixed[:, 0], 1.0, drawn_q[:, 0])
+        ratio = edge_prob.detach().to("cpu", torch.float64)[first.clamp_min(0)] / first_q
         self._accept = torch.full(self.table.shape, float("nan"), dtype=torch.float64)
         self._accept[self.table < 0] = 0.0
         self._accept[:, 0] = torch.where(first >= 0, ratio.clamp_max(1.0), 0.0)
@@ -154,20 +165,20 @@ class RrsTables:
         """The node's state after rejecting its first `step` tries, moving on from where it is; the
         acceptance of every try it moves past is recorded first, so no entry is left behind."""
         state = self._states.get(node)
-        draws = self.tree.draws
+        draws, tries = self.tree.draws, int((self.table[node] >= 0).sum())
         if state is None:
             row = self.logits[node].to("cpu", torch.float64)
-            state = self._states[node] = _Residual(probs(row, self.temperature), draws.proposal(node))
+            state = self._states[node] = _Residual(probs(row, self.temperature),
+                                                   draws.proposal_of_try(node, 0, self.tree.tokens))
         while state.step < step:
             self._record(node, state)
             leftover = (state.r - state.proposal).clamp_min_(0.0)
             mass = leftover.sum()
             if mass > 0:
                 state.r = leftover.div_(mass)
-            if draws.mode != "iid":
-                tried = self.tree.tokens[self.table[node, :state.step + 1]]
-                state.proposal = _normalised(draws.proposal(node).index_fill(0, tried, 0.0))
             state.step += 1
+            if state.step < tries:
+                state.proposal = draws.proposal_of_try(node, state.step, self.tree.tokens)
         return state
 
     def _record(self, node: int, state: _Residual) -> None:
@@ -185,7 +196,7 @@ class BlockTables:
         require_chain(tree)
         self.tree, self.logits, self.temperature = tree, logits.detach(), temperature
         self.length = tree.num_nodes - 1
-        _, drawn_q = _tries(tree)
+        _, drawn_q, _ = _tries(tree)
         self.drawn_q = [0.0] + drawn_q[:self.length, 0].tolist()  # q_i(x_i) of chain node i (0 at the root)
         self.ratios = [1.0] + (edge_prob.detach().to("cpu", torch.float64)[1:] / drawn_q[:self.length, 0]).tolist()
         self.weights = [1.0]

@@ -94,13 +94,17 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in (
          rules.foil_child_token_row, exit_law, standing=always(FOIL), label="naive_ratio (NOT exact: teaching foil)",
          where="runs on any tree: on a fixed tree nothing was drawn from the q it divides by; on a drawn tree "
                "it divides by the very q but skips the residual update, so it is not exact there either, and "
-               "running it beside rrs shows that drawing from q is not enough",
+               "running it beside rrs shows that drawing from q is not enough; on a mixed tree it also divides "
+               "a fixed child (a point mass, chosen not drawn) by q",
          on_drawn="NOT exact on drawn trees either: its tries are rrs's first tries, but it never updates the "
                   "residual between siblings and its bonus ignores rrs's residual. On a sampled chain its exits "
                   "are rrs's and only its bonus differs, so its first tokens stay close to the target's row and a "
                   "first-token χ² across rounds rarely catches it; the exact enumeration of its output law does "
-                  "(tests/verify/test_sampled_exactness.py)."),
-    Rule("rrs", "recursive rejection over each node's draws in draw order; exact over the tree's draws",
+                  "(tests/verify/test_sampled_exactness.py). On a mixed tree a fixed child's proposal is a "
+                  "point mass, yet the foil divides it by q; rrs divides it by 1 and is exact there "
+                  "(tests/verify/test_mixed_exactness.py)."),
+    Rule("rrs", "recursive rejection over each node's draws in draw order (a mixed tree's fixed child is a "
+         "point-mass draw); exact over the tree's draws",
          rules.exits_rrs, rules.child_token_row, rrs_law, standing=always(OVER_DRAWS),
          law_label=lambda t: "rrs's own law on this sampled tree", needs=frozenset({DRAWN}),
          where="divides by the q each child was drawn from",

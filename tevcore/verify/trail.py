@@ -2,14 +2,16 @@
 
 rrs (`rrs_trail`): every try, its odds, its outcome.
 
-rrs walks from the root: at node v it tries v's draws in draw order, try i
-accepted with the table's probability (`ratio_tables.RrsTables`), and moves
+rrs walks from the root: at node v it tries v's draws in draw order (a mixed
+tree's fixed child first), try i accepted with the table's probability
+(`ratio_tables.RrsTables`), and moves
 to the first accepted try's child; an exit is a node all of whose tries were
 rejected (or that drew nothing), and the bonus comes from the residual there.
 
 A verdict alone fixes every outcome of that walk. A rejected try leaves its
 token with residual max(r - q, 0) = 0 there (it was rejected only because
-r < q), so a repeated draw of it can never be accepted later: the path's next
+r < q; a rejected fixed child's residual is max(r - 1, 0) = 0), so a
+repeated draw of it can never be accepted later: the path's next
 node was accepted at its FIRST try, every earlier try at v was rejected, and
 at the exit every try was rejected. So the trail is read off the verdict and
 the very tables the verifier decided from, for a verdict made now or one a
@@ -33,7 +35,8 @@ from tevcore.verify.scored import ScoredRound
 
 @dataclass(frozen=True)
 class TrailStep:
-    """One try of rrs: at `node`, its `draw`-th draw (0-based), which landed on `child` with proposal `q`."""
+    """One try of rrs: at `node`, its `draw`-th draw (0-based), which landed on `child`, whose token has the
+    drafter's probability `q`; `fixed` marks a mixed tree's fixed child (a point-mass proposal)."""
 
     node: int
     draw: int
@@ -41,6 +44,7 @@ class TrailStep:
     q: float
     accept_prob: float  # the table's acceptance probability of this try, given the earlier tries were rejected
     accepted: bool
+    fixed: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ def rrs_trail(round_: ScoredRound, path: list[int], bonus_token: int) -> RrsTrai
     for position, node in enumerate(path):
         following = path[position + 1] if position + 1 < len(path) else None
         tried, q = draws.at(node) if draws is not None else ([], [])
+        fixed = draws.fixed_at(node) if draws is not None else []
         if following is not None and following not in tried:
             raise ValueError(f"node {following} was not drawn at node {node}: not an rrs path of this tree")
         for i, child in enumerate(tried):
@@ -84,7 +89,7 @@ def rrs_trail(round_: ScoredRound, path: list[int], bonus_token: int) -> RrsTrai
             if (won and odds <= 0.0) or (not won and odds >= 1.0):
                 raise ValueError(f"rrs cannot {'accept' if won else 'reject'} draw {i} at node {node} "
                                  f"(acceptance probability {odds:g}): not an rrs verdict of this round")
-            steps.append(TrailStep(node, i, int(child), float(q[i]), odds, won))
+            steps.append(TrailStep(node, i, int(child), float(q[i]), odds, won, bool(fixed[i])))
             if won:
                 break
     return RrsTrail(tuple(steps), int(path[-1]), int(bonus_token))

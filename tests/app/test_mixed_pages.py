@@ -1,0 +1,94 @@
+"""Mixed trees in the app: the explorer builds them and shows each fixed child apart from the drawn ones; the
+verifier comparison's sampled source draws them and runs the rules the registry pairs with them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import appdata
+import figures
+import sampled_view
+from test_explorer_sampled import frames, sampled_session
+from tevcore.engine.builders import BUILDER_FAMILIES, parse_builder
+from tevcore.verify.registry import RULES, rules_for
+
+pytestmark = pytest.mark.usefixtures("one_thread_module")
+
+PAGES = Path(__file__).resolve().parents[2] / "app" / "pages"
+MIXED = "mixed:3,2,2"
+FIXED, DRAWN = "fixed (top-1 of q)", "drawn from q"
+
+
+def explorer() -> AppTest:
+    return AppTest.from_file(str(PAGES / "1_Tree_explorer.py"), default_timeout=120)
+
+
+def test_the_explorer_offers_mixed_shapes_with_rrs_and_the_foil_and_refuses_block_in_one_line():
+    """The menu comes from the families; the verifiers are the registry's pairing: rrs and the foil (which runs on
+    every tree) are offered, block is refused with the registry's reason."""
+    at = explorer().run()
+    patterns = at.sidebar.selectbox(key="ex_builder").options
+    assert BUILDER_FAMILIES["mixed"].pattern in patterns and BUILDER_FAMILIES["mixed-wor"].pattern in patterns
+    at.sidebar.selectbox(key="ex_builder").set_value(BUILDER_FAMILIES["mixed"].pattern).run()
+    assert not at.exception and not at.error
+    options = at.sidebar.selectbox(key="ex_verifier").options
+    assert "rrs" in options and "block" not in options and RULES["naive_ratio"].display in options
+    example = parse_builder(f"mixed:{BUILDER_FAMILIES['mixed'].example}")
+    assert options == [RULES[name].display for name in rules_for(example)]  # the registry's pairing
+    captions = [c.value for c in at.sidebar.caption]
+    assert any(c.startswith("block: ") and "sampled:1,1" in c for c in captions)
+    assert not any(c.startswith("naive_ratio: ") for c in captions)
+    at.sidebar.selectbox(key="ex_builder").set_value(BUILDER_FAMILIES["mixed-wor"].pattern).run()
+    at.sidebar.text_input(key="ex_draws").set_value("2,0").run()
+    assert any(e.value.startswith("Refused:") and "positive integers" in e.value for e in at.sidebar.error)
+
+
+def test_a_mixed_rrs_round_shows_its_fixed_children_apart_from_the_drawn_ones():
+    made = sampled_session(at := explorer(), builder=MIXED)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    record = made[-1][0]
+    draws = frames(at, "draws")[0]
+    assert draws["kind"].tolist() == [FIXED if f else DRAWN for f in record.tree.draws.fixed.tolist()]
+    first = draws.groupby("at node")["kind"].first()
+    assert (first == FIXED).all() and (draws["kind"] == DRAWN).any()  # each node's first child is its fixed one
+    assert any("first child at each node is FIXED" in c.value for c in at.caption)
+    trail = frames(at, "trail")[0]
+    assert [0] + trail[trail["outcome"] == "accepted"]["child"].tolist() == record.path
+    assert trail["kind"].iloc[0] == FIXED  # rrs tries the root's fixed child first
+
+
+def test_hover_text_says_fixed_or_drawn():
+    record, _ = appdata.synthetic_record(budget=12, seed=3, builder=MIXED, verifier="rrs")
+    tree = record.tree
+    children, _ = tree.draws.at(0)
+    assert figures.node_draws_text(tree, children[0]).startswith("fixed at node 0: its top-1 child of q")
+    drawn = [c for c in tree.children()[0] if c != children[0]]
+    assert drawn and "from q without the fixed child" in figures.node_draws_text(tree, drawn[0])
+
+
+def test_the_comparisons_sampled_source_draws_mixed_trees_and_rrs_follows_the_target():
+    at = AppTest.from_file(str(PAGES / "2_Verifier_comparison.py"), default_timeout=300).run()
+    at.radio(key="vc_source").set_value(sampled_view.SOURCE).run()
+    at.number_input(key="vc_s_rounds").set_value(60).run()
+    at.text_input(key="vc_s_builder").set_value("mixed:3,2,1").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.number_input(key="vc_n").set_value(5_000)
+    at.button(key="vc_run").click().run()
+    assert not at.exception and not at.error
+    summary = at.dataframe[0].value
+    standing = dict(zip(summary["verifier"], summary["at T = 1"]))
+    assert standing["rrs"].startswith("exact over the tree's draws")
+    assert "block" not in standing
+    foil = RULES["naive_ratio"].display
+    assert standing[foil] == RULES["naive_ratio"].on_drawn  # runs beside rrs, its entry saying why it is not exact
+    assert float(summary.loc[summary["verifier"] == "rrs", "exit χ² p (vs its law)"].iloc[0]) > 1e-4
+    at.button(key="vc_s_run_rounds").click().run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "E[1 + C]" in d.value.columns).set_index("verifier")
+    assert table.loc["rrs", "first token χ² p (vs the target's row)"] > 1e-4
+    drawn = appdata.sampled_rounds(parse_builder("mixed:3,2,1"), 60, 16, 1.0, 0)
+    assert all(tree.draws.mixed for tree, _ in drawn.rounds)
