@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import browser_kit as kit
+from tevcore.results import ResultRecord, RunMeta
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -665,7 +666,8 @@ def test_a_newcomers_clicks_keep_the_work_and_the_pages_claims_hold(app_url, bro
             for i, (b, v) in enumerate([("best_first", "tev"), ("sampled:1,1,1,1", "tev"), ("sampled:1,1,1,1", "rrs"),
                                          ("sampled:1,1,1,1", "block")]) for n in (8, 16)]
     (tmp_path / "bench").mkdir()
-    (tmp_path / "bench" / "bench.json").write_text(json.dumps({"meta": {}, "rows": rows}))
+    record = ResultRecord("bench", RunMeta.now("python -m tevcore bench", "cpu", 0), rows)
+    (tmp_path / "bench" / "bench.json").write_text(json.dumps(record.to_dict()))
     folder = page.get_by_label("or read every .json in a folder", exact=True)
     for attempt in range(3):  # an Enter that lands during a rerun can be dropped with the typed text
         folder.fill(str(tmp_path / "bench"))
