@@ -26,9 +26,6 @@ ss = st.session_state
 
 
 REFRESH_SECONDS = 2.0
-# every number opens at the package's recipe (`tevcore.train.recipes`): TrainConfig's defaults with ExitTrain's
-# loss on, a short run's size, and the fine-tuning numbers when the run starts from a trained drafter
-SHORT = recipe(fine_tune=False, short=True)
 
 
 @st.cache_resource
@@ -132,7 +129,6 @@ with tab_new:
     data = c2.selectbox("distillation set", [str(p) for p in sets] or ["(none found: build one with "
                                                                       "`python -m tevcore build-data`)"],
                         key="et_data")
-    steps = c3.number_input("steps", value=SHORT["steps"], step=50, key="et_steps")
     s1, s2, s3 = st.columns([3, 2, 1])
     starts = [*([str(trainruns.DEFAULT_DRAFTER)] if trainruns.DEFAULT_DRAFTER.is_dir() else []),
               *(str(p) for r in trainruns.list_runs(runs_root) for p in r.checkpoints), START_NEW, START_OTHER]
@@ -143,7 +139,10 @@ with tab_new:
                                disabled=start_from != START_OTHER)
     init = {START_NEW: None, START_OTHER: other_init.strip() or None}.get(start_from, start_from)
     kind = "fine" if init is not None else "new"  # each kind of start opens at its own recipe
+    # every number opens at the package's recipe (`tevcore.train.recipes`): TrainConfig's defaults with ExitTrain's
+    # loss on, a short run's size, and the fine-tuning numbers (and size) when the run starts from a trained drafter
     base = recipe(fine_tune=init is not None, short=True)
+    steps = c3.number_input("steps", value=base["steps"], step=50, key=f"et_steps_{kind}")
     warmup = s3.number_input("warmup (steps)", value=base["warmup"], step=10, key=f"et_warmup_{kind}")
     r1, r2, r3, r4 = st.columns(4)
     lr = r1.number_input("learning rate", value=base["lr"], step=1e-5, format="%.1e", key=f"et_lr_{kind}",

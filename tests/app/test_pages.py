@@ -417,8 +417,8 @@ def test_exittrain_starts_from_the_committed_drafter_and_warns_when_warmup_cover
     assert at.selectbox(key="et_init").value == committed
     assert any(f"--init {committed}" in c.value for c in at.code)  # the command starts from it
     assert not any("warmup" in w.value for w in at.warning)
-    at.number_input(key="et_steps").set_value(10).run()
-    assert any("warmup (20) >= steps (10)" in w.value for w in at.warning)
+    at.number_input(key="et_steps_fine").set_value(10).run()
+    assert any("warmup (10) >= steps (10)" in w.value for w in at.warning)
     at.selectbox(key="et_init").set_value("new").run()
     assert not any("--init" in c.value for c in at.code)
 
