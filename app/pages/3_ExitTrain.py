@@ -100,7 +100,8 @@ def data_build_form(root: Path, have_sets: bool) -> None:
     with st.expander("Build a small data set (the engine's `build-data`, in the background)", expanded=not have_sets):
         b1, b2, b3 = st.columns([2, 1, 1])
         set_name = b1.text_input("data set name (folder under the runs folder)", value="data-small", key="et_dname")
-        shards = b2.number_input("shards (about 20 s each on one CPU core)", value=2, step=1, key="et_dshards")
+        shards = b2.number_input("shards (target-generated: 1-3 min each on one CPU core)", value=2, step=1,
+                                 key="et_dshards")
         problem = inputs.range_problem("shards", shards, inputs.NumberRange(1, 1000, integer=True))
         if problem:
             st.error(f"Refused: {problem}.")
