@@ -147,8 +147,9 @@ with tab_new:
     warmup = s3.number_input("warmup (steps)", value=base["warmup"], step=10, key=f"et_warmup_{kind}")
     r1, r2, r3, r4 = st.columns(4)
     lr = r1.number_input("learning rate", value=base["lr"], step=1e-5, format="%.1e", key=f"et_lr_{kind}",
-                         help="fine-tuning a trained drafter continues at its last stage's rate; a new one starts "
-                              "at TrainConfig's")
+                         help="fine-tuning a trained drafter opens at a small rate that was measured not to make "
+                              "the committed drafter worse (`tevcore.train.recipes`); a new one starts at "
+                              "TrainConfig's")
     dropout = r2.number_input("dropout", value=base["dropout"], step=0.05, key=f"et_dropout_{kind}")
     decay = r3.number_input("weight decay", value=base["weight_decay"], step=0.01, key=f"et_decay_{kind}")
     min_lr = r4.number_input("final learning rate (share of the rate)", value=base["min_lr_ratio"], step=0.05,
