@@ -221,4 +221,3 @@ def test_the_paired_command_is_the_clis(tmp_path):
     assert args.temperatures == "1" and args.sample_sets == "mt-bench,humaneval,gsm8k"
     greedy = parser.parse_args(drafter_compare.paired_command("a", "b", [8], 2, 0.0, 16, lookup=False)[4:])
     assert greedy.greedy_sets == "humaneval" and not greedy.lookup
-
