@@ -337,10 +337,15 @@ def default_comparison(runs: list[RunInfo]) -> list[str]:
     return pair
 
 
+# the small set's kind: the target's own responses (no teacher-forced text), the kind the committed drafter's last
+# stages trained on; a few thousand teacher-forced tokens moved it the wrong way (assets/notes/issue-42)
+DATA_KIND = ["--text-pairs", "false", "--python-files", "0"]
+
+
 def data_command(folder: Path, shards: int, threads: int = 1) -> list[str]:
     """`python -m tevcore build-data` for a small set: the engine's builder, run as a background process."""
     return [sys.executable, "-m", "tevcore", "build-data", str(folder), "--max-shards", str(int(shards)),
-            "--threads", str(int(threads))]
+            "--threads", str(int(threads)), *DATA_KIND]
 
 
 def launch_data(folder: Path, shards: int, threads: int = 1) -> subprocess.Popen:

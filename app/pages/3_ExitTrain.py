@@ -28,9 +28,6 @@ ss = st.session_state
 
 
 REFRESH_SECONDS = 2.0
-# every number opens at the package's recipe (`tevcore.train.recipes`): TrainConfig's defaults with ExitTrain's
-# loss on, a short run's size, and the fine-tuning numbers when the run starts from a trained drafter
-SHORT = recipe(fine_tune=False, short=True)
 
 
 @st.cache_resource
@@ -114,7 +111,8 @@ def data_build_form(root: Path, have_sets: bool) -> None:
     with st.expander("Build a small data set (the engine's `build-data`, in the background)", expanded=not have_sets):
         b1, b2, b3 = st.columns([2, 1, 1])
         set_name = b1.text_input("data set name (folder under the runs folder)", value="data-small", key="et_dname")
-        shards = b2.number_input("shards (about 20 s each on one CPU core)", value=2, step=1, key="et_dshards")
+        shards = b2.number_input("shards (target-generated: 1-3 min each on one CPU core)", value=2, step=1,
+                                 key="et_dshards")
         problem = inputs.range_problem("shards", shards, inputs.NumberRange(1, 1000, integer=True))
         if problem:
             st.error(f"Refused: {problem}.")
@@ -148,7 +146,6 @@ with tab_new:
     data = c2.selectbox("distillation set", [str(p) for p in sets] or ["(none found: build one with "
                                                                       "`python -m tevcore build-data`)"],
                         key="et_data")
-    steps = c3.number_input("steps", value=SHORT["steps"], step=50, key="et_steps")
     s1, s2, s3 = st.columns([3, 2, 1])
     starts = [*([str(trainruns.DEFAULT_DRAFTER)] if trainruns.DEFAULT_DRAFTER.is_dir() else []),
               *(str(p) for r in trainruns.list_runs(runs_root) for p in r.checkpoints), START_NEW,
@@ -160,12 +157,16 @@ with tab_new:
                                                            key="et_init_other", disabled=start_from != START_OTHER)
     init = {START_NEW: None, START_OTHER: other_init.strip() or None}.get(start_from, start_from)
     kind = "fine" if init is not None else "new"  # each kind of start opens at its own recipe
+    # every number opens at the package's recipe (`tevcore.train.recipes`): TrainConfig's defaults with ExitTrain's
+    # loss on, a short run's size, and the fine-tuning numbers (and size) when the run starts from a trained drafter
     base = recipe(fine_tune=init is not None, short=True)
+    steps = c3.number_input("steps", value=base["steps"], step=50, key=f"et_steps_{kind}")
     warmup = s3.number_input("warmup (steps)", value=base["warmup"], step=10, key=f"et_warmup_{kind}")
     r1, r2, r3, r4 = st.columns(4)
     lr = r1.number_input("learning rate", value=base["lr"], step=1e-5, format="%.1e", key=f"et_lr_{kind}",
-                         help="fine-tuning a trained drafter continues at its last stage's rate; a new one starts "
-                              "at TrainConfig's")
+                         help="fine-tuning a trained drafter opens at a small rate that was measured not to make "
+                              "the committed drafter worse (`tevcore.train.recipes`); a new one starts at "
+                              "TrainConfig's")
     dropout = r2.number_input("dropout", value=base["dropout"], step=0.05, key=f"et_dropout_{kind}")
     decay = r3.number_input("weight decay", value=base["weight_decay"], step=0.01, key=f"et_decay_{kind}")
     min_lr = r4.number_input("final learning rate (share of the rate)", value=base["min_lr_ratio"], step=0.05,

@@ -417,8 +417,8 @@ def test_exittrain_starts_from_the_committed_drafter_and_warns_when_warmup_cover
     assert at.selectbox(key="et_init").value == committed
     assert any(f"--init {committed}" in c.value for c in at.code)  # the command starts from it
     assert not any("warmup" in w.value for w in at.warning)
-    at.number_input(key="et_steps").set_value(10).run()
-    assert any("warmup (20) >= steps (10)" in w.value for w in at.warning)
+    at.number_input(key="et_steps_fine").set_value(10).run()
+    assert any("warmup (10) >= steps (10)" in w.value for w in at.warning)
     at.selectbox(key="et_init").set_value("new").run()
     assert not any("--init" in c.value for c in at.code)
 
@@ -433,7 +433,7 @@ def test_exittrain_opens_at_the_packages_recipe_and_every_number_is_settable(tmp
     at = page("3_ExitTrain.py").run()
     at.text_input(key="et_root").set_value(str(tmp_path)).run()
     fine = recipe(fine_tune=True, short=True)
-    assert fine["lr"] < TrainConfig.lr  # from the committed drafter: its last stage's rate, not the from-scratch one
+    assert fine["lr"] < TrainConfig.lr  # from the committed drafter: a small measured rate, not the from-scratch one
     assert at.number_input(key="et_lr_fine").value == pytest.approx(fine["lr"])
     assert at.number_input(key="et_alpha").value == pytest.approx(TrainConfig.tree_alpha)
     assert at.number_input(key="et_dropout_fine").value == pytest.approx(fine["dropout"])

@@ -170,6 +170,30 @@ def test_data_progress_comes_from_the_builds_own_plan(tmp_path):
     assert trainruns.data_progress(folder) is None
 
 
+def test_the_pages_build_makes_the_kind_of_set_the_default_fine_tune_was_measured_on(tmp_path):
+    """Issue 42: the default fine-tuning recipe was measured not to hurt the committed drafter on a set of the
+    target's own responses; the page's Build (read back through build-data's own parser) makes that kind of set."""
+    import argparse
+
+    from tevcore.results import read_result
+    from tevcore.train.data_cli import add_arguments, config_from_args
+    from tevcore.train.recipes import recipe
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    command = trainruns.data_command(tmp_path / "data-small", 2)
+    config = config_from_args(parser.parse_args(command[command.index("build-data") + 1:]))
+    fine = recipe(fine_tune=True, short=True)
+    notes = Path(trainruns.__file__).resolve().parents[1] / "assets" / "notes" / "issue-42"
+    records = [read_result(path) for path in sorted(notes.glob("paired-*.json"))]
+    measured = [r.settings["training_data"] for r in records if "training_data" in r.settings
+                and all(r.settings["training"][name] == fine[name] for name in ("lr", "steps", "warmup"))]
+    assert measured, "no committed paired comparison was measured with the default fine-tuning recipe"
+    for built in measured:
+        assert (config.generate, config.text_pairs, config.python_files) == (
+            built["generate"], built["text_pairs"], built["python_files"])
+
+
 def test_paired_table_counts_the_prompts_a_meaningful_standard_error_needs():
     import drafter_compare
     from tevcore.train.eval import PairedCell, prompts_for_se

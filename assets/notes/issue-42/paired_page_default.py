@@ -4,6 +4,7 @@ drafter, B = a drafter trained with the page's default recipe. The same calls th
 
     PYTHONPATH=$PWD HF_HUB_OFFLINE=1 python assets/notes/issue-42/paired_page_default.py B_FOLDER [PER_SET] [OUT.json]
 """
+import json
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ other = sys.argv[1]
 per_set = int(sys.argv[2]) if len(sys.argv) > 2 else 2  # the page's default
 budgets, temperature, tokens, resolution, lookup = [8, 16], SAMPLING_TEMPERATURE, 32, 1.0, True  # the page's defaults
 base = str(trainruns.DEFAULT_DRAFTER)
-sets = drafter_compare.prompt_sets(float(temperature))
+sets = engine_eval.prompt_sets(float(temperature))
 suffix = drafter_compare.VARIANTS["+ lookup"] if lookup else ""
 target = shared_ui.get_target(shared_ui.target_spec())
 proposers = [shared_ui.get_proposer(p + suffix, shared_ui.target_spec()) for p in (base, other)]
@@ -32,6 +33,12 @@ print(table.to_string(index=False))
 if len(sys.argv) > 3:
     settings = {"A": base, "B": other, "per_set": per_set, "budgets": budgets, "temperature": float(temperature),
                 "max_new_tokens": tokens, "lookup": lookup}
+    run_config = Path(other).parent / "config.json"  # B is a checkpoint of a run: record how it was trained
+    if run_config.is_file():
+        settings["training"] = json.loads(run_config.read_text())
+        manifest = Path(settings["training"]["data"]) / "manifest.json"  # and how its data set was built
+        if manifest.is_file():
+            settings["training_data"] = json.loads(manifest.read_text())["config"]
     meta = RunMeta.now(" ".join(["python", *sys.argv]), str(target.device), 0)
     write_result(sys.argv[3], ResultRecord("eval-drafter", meta, table.to_dict(orient="records"), settings=settings),
                  force=False)
