@@ -582,7 +582,11 @@ def test_explorer_charts_show_every_bar_and_keep_tree_labels_clear_of_the_marker
     page.mouse.move(5, 5)
     page.screenshot(path=str(shots / "explorer-numeric-tokens.png"))
 
-    # a click on a '+N more' node opens its fan: more nodes drawn, one fold fewer
+    # a click on a '+N more' node opens its fan: more nodes drawn, one fold fewer (the page grows taller than
+    # the window with the trace's settings above the tree, so the whole tree is brought on screen first)
+    page.set_viewport_size({"width": 1600, "height": 2300})
+    kit.wait_idle(page)
+    boxes = kit.plot_boxes(page, "round 0")
     before = len(boxes["points"]["node (colour = P(v))"])
     kit.click_box(page, boxes["points"]["folded siblings (click to open)"][0])
     deadline = time.time() + 30
