@@ -108,7 +108,10 @@ def show_data_build(folder: Path) -> None:
 
 
 def data_build_form(root: Path, have_sets: bool) -> None:
-    with st.expander("Build a small data set (the engine's `build-data`, in the background)", expanded=not have_sets):
+    # opened or folded once per session: a set appearing later (another participant's build) must not fold the
+    # form under the hands of someone typing in it
+    expanded = st.session_state.setdefault("et_build_form_open", not have_sets)
+    with st.expander("Build a small data set (the engine's `build-data`, in the background)", expanded=expanded):
         b1, b2, b3 = st.columns([2, 1, 1])
         set_name = b1.text_input("data set name (folder under the runs folder)", value="data-small", key="et_dname")
         shards = b2.number_input("shards (target-generated: 1-3 min each on one CPU core)", value=2, step=1,
