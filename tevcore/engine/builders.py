@@ -261,6 +261,10 @@ class BuilderSpec:
     def __repr__(self) -> str:
         return f"BuilderSpec({self.name!r})"
 
+    def __reduce__(self):
+        """Pickled as its name (a family holds functions): torchrun ranks gather results that carry a spec."""
+        return parse_builder, (self.name,)
+
     @property
     def traits(self) -> frozenset[str]:
         """The `TREE_TRAITS` every tree of this spec has (what a rule may need of it)."""
