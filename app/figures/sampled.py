@@ -11,9 +11,17 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.common import EXIT_COLOUR, NAIVE_NAME, category_axis, distinct
+from figures.common import EXIT_COLOUR, category_axis, distinct
+from tevcore.verify.laws import FOIL, OVER_DRAWS
+from tevcore.verify.registry import RULES
 
 RRS_COLOUR = "#9467bd"
+STANDING_COLOURS = {FOIL: EXIT_COLOUR, OVER_DRAWS: RRS_COLOUR}  # the foil, and the rules exact over the draws
+
+
+def rule_standing(name: str) -> str | None:
+    """A registered rule's standing (constant for the foil and the proposal-ratio rules); None for another name."""
+    return RULES[name].standing(1.0) if name in RULES else None
 
 
 def tev_against_rrs_figure(node_labels: Sequence[str], exit_law: Sequence[float], rrs_law: Sequence[float],
@@ -56,7 +64,7 @@ def rounds_length_figure(lengths: Mapping[str, tuple[float, float]], yardstick: 
     if reference is not None:
         fig.add_hline(y=reference[1], line={"color": "#2ca02c", "dash": "dot", "width": 2},
                       annotation_text=f"{reference[0]} = {reference[1]:.3f}", annotation_position="top left")
-    colours = [EXIT_COLOUR if n == NAIVE_NAME else RRS_COLOUR if n in ("rrs", "block") else "#1f77b4" for n in names]
+    colours = [STANDING_COLOURS.get(rule_standing(n), "#1f77b4") for n in names]
     fig.add_trace(go.Scatter(x=xs, y=[lengths[n][0] for n in names], mode="markers", name="E[L] (one verdict a round)",
                              error_y={"type": "data", "array": [1.96 * lengths[n][1] for n in names]},
                              marker={"color": colours, "size": 12, "symbol": "diamond"}))
