@@ -14,7 +14,7 @@ import streamlit as st
 
 import appdata
 import figures
-from tevcore.engine.builders import parse_builder, sampled_builder_help
+from tevcore.engine.builder_specs import parse_builder, sampled_builder_help
 import room_ui
 from tevcore.lab.context_rounds import SampledRounds
 from tevcore.verify.registry import verifier_label

@@ -71,7 +71,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.config import TRIM_HELP, DecodeConfig
-    from tevcore.engine.builders import builder_help
+    from tevcore.engine.builder_specs import builder_help
     from tevcore.verify.registry import verifier_help
     from tevcore.flags import add_target_arguments, prompt_text, seed_value
     from tevcore.proposers.flags import add_proposer_arguments

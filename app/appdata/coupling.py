@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from tevcore.engine.builders import BUILDER_FAMILIES, chain
+from tevcore.engine.builders import chain
+from tevcore.engine.builder_specs import BUILDER_FAMILIES
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
 from tevcore.engine.draft_rows import as_draft_rows

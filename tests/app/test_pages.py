@@ -374,7 +374,7 @@ def test_explorer_target_field_reports_a_missing_folder(tmp_path):
 
 def test_explorer_opens_with_the_engines_defaults_and_builders():
     from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE
-    from tevcore.engine.builders import builder_patterns
+    from tevcore.engine.builder_specs import builder_patterns
 
     at = page("1_Tree_explorer.py").run()
     assert not at.exception and not at.error

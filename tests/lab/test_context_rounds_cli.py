@@ -9,7 +9,7 @@ import pytest
 from tevcore.cli import main
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import prompt_ids, rounds
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.lab.context_rounds import rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.proposers import resolve_proposer

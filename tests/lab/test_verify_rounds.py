@@ -8,7 +8,8 @@ import pytest
 import torch
 from scipy import stats
 
-from tevcore.engine.builders import chain, parse_builder
+from tevcore.engine.builders import chain
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.simulate import verify_rounds
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.simulate import count_verdicts, simulate
 from tevcore.verify.laws import bonus_pvalue, exit_pvalue

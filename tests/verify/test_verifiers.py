@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import best_first, fixed_width, parse_builder
+from tevcore.engine.builders import best_first, fixed_width
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, masked_probs
 from tevcore.lab.simulate import simulate

@@ -30,7 +30,7 @@ import torch
 from tqdm import tqdm
 
 from tevcore.config import TRIM_HELP, DecodeConfig
-from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec, builder_help, parse_builder_list
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec, builder_help, parse_builder_list
 from tevcore.lab.datasets import fitting, load_prompts
 from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics

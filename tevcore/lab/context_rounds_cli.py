@@ -24,7 +24,7 @@ from tevcore.lab.context_rounds import check_sampled, rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
 from tevcore.parsing import comma_list
-from tevcore.engine.builders import BuilderSpec, parse_builder, sampled_builder_help
+from tevcore.engine.builder_specs import BuilderSpec, parse_builder, sampled_builder_help
 from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, proposer_options
 from tevcore.verify.registry import check_pairing, rules_for, standing
 

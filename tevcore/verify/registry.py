@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec
 from tevcore.engine.tree import DRAWN, DRAWN_CHAIN, TREE_TRAITS, DraftTree
 from tevcore.verify import rules
 from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, VerdictLaw, block_law, chain_law,
