@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.ddp, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = {
-    "block": ["--layers", "1", "--heads", "4", "--ffn", "64", "--draft-vocab", "40", "--known-prob", "0.5"],
+    "block-drafter": ["--layers", "1", "--heads", "4", "--ffn", "64", "--draft-vocab", "40", "--known-prob", "0.5"],
     "dflash": [],  # --init is added from the fixture
 }
 
