@@ -154,7 +154,7 @@ def bench_figures(rows: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
     names = sorted(labels.unique().tolist())
     figs = []
     for column, title, unit in (("speedup", "speedup over autoregressive", "× autoregressive"),
-                                ("mean_block_length", "mean block length", "tokens per round")):
+                                ("mean_emitted", "mean block length", "tokens per round")):
         fig = go.Figure()
         if column in rows:
             for name, part in rows.groupby(labels, sort=True):

@@ -173,7 +173,7 @@ def advance(limit: int | None, live_slot=None) -> None:
         if progress is not None:
             made = sum(len(r.emitted_tokens) for r in ss.ex_records)
             progress.progress(min(1.0, made / settings["max_new_tokens"]),
-                              text=f"round {record.index}: {made} tokens, block length {record.block_length}")
+                              text=f"round {record.index}: {made} tokens, block length {record.emitted}")
             tree_box.plotly_chart(figures.record_tree_figure(record, fan=FAN_SHOWN), key=f"ex_live_tree_{record.index}")
             text_box.markdown(figures.text_by_round_html(ss.ex_records), unsafe_allow_html=True)
     if live_slot is not None:
@@ -290,7 +290,7 @@ def show_round(record, index: int) -> None:
     with right:
         m1, m2, m3, m4 = st.columns(4)  # short values only: a metric card truncates long ones; no deltas (no change)
         m1.metric("1 + C", f"{record.expected_length:.2f}", help="expected block length of this tree")
-        m2.metric("block length", record.block_length, help="tokens this round emitted: depth(exit) + 1")
+        m2.metric("block length", record.emitted, help="tokens this round emitted: depth(exit) + 1")
         m3.metric("tree nodes", record.tree.size, help="draft nodes, the root not counted (what the budget counts)")
         m4.metric("depth", record.tree.max_depth)
         st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "
@@ -333,7 +333,7 @@ def show_across_rounds(records) -> None:
     st.subheader("Across rounds")
     st.markdown(figures.text_by_round_html(records), unsafe_allow_html=True)
     a1, a2, a3 = st.columns(3)
-    a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
+    a1.plotly_chart(figures.emitted_figure(records), key="ex_emitted")
     a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
     a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
     for note in dict.fromkeys(appdata.over_draws_note(r.verifier) for r in records if r.verifier):

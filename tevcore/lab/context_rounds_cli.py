@@ -112,7 +112,7 @@ def _check_room(at_round: int, prompt_tokens: int, reserve: int, depth: int, con
 
 
 COLUMNS = (Column("verifier", "verifier"), Column("standing", "standing"),
-           Column("E[L]", lambda r: f"{r['mean_block_length']:.3f} ± {r['mean_block_length_se']:.3f}", "s"),
+           Column("E[L]", lambda r: f"{r['mean_emitted']:.3f} ± {r['mean_emitted_se']:.3f}", "s"),
            Column("E[1 + C]", lambda r: f"{r['mean_expected_length']:.3f} ± {r['mean_expected_length_se']:.3f}", "s"),
            Column("gap", lambda r: f"{r['gap']:+.3f} ± {r['gap_se']:.3f}", "s"),
            Column("first token p", "first_token_p", ".3g"))
