@@ -203,7 +203,7 @@ BlockLaw = Callable[[tuple[int, ...]], Iterable[tuple[tuple[int, ...], float]]]
 
 
 def compose_rounds(block_law: BlockLaw, start: tuple[int, ...], horizon: int) -> dict[tuple[int, ...], float]:
-    """Law of the first `horizon` emitted tokens: each round's law of emitted blocks, composed from `start`."""
+    """Law of the first `horizon` emitted tokens: each round's law of what it emits, composed from `start`."""
 
     def compose(context: tuple[int, ...], needed: int) -> dict[tuple[int, ...], float]:
         out: dict[tuple[int, ...], float] = defaultdict(float)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from sampled_checks import FOIL_PVALUE, seeds_follow_the_law
 from test_exactness import _distance, compose_rounds, target_tokens_law

@@ -86,7 +86,7 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in (
          rules.exits_residual, rules.child_token_row, exit_law),
     Rule("greedy", "follow the argmax child (the T = 0 target)", rules.exits_greedy, rules.child_token_row,
          greedy_law, standing=greedy_standing, greedy=True,
-         law_label=lambda t: f"greedy's own law (the T = 0 exit)" if t else x_law_label(t)),
+         law_label=lambda t: "greedy's own law (the T = 0 exit)" if t else x_law_label(t)),
     Rule("chain", "standard speculative sampling on the top-1 chain only", rules.exits_chain,
          rules.chain_child_token_row, chain_law, standing=always(OWN_LAW),
          law_label=lambda t: "chain's own law (X of the top-1 chain)"),
