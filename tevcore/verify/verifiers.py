@@ -41,7 +41,8 @@ class Verdict:
 
     @property
     def emitted(self) -> int:
-        """L, the tokens this round emits: the accepted draft tokens plus the bonus, depth(exit) + 1 (as `RoundRecord.emitted`)."""
+        """L, the tokens this round emits: the accepted draft tokens plus the bonus, depth(exit) + 1 (as in
+        `RoundRecord.emitted`)."""
         return len(self.path)
 
 
