@@ -45,9 +45,8 @@ QUEUE_TEXT = "waiting for the compute queue: place "
 # The explorer's "Across rounds" text: one span per round, titled "round i: n tokens", holding that round's text.
 # Read off the page, not from a downloaded trace: Streamlit prunes a generated download once two script runs end
 # anywhere on the server, so with many sessions rerunning the file is often gone before Chromium fetches it.
-ROUND_TEXT_JS = ("() => Array.from(document.querySelectorAll("
-                 "'[data-testid=\"stMarkdownContainer\"] span[title^=\"round \"]'))"
-                 ".map(span => [span.title, span.innerText])")
+ROUND_SPANS = '[data-testid="stMarkdownContainer"] span[title^="round "]'
+ROUND_TEXT_JS = f"() => Array.from(document.querySelectorAll('{ROUND_SPANS}')).map(s => [s.title, s.innerText])"
 
 
 # ---------------------------------------------------------------------- the server
@@ -225,10 +224,8 @@ async def run_session(browser, url: str, index: int, seed: int, prompt: str, bud
             await page.wait_for_timeout(250)
         result.seconds = time.perf_counter() - began
         await _idle(page)
+        await page.locator(ROUND_SPANS).first.wait_for(timeout=120_000)  # drawn just below "Across rounds"
         result.text = [(title, text) for title, text in await page.evaluate(ROUND_TEXT_JS)]
-        if not result.text:
-            result.errors.append("the result showed no round's text")
-            return result
         result.completed = True
         result.errors += await _errors(page)
         if visit_pages:
