@@ -44,7 +44,7 @@ PROMPTS = [
 QUEUE_TEXT = "waiting for the compute queue: place "
 # The explorer's "Across rounds" text: one span per round, titled "round i: n tokens", holding that round's text.
 # Read off the page, not from a downloaded trace: Streamlit prunes a generated download once two script runs end
-# anywhere on the server, so with many sessions rerunning the file is often gone before Chromium fetches it.
+# anywhere on the server, so with many sessions rerunning the file can be gone before Chromium fetches it.
 ROUND_SPANS = '[data-testid="stMarkdownContainer"] span[title^="round "]'
 ROUND_TEXT_JS = f"() => Array.from(document.querySelectorAll('{ROUND_SPANS}')).map(s => [s.title, s.innerText])"
 
