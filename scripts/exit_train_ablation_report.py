@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tevcore.results import ResultRecord, RunMeta, read_result, write_result
 
-CHECKPOINT = re.compile(r"(?:^|/)(?P<arm>(soft|hard)-[0-9.]+)/checkpoint-(?P<step>\d+)/?$")
+CHECKPOINT = re.compile(r"(?:^|/)(?P<arm>(soft|hard)-[0-9.]+)/checkpoint-(?P<step>\d+)/?(?:,|$)")  # name, dtype
 
 
 def compared(cell: dict) -> tuple[str, int, str] | None:

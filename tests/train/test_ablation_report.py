@@ -28,9 +28,11 @@ def _cell(baseline: str, other: str, difference: float, prompt_set: str = "all")
 def test_one_pass_gives_each_checkpoint_against_the_start_and_its_twin(tmp_path):
     out = tmp_path / "abl"
     (out / "eval").mkdir(parents=True)
-    soft0, soft1 = f"{out}/soft-0/checkpoint-20", f"{out}/soft-0.1/checkpoint-20"
-    cells = [_cell("assets/drafter", soft0, 0.02), _cell("assets/drafter", soft1, 0.04), _cell(soft0, soft1, 0.02),
-             _cell(soft0, soft1, 0.5, prompt_set="gsm8k"), _cell(soft1, "assets/drafter", -0.04)]
+    soft0, soft1 = f"{out}/soft-0/checkpoint-20, bfloat16", f"{out}/soft-0.1/checkpoint-20/, bfloat16"  # as named
+    start = "assets/drafter, bfloat16"
+    cells = [_cell(start, soft0, 0.02), _cell(start, soft1, 0.04), _cell(soft0, soft1, 0.02),
+             _cell(soft0, soft1, 0.5, prompt_set="gsm8k"), _cell(soft1, start, -0.04),
+             _cell(start, f"{out}/soft-0/checkpoint-20/drafter, bfloat16", 0.1)]
     write_result(out / "eval" / "pass-20.json", ResultRecord("eval-drafter", RunMeta.now("x", "cpu", 0), cells,
                                                             settings={"model": "tiny"}), force=False)
     rows = _report().gather(out, "report").rows
