@@ -11,9 +11,9 @@ proposer, on the target the shared --target flags name.
 Each trained drafter is then evaluated at the given budgets on held-out
 prompts, each in its own decode (E and the measured block length), and
 every variant after the first is scored against the first at the same round
-starts of one decode (`shared_start_coverage`), which gives their difference without the chance
-of each decode sampling its own text. Tables go to stdout and everything to
-compare.json.
+starts of one decode (`shared_start_coverage`), which gives their difference
+without the chance of each decode sampling its own text. Tables go to stdout
+and everything to compare.json.
 
     python -m tevcore compare runs/compare --data runs/data-default --init runs/main/drafter
     python -m tevcore compare runs/scratch --data runs/data-default --steps 3000 --lr 1e-3 --warmup 50
