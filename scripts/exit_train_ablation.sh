@@ -3,19 +3,20 @@
 # greedy-regenerated responses (build-data --greedy), anchor loss soft (top-k distillation) or hard (one-hot CE
 # on the greedy token) x tree term lambda 0 or 0.1, at tree budget 32 with per-node normalisation. Every arm
 # draws the same batches (the tree share makes every arm draw from the tree pool; lambda-0 arms build no trees).
-# Each arm keeps POINTS checkpoints; every checkpoint is scored paired (`eval-drafter --compare`, one target
-# decode, the same round starts for every pair) against the starting drafter and, for lambda 0.1, against its
-# lambda-0 twin at the same step, at BUDGETS and TEMPS on PER_SET held-out prompts of each of SETS, with
-# standard errors clustered by prompt. $OUT/ablation.json gathers it all; the table goes to stdout.
+# Each arm keeps POINTS checkpoints; every checkpoint is scored paired against the starting drafter and, for
+# lambda 0.1, against its lambda-0 twin at the same step, all in ONE `eval-drafter --compare` pass (one decode,
+# the same round starts and one target forward per position for every drafter), at BUDGETS and TEMPS on PER_SET
+# held-out prompts of each of SETS, with standard errors clustered by prompt. $OUT/ablation.json gathers it all;
+# the table goes to stdout.
 #
-#   bash scripts/exit_train_ablation.sh [out folder]           # the ablation (resumes: finished arms and
-#                                                              # evaluations are kept, a cut-short arm resumes)
+#   bash scripts/exit_train_ablation.sh [out folder]           # the ablation (resumes: finished arms and a
+#                                                              # finished pass are kept, a cut-short arm resumes)
 #   COST=20 bash scripts/exit_train_ablation.sh [out folder]   # only a step's cost: COST steps of each arm
 # Settings (environment, defaults in brackets): TARGET [default], INIT [assets/drafter], DATA [$OUT/data-greedy,
 # built or resumed here], SHARDS [16], MAX_NEW_DATA [192], STEPS [600], POINTS [4], BATCH [32], SHARE [0.25: the
 # share of each batch's anchors that get a tree; the public recipe is 1], POOL [64 sequences], BUDGET [32],
 # LAMBDA [0.1], LR [1e-4], WARMUP [20], SEED [0], EVAL_STEPS [every kept checkpoint; e.g. 20,40 evaluates
-# only those], BUDGETS [8,16,32,64], TEMPS [0,1],
+# only those, in a pass of their own], BUDGETS [8,16,32,64], TEMPS [0,1],
 # SETS [mt-bench,humaneval,gsm8k], PER_SET [10], MAX_NEW [64], THREADS [the cores], DEVICE [auto], PYTHON [python].
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,20 +68,27 @@ for arm in "${ARMS[@]}"; do
 done
 
 mkdir -p "$OUT/eval"
-compare() {  # compare A B JSON: B scored against A at the same round starts
-    [ -f "$3" ] && return 0
-    $PY -m tevcore eval-drafter "$1" --compare "$2" --budgets "${BUDGETS:-8,16,32,64}" --temperatures "${TEMPS:-0,1}" \
-        --greedy-sets "$SETS" --sample-sets "$SETS" --per-set "${PER_SET:-10}" --max-new-tokens "${MAX_NEW:-64}" \
-        --json "$3" "${common[@]}"
-}
-steps=$(seq -s, "$every" "$every" "$STEPS")
-for step in $(echo "${EVAL_STEPS:-$steps}" | tr , ' '); do
+# One pass scores the start and every evaluated checkpoint of every arm at the same round starts (one decode,
+# one target forward per position for them all): drafter 0 is the start, each checkpoint is paired against it
+# and, for lambda > 0, against its lambda-0 twin at the same step.
+eval_steps=${EVAL_STEPS:-$(seq -s, "$every" "$every" "$STEPS")}
+drafters=("$INIT") pairs=()
+declare -A number
+for step in ${eval_steps//,/ }; do
     for arm in "${ARMS[@]}"; do
         name=${arm/:/-}
-        compare "$INIT" "$OUT/$name/checkpoint-$step" "$OUT/eval/$name-$step-vs-start.json"
+        number[$name-$step]=${#drafters[@]}
+        drafters+=("$OUT/$name/checkpoint-$step")
+        pairs+=("0:${number[$name-$step]}")
         if [ "${arm##*:}" != 0 ]; then
-            compare "$OUT/${arm%%:*}-0/checkpoint-$step" "$OUT/$name/checkpoint-$step" "$OUT/eval/$name-$step-vs-twin.json"
+            pairs+=("${number[${arm%%:*}-0-$step]}:${number[$name-$step]}")
         fi
     done
 done
+json=$OUT/eval/pass-${eval_steps//,/-}.json
+if [ ! -f "$json" ]; then
+    $PY -m tevcore eval-drafter "$INIT" --compare "${drafters[@]:1}" --pairs "$(IFS=,; echo "${pairs[*]}")" \
+        --budgets "${BUDGETS:-8,16,32,64}" --temperatures "${TEMPS:-0,1}" --greedy-sets "$SETS" --sample-sets "$SETS" \
+        --per-set "${PER_SET:-10}" --max-new-tokens "${MAX_NEW:-64}" --json "$json" "${common[@]}"
+fi
 $PY scripts/exit_train_ablation_report.py "$OUT"

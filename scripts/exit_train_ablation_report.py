@@ -1,8 +1,8 @@
 """Gather an ExitTrain ablation folder (scripts/exit_train_ablation.sh) into ablation.json and print its table.
 
 Every figure is read from what the runs wrote: each arm's config.json, status.json and metrics.jsonl, and the
-`eval-drafter --compare` JSON of every checkpoint against the start and against its lambda-0 twin. Nothing is
-recomputed here but percentages of those paired differences.
+`eval-drafter --compare` JSON in eval/ (one pass pairing every checkpoint with the start and with its lambda-0
+twin, or an older file per pair). Nothing is recomputed here but percentages of those paired differences.
 
     python scripts/exit_train_ablation_report.py runs/exit-ablation
 """
@@ -16,7 +16,16 @@ from pathlib import Path
 
 from tevcore.results import ResultRecord, RunMeta, read_result, write_result
 
-EVAL_NAME = re.compile(r"^(?P<arm>(soft|hard)-[0-9.]+)-(?P<step>\d+)-vs-(?P<against>start|twin)\.json$")
+CHECKPOINT = re.compile(r"(?:^|/)(?P<arm>(soft|hard)-[0-9.]+)/checkpoint-(?P<step>\d+)/?(?:,|$)")  # name, dtype
+
+
+def compared(cell: dict) -> tuple[str, int, str] | None:
+    """(arm, step, "start" or "twin") of a paired cell whose B is an arm's checkpoint; None for any other pair.
+    Read from the drafters' own paths, so one pass's many pairs and an older file per pair read alike."""
+    other, baseline = CHECKPOINT.search(cell["other"]), CHECKPOINT.search(cell["baseline"])
+    if other is None:
+        return None
+    return other["arm"], int(other["step"]), "start" if baseline is None else "twin"
 
 
 def arm_summary(folder: Path) -> dict:
@@ -34,21 +43,24 @@ def arm_summary(folder: Path) -> dict:
 
 def gather(out: Path, command_line: str) -> ResultRecord:
     """The ablation as the one result record: a row per (arm, checkpoint, baseline, temperature, budget)."""
-    rows, evals = [], []
-    for path in sorted((out / "eval").glob("*.json")):
-        match = EVAL_NAME.match(path.name)
-        if match is None:
-            continue
+    found, evals = {}, []
+    for path in sorted((out / "eval").glob("*.json"), key=lambda p: p.stat().st_mtime):  # a later pass wins
         record = read_result(path)
         evals.append(record)
         for cell in record.rows:
-            rows.append({"arm": match["arm"], "step": int(match["step"]), "against": match["against"],
-                         "temperature": cell["temperature"], "budget": cell["budget"], "prompts": cell["prompts"],
-                         "positions": cell["positions"], "baseline_length": cell["baseline_length"],
-                         "other_length": cell["other_length"], "difference": cell["difference"],
-                         "difference_se": cell["difference_se"],
-                         "gain_pct": 100 * cell["difference"] / cell["baseline_length"],
-                         "gain_se_pct": 100 * cell["difference_se"] / cell["baseline_length"]})
+            pair = compared(cell)
+            if pair is None or cell.get("prompt_set", "all") != "all":
+                continue
+            arm, step, against = pair
+            found[(arm, step, against, cell["temperature"], cell["budget"])] = {
+                "arm": arm, "step": step, "against": against,
+                "temperature": cell["temperature"], "budget": cell["budget"], "prompts": cell["prompts"],
+                "positions": cell["positions"], "baseline_length": cell["baseline_length"],
+                "other_length": cell["other_length"], "difference": cell["difference"],
+                "difference_se": cell["difference_se"],
+                "gain_pct": 100 * cell["difference"] / cell["baseline_length"],
+                "gain_se_pct": 100 * cell["difference_se"] / cell["baseline_length"]}
+    rows = [found[key] for key in sorted(found)]
     arms = {p.name: arm_summary(p) for p in sorted(out.iterdir())
             if p.is_dir() and re.fullmatch(r"(soft|hard)-[0-9.]+", p.name) and (p / "status.json").is_file()}
     first = evals[0] if evals else None

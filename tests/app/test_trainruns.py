@@ -217,7 +217,7 @@ def test_the_paired_command_is_the_clis(tmp_path):
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(cmd[4:])
-    assert (args.drafter, args.compare, args.budgets, args.per_set, args.lookup) == ("a", "b", "8,16", 4, True)
+    assert (args.drafter, args.compare, args.budgets, args.per_set, args.lookup) == ("a", ["b"], "8,16", 4, True)
     assert args.temperatures == "1" and args.sample_sets == "mt-bench,humaneval,gsm8k"
     greedy = parser.parse_args(drafter_compare.paired_command("a", "b", [8], 2, 0.0, 16, lookup=False)[4:])
     assert greedy.greedy_sets == "humaneval" and not greedy.lookup

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from tevcore.engine.tree import DraftTree
+from tevcore.engine.tree import DraftTree, union
 
 
 def make(tokens, parents, logp=None, budget=None):
@@ -131,3 +131,17 @@ def test_first_keeps_a_prefix_of_nodes_as_a_tree():
     assert tree.first(0).size == 0 and tree.first(3).tokens.tolist() == tree.tokens.tolist()
     with pytest.raises(ValueError, match="cannot keep 4 nodes"):
         tree.first(4)
+
+
+def test_a_union_holds_every_trees_paths_once_and_maps_each_node_to_its_path():
+    first = make(TOKENS, PARENTS)  # paths 3, 4, 3-3, 3-3-1, 4-0 under root 7
+    second = make([7, 4, 3, 5, 3], [-1, 0, 1, 0, 2])  # 4, 4-3, 5, 5-3: shares only the path 4 with the first
+    merged, where = union([first, second, first])
+    assert merged.num_nodes == 6 + 3  # 4-3, 5, 5-3 are new
+    for tree, nodes in zip([first, second, first], where):
+        assert nodes[0] == 0
+        for node in range(tree.num_nodes):  # the same token path, root to node
+            assert merged.tokens[merged.path(int(nodes[node]))].tolist() == tree.tokens[tree.path(node)].tolist()
+    assert where[0].tolist() == where[2].tolist() == list(range(6)) and where[1].tolist()[1] == 2
+    with pytest.raises(ValueError, match="same root"):
+        union([first, make([8, 1], [-1, 0])])

@@ -110,6 +110,68 @@ def test_paired_coverage_scores_each_proposer_at_the_same_round_starts(tiny_targ
     assert whole.difference_se > 0 and "B - A" in format_paired(cells)
 
 
+def test_a_union_tree_gives_each_tree_the_logits_it_gets_alone(tiny_target):
+    from tevcore.engine.builders import best_first
+    from tevcore.engine.tree import union
+    from tevcore.target.session import TargetSession
+
+    session = TargetSession(tiny_target, hidden_layers=(1, 2))
+    session.prefill([5, 6, 7, 8], reserve=16)
+    trees = [best_first(session.root_token, _tiny_proposer(tiny_target, seed).propose(session), 6) for seed in (1, 2)]
+    alone = []
+    for tree in trees:
+        alone.append(session.score_tree(tree).logits)
+        session.rollback()
+    merged, where = union(trees)
+    assert merged.size < sum(tree.size for tree in trees)  # the two drafters share some paths
+    logits = session.score_tree(merged).logits
+    for nodes, own in zip(where, alone):
+        torch.testing.assert_close(logits[nodes], own, rtol=1e-5, atol=1e-5)
+
+
+def test_one_decode_for_several_drafters_gives_the_pairwise_compares_it_replaces(tiny_target):
+    """Three drafters and three pairs in one pass: every cell is what paired_coverage gives that pair alone (same
+    positions, the same E, differences and clustered s.e. up to float rounding of the shared target forward)."""
+    from tevcore.train.eval import paired_coverage, shared_start_coverage
+
+    proposers = [_tiny_proposer(tiny_target, seed) for seed in (1, 2, 3)]
+    prompts = [Prompt("a", "1", "x"), Prompt("b", "2", "y"), Prompt("a", "3", "z")]
+    ids = {"x": [5, 6, 7], "y": [9, 10, 11], "z": [20, 21]}  # the tiny target has no tokenizer
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("tevcore.train.eval.prompt_ids", lambda target, text: ids[text])
+        shared = shared_start_coverage(tiny_target, proposers, pairs, prompts, 1.0, [2, 4], max_new_tokens=5,
+                                       progress=False, by_set=True)
+        alone = [cell for a, b in pairs for cell in paired_coverage(
+            tiny_target, proposers[a], proposers[b], prompts, 1.0, [2, 4], max_new_tokens=5, progress=False,
+            by_set=True)]
+    assert len(shared) == len(alone) == 3 * 2 * 3  # pairs x budgets x (all, a, b)
+    for one, other in zip(shared, alone):
+        assert (one.temperature, one.budget, one.prompt_set, one.prompts, one.positions, one.baseline,
+                one.other) == (other.temperature, other.budget, other.prompt_set, other.prompts, other.positions,
+                               other.baseline, other.other)
+        for field in ("baseline_length", "other_length", "difference", "difference_se"):
+            assert getattr(one, field) == pytest.approx(getattr(other, field), rel=1e-6, abs=1e-9, nan_ok=True)
+    assert [c.baseline for c in shared[::6]] == ["seed 1", "seed 1", "seed 2"]
+    assert all(c.difference != 0 and c.difference_se > 0 for c in shared if c.prompt_set == "all")
+    with pytest.raises(ValueError, match="two different proposers"):
+        shared_start_coverage(tiny_target, proposers, [(1, 1)], prompts, 1.0, [2], progress=False)
+
+
+def test_compare_pairs_are_checked_before_anything_loads(capsys):
+    from tevcore.cli import main
+    from tevcore.train.eval_cli import compared_pairs
+
+    assert compared_pairs(None, 3) == [(0, 1), (0, 2), (0, 3)]
+    assert compared_pairs("0:1,2:1", 2) == [(0, 1), (2, 1)]
+    for bad, says in (("0:3", "from 0"), ("1:1", "two different"), ("0:1,0:1", "twice"), ("1-2", "A:B")):
+        assert main(["eval-drafter", "a", "--compare", "b", "c", "--budgets", "4", "--pairs", bad]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1
+    assert main(["eval-drafter", "a", "--pairs", "0:1"]) == 2
+    assert "--pairs needs --compare" in capsys.readouterr().err
+
+
 def test_the_clustered_standard_error_adds_up_whole_clusters():
     from tevcore.train.eval import _clustered_se
 

@@ -163,6 +163,38 @@ def path_of(parents: Sequence[int] | torch.Tensor, node: int) -> list[int]:
     return out[::-1]
 
 
+def union(trees: Sequence[DraftTree]) -> tuple[DraftTree, list[torch.Tensor]]:
+    """One tree holding every token path of `trees` (all on the same root), and per tree its nodes' indices in it.
+
+    The target's logits at a node depend only on the node's path, so scoring
+    the union once gives every tree's node logits (`union_logits[where[k]]`):
+    several drafters' trees at one round start cost one target forward, and
+    the paths they share are scored once. A shared node keeps the draft
+    log-probability of the first tree that has it.
+    """
+    if not trees:
+        raise ValueError("a union needs at least one tree")
+    root = int(trees[0].tokens[0])
+    if any(int(tree.tokens[0]) != root for tree in trees):
+        raise ValueError("every tree of a union must start from the same root token")
+    tokens, parents, logp = [root], [-1], [0.0]
+    index: dict[tuple[int, int], int] = {}  # (parent in the union, token) -> node in the union
+    where = []
+    for tree in trees:
+        mapped = [0]
+        for parent, token, value in zip(tree.parents.tolist()[1:], tree.tokens.tolist()[1:],
+                                        tree.draft_logp.tolist()[1:]):
+            key = (mapped[parent], token)
+            if key not in index:
+                index[key] = len(tokens)
+                tokens.append(token)
+                parents.append(key[0])
+                logp.append(value)
+            mapped.append(index[key])
+        where.append(torch.tensor(mapped))
+    return DraftTree(tokens=torch.tensor(tokens), parents=torch.tensor(parents), draft_logp=torch.tensor(logp)), where
+
+
 def _vector(values: Any, name: str, integer: bool) -> torch.Tensor:
     """A 1-D CPU tensor (long ids or float32 log-probs); floats as ids and other shapes are refused, not cast."""
     try:

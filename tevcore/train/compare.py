@@ -11,9 +11,9 @@ proposer, on the target the shared --target flags name.
 Each trained drafter is then evaluated at the given budgets on held-out
 prompts, each in its own decode (E and the measured block length), and
 every variant after the first is scored against the first at the same round
-starts (`paired_coverage`), which gives their difference without the chance
-of each decode sampling its own text. Tables go to stdout and everything to
-compare.json.
+starts of one decode (`shared_start_coverage`), which gives their difference
+without the chance of each decode sampling its own text. Tables go to stdout
+and everything to compare.json.
 
     python -m tevcore compare runs/compare --data runs/data-default --init runs/main/drafter
     python -m tevcore compare runs/scratch --data runs/data-default --steps 3000 --lr 1e-3 --warmup 50
@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tevcore.train.eval import cells_to_json, eval_prompts, evaluate, format_paired, paired_coverage
+    from tevcore.train.eval import cells_to_json, eval_prompts, evaluate, format_paired, shared_start_coverage
     from tevcore.train.loop import train
 
     torch.set_num_threads(args.threads)
@@ -126,11 +126,12 @@ def run(args: argparse.Namespace) -> int:
         _write(args, meta, prompts, results, done=len(results) == len(names) and len(names) == 1)
         print(_table(results, budgets), flush=True)
     first, *others = proposers
-    for name in others:
-        paired = paired_coverage(target, proposers[first], proposers[name], prompts, args.temperature, budgets,
-                                 args.max_new_tokens)
-        results[name]["paired_vs_" + first] = cells_to_json(paired)
-        _write(args, meta, prompts, results, done=name == others[-1])
+    if others:  # one decode scores every variant at the same round starts
+        paired = shared_start_coverage(target, list(proposers.values()), [(0, k) for k in range(1, len(proposers))],
+                                       prompts, args.temperature, budgets, args.max_new_tokens)
+        for name in others:
+            results[name]["paired_vs_" + first] = cells_to_json([cell for cell in paired if cell.other == name])
+        _write(args, meta, prompts, results, done=True)
         print(format_paired(paired), flush=True)
     return 0
 

@@ -5,7 +5,8 @@ the TEV verifier: E is the flow's expected length of each round's tree,
 averaged over rounds; the block length is what the verifier accepted plus the
 bonus. They must agree within noise; a gap points at a bug, not a drafter.
 `paired_coverage` compares two proposers at the same round starts instead,
-which removes the chance of each decode sampling its own text.
+which removes the chance of each decode sampling its own text, and
+`shared_start_coverage` any number of them in one decode.
 
 Every prompt's decode draws from its own seed, so under torchrun the ranks
 share the prompts (`tevcore.ranks.shard`) and gather their rounds, and every
@@ -29,6 +30,7 @@ from tevcore.lab.datasets import Prompt, fitting
 from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.target.walker import walk
 from tevcore.engine.flow import parent_edge_log_probs, path_log_probs, target_flow
+from tevcore.engine.tree import union
 from tevcore.target.loading import Target
 from tevcore.decoding.oracle import oracle_tree
 from tevcore.engine.sampling import make_generator
@@ -201,51 +203,69 @@ def _clustered_se(values: list[float], clusters: list[int]) -> float:
 def paired_coverage(target: Target, baseline, other, prompts: list[PromptLike], temperature: float,
                     budgets: list[int], max_new_tokens: int = 64, seed: int = 0, progress: bool = True,
                     by_set: bool = False) -> list[PairedCell]:
-    """E of two proposers' best-first trees at every position of ONE autoregressive decode.
+    """E of two proposers' best-first trees at every position of ONE autoregressive decode: `other` - `baseline`.
 
     A drafter's own decode at T > 0 samples its own text, so two drafters
     compared that way differ by chance as much as by skill. Here both draft
-    from the same contexts and the target scores each tree once; the
-    difference is paired, and its standard error is clustered by prompt.
-    Each tree is built at the largest budget: a best-first tree lists its
-    nodes best first, so its first b nodes are the tree of budget b.
+    from the same contexts; the difference is paired, and its standard error
+    is clustered by prompt. The one pair of `shared_start_coverage`.
     """
+    return shared_start_coverage(target, [baseline, other], [(0, 1)], prompts, temperature, budgets, max_new_tokens,
+                                 seed, progress, by_set)
+
+
+def shared_start_coverage(target: Target, proposers: list, pairs: list[tuple[int, int]], prompts: list[PromptLike],
+                          temperature: float, budgets: list[int], max_new_tokens: int = 64, seed: int = 0,
+                          progress: bool = True, by_set: bool = False) -> list[PairedCell]:
+    """Every proposer's E at every position of ONE decode; a paired difference per (A, B) index pair in `pairs`.
+
+    Each position's context is the same for every proposer, so one decode
+    serves any number of them, and every pair among them is paired: a
+    checkpoint against the start and against its twin come from one run.
+    Their best-first trees are merged (`tree.union`) and the target scores
+    the union once; each tree's node logits are its rows of it. Each tree is
+    built at the largest budget: a best-first tree lists its nodes best
+    first, so its first b nodes are the tree of budget b. Cells come pair by
+    pair, in the order of `pairs`.
+    """
+    if not pairs or any(not (0 <= a < len(proposers) and 0 <= b < len(proposers)) or a == b for a, b in pairs):
+        raise ValueError(f"pairs must name two different proposers of the {len(proposers)}, got {pairs}")
     largest = max(check_budget(b) for b in budgets)
-    layers = tuple(sorted(set(baseline.hidden_layers) | set(other.hidden_layers)))
+    layers = tuple(sorted({layer for proposer in proposers for layer in proposer.hidden_layers}))
     sets: list[str] = [p.dataset if isinstance(p, Prompt) else "given" for p in prompts]
     measured: list[tuple[int, list[list[float]]]] = []  # (prompt, per proposer 1 + C per budget) per position
 
     def measure(index: int, session: TargetSession) -> torch.Tensor:
-        both = []
-        for k, proposer in enumerate((baseline, other)):
-            if k:
-                session.rollback()
-            tree = best_first(session.root_token, proposer.propose(session), largest)
-            logits = session.score_tree(tree).logits
-            path_prob = path_log_probs(tree, parent_edge_log_probs(tree, logits, temperature)).exp()
-            both.append([1.0 + float(path_prob[1:b + 1].sum()) for b in budgets])
-        measured.append((index, both))
+        trees = [best_first(session.root_token, proposer.propose(session), largest) for proposer in proposers]
+        merged, where = union(trees)
+        logits = session.score_tree(merged).logits
+        lengths = []
+        for tree, nodes in zip(trees, where):
+            path_prob = path_log_probs(tree, parent_edge_log_probs(tree, logits[nodes], temperature)).exp()
+            lengths.append([1.0 + float(path_prob[1:b + 1].sum()) for b in budgets])
+        measured.append((index, lengths))
         return logits[0]
 
-    reserve = max(baseline.depth, other.depth)
+    reserve = max(proposer.depth for proposer in proposers)
     walk_decode(target, prompts, temperature, max_new_tokens, seed, reserve, measure, layers, progress,
                 desc=f"paired T={temperature}")
     positions = sorted(gather(measured), key=lambda row: row[0])
     where = [index for index, _ in positions]  # prompt index of each position
-    lengths = {b: [[both[k][j] for _, both in positions] for k in range(2)] for j, b in enumerate(budgets)}
     groups = {"all": list(range(len(where)))}
     if by_set:
         for i, index in enumerate(where):
             groups.setdefault(sets[index], []).append(i)
     cells = []
-    for b in budgets:
-        for name, rows in groups.items():
-            base = [lengths[b][0][i] for i in rows]
-            alt = [lengths[b][1][i] for i in rows]
-            diffs = [y - x for x, y in zip(base, alt)]
-            cells.append(PairedCell(
-                float(temperature), b, name, len({where[i] for i in rows}), len(rows), baseline.name, other.name,
-                mean(base), mean(alt), mean(diffs), _clustered_se(diffs, [where[i] for i in rows])))
+    for a, b in pairs:
+        for j, budget in enumerate(budgets):
+            for name, rows in groups.items():
+                base = [positions[i][1][a][j] for i in rows]
+                alt = [positions[i][1][b][j] for i in rows]
+                diffs = [y - x for x, y in zip(base, alt)]
+                cells.append(PairedCell(
+                    float(temperature), budget, name, len({where[i] for i in rows}), len(rows), proposers[a].name,
+                    proposers[b].name, mean(base), mean(alt), mean(diffs),
+                    _clustered_se(diffs, [where[i] for i in rows])))
     return cells
 
 
@@ -275,10 +295,12 @@ CELL_COLUMNS = (
 
 
 def format_paired(cells: list[PairedCell]) -> str:
-    if not cells:
-        return ""
-    return (f"baseline A = {cells[0].baseline}; B = {cells[0].other}; same round starts, one tree forward each\n"
-            + tabulate_rows(cells_to_json(cells), PAIRED_COLUMNS))
+    """One table per (A, B) pair, in the order the pairs first appear."""
+    by_pair: dict[tuple[str, str], list[PairedCell]] = defaultdict(list)
+    for cell in cells:
+        by_pair[(cell.baseline, cell.other)].append(cell)
+    return "\n\n".join(f"baseline A = {a}; B = {b}; same round starts, one target forward for all drafters\n"
+                       + tabulate_rows(cells_to_json(group), PAIRED_COLUMNS) for (a, b), group in by_pair.items())
 
 
 def format_table(cells: list[EvalCell]) -> str:

@@ -31,8 +31,8 @@ from tevcore.train.eval import (
     format_paired,
     format_table,
     oracle_ceilings,
-    paired_coverage,
     prompt_sets,
+    shared_start_coverage,
 )
 
 
@@ -53,9 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--oracle", action="store_true",
                         help="also measure the ceiling: 1 + C of the best B-node tree under the target's own law "
                              "(one target forward per node, so slow)")
-    parser.add_argument("--compare", default=None, metavar="OTHER",
-                        help="instead: score this drafter (A) and OTHER (B, any proposer spec) at the same round starts "
-                             "of one autoregressive decode, and report B - A with its standard error")
+    parser.add_argument("--compare", default=None, nargs="+", action="extend", metavar="OTHER",
+                        help="instead: score this drafter (A) and each OTHER (any proposer spec) at the same round "
+                             "starts of one autoregressive decode (one target forward per position for them all), "
+                             "and report each OTHER - A with its standard error")
+    parser.add_argument("--pairs", default=None, metavar="A:B,...",
+                        help="with --compare: the differences to report, B - A for each A:B, numbering this drafter 0 "
+                             "and the --compare drafters 1, 2, ... in order (default: 0:1,0:2,...)")
     parser.add_argument("--by-set", action="store_true", help="also report each held-out set's share of the prompts")
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
 
@@ -75,11 +79,36 @@ def paired_argv(baseline: str, other: str, budgets: list[int], per_set: int, tem
     return ["python", "-m", "tevcore", "eval-drafter", *argv]
 
 
+def _index_pair(item: str) -> tuple[int, int]:
+    a, colon, b = item.partition(":")
+    if not (colon and a.isdigit() and b.isdigit()):
+        raise ValueError("A:B, two drafter numbers")
+    return int(a), int(b)
+
+
+def compared_pairs(text: str | None, compared: int) -> list[tuple[int, int]]:
+    """The --pairs list as (A, B) index pairs, each checked against the `compared` drafters before anything loads;
+    without --pairs, every compared drafter against drafter 0."""
+    if text is None:
+        return [(0, k) for k in range(1, compared + 1)]
+    if not compared:
+        raise ValueError("--pairs needs --compare (the drafters its numbers name)")
+    pairs = comma_list(text, _index_pair, "A:B pairs")
+    for a, b in pairs:
+        if a == b or max(a, b) > compared:
+            raise ValueError(f"--pairs: {a}:{b} must name two different drafters from 0 (this drafter) to "
+                             f"{compared} (the last --compare drafter)")
+    if len(set(pairs)) < len(pairs):
+        raise ValueError(f"--pairs: a pair is given twice in {text!r}")
+    return pairs
+
+
 def run(args: argparse.Namespace) -> int:
     options = proposer_options(args)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
     if args.compare and (args.oracle or "chain" in budgets):
         raise ValueError("--compare scores best-first trees of numbered budgets; drop 'chain' and --oracle")
+    pairs = compared_pairs(args.pairs, len(args.compare or []))
     plan = []  # (temperature, prompts): every set read before the model loads
     for temperature in comma_list(args.temperatures, float, "temperatures"):
         sets = args.greedy_sets if temperature == 0 else args.sample_sets
@@ -94,12 +123,12 @@ def run(args: argparse.Namespace) -> int:
                                   spec + (LOOKUP_SUFFIX if args.lookup else ""))
 
     proposer = proposer_for(spec)
-    other = proposer_for(args.compare) if args.compare else None
+    others = [proposer_for(other) for other in args.compare or []]
     cells, start = [], time.time()
     for temperature, prompts in plan:
-        if other is not None:
-            cells += paired_coverage(target, proposer, other, prompts, temperature, budgets, args.max_new_tokens,
-                                     args.seed, by_set=args.by_set)
+        if others:
+            cells += shared_start_coverage(target, [proposer, *others], pairs, prompts, temperature, budgets,
+                                           args.max_new_tokens, args.seed, by_set=args.by_set)
             continue
         cells += evaluate(target, proposer, prompts, temperature, budgets, args.max_new_tokens, args.seed,
                           by_set=args.by_set)
@@ -108,9 +137,9 @@ def run(args: argparse.Namespace) -> int:
             cells += oracle_ceilings(target, prompts, temperature, sizes, args.max_new_tokens, args.seed)
     if not is_first():
         return 0
-    print(format_paired(cells) if other is not None else format_table(cells))
+    print(format_paired(cells) if others else format_table(cells))
     if args.json:
-        settings = {"drafter": spec, "compare": args.compare, "proposer": proposer.name, "model": target.name,
+        settings = {"drafter": spec, "compare": args.compare, "pairs": pairs, "proposer": proposer.name, "model": target.name,
                     "greedy_sets": args.greedy_sets, "sample_sets": args.sample_sets, "per_set": args.per_set,
                     "max_new_tokens": args.max_new_tokens, "verifier": "tev", "processes": world()[1]}
         record = ResultRecord("eval-drafter", meta, cells_to_json(cells), settings=settings,
