@@ -16,7 +16,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -53,37 +52,9 @@ def shots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    port = kit.free_port()
-    log = open(tmp_path_factory.mktemp("streamlit") / "server.log", "w+")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TEV_APP_PROPOSER="default", TEV_APP_THREADS="1",
-               PYTHONPATH=str(REPO))  # this checkout (and the processes the app starts), whatever is installed
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            pytest.fail(f"streamlit exited early:\n{log.read()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as reply:
-                if reply.read().strip() == b"ok":
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.terminate()
-        pytest.fail("streamlit did not become healthy within 90 s")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=4)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-    log.close()
+    """The app of this checkout (or of the checkout TEV_APP_ROOT names), served for the module's tests."""
+    with kit.served_app(kit.app_root(REPO), tmp_path_factory.mktemp("streamlit") / "server.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
