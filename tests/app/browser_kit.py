@@ -248,7 +248,8 @@ def grid_rows(grid) -> list[dict[str, str]]:
                                                                th.innerText.trim());
         return Array.from(g.querySelectorAll('tr[aria-rowindex]')).filter(tr => tr.querySelector('td')).map(tr => {
             const row = {};
-            tr.querySelectorAll('td').forEach(td => row[titles[td.getAttribute('aria-colindex')]] = td.innerText.trim());
+            tr.querySelectorAll('td').forEach(
+                td => row[titles[td.getAttribute('aria-colindex')]] = td.innerText.trim());
             return row;
         });
     }""")
@@ -309,14 +310,22 @@ def pick_option(page, combobox: str, option, attempts: int = 4) -> str:
     raise AssertionError("unreachable")
 
 
-def offered_options(page, combobox: str) -> list[str]:
-    """The options the selectbox labelled `combobox` offers (opened, read, closed)."""
-    wait_idle(page)
-    page.get_by_role("combobox", name=combobox, exact=True).click()
-    page.get_by_role("option").first.wait_for(timeout=10_000)
-    texts = [t.strip() for t in page.get_by_role("option").all_inner_texts()]
-    page.keyboard.press("Escape")
-    return texts
+def offered_options(page, combobox: str, attempts: int = 4) -> list[str]:
+    """The options the selectbox (or multiselect) labelled `combobox` offers: opened, read, closed (a click that
+    lands during a rerun leaves the list closed, so it is tried again)."""
+    for attempt in range(attempts):
+        wait_idle(page)
+        page.get_by_role("combobox", name=combobox, exact=True).click()
+        try:
+            page.get_by_role("option").first.wait_for(timeout=10_000)
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+            continue
+        texts = [t.strip() for t in page.get_by_role("option").all_inner_texts()]
+        page.keyboard.press("Escape")
+        return texts
+    raise AssertionError("unreachable")
 
 
 def metric_value(page, label: str) -> str:
