@@ -5,7 +5,8 @@ scripts/screenshots.sh sets) writes the README's pictures instead. Uses the syst
 Chromium at /usr/bin/chromium; no browser is ever downloaded. Without it the tests
 skip, except in CI (CI=true), where a missing browser is a failure. The ExitTrain part builds a one-shard
 data set and trains two steps with the real engine, both started from the page (the prompt sets must be
-found: ../shared/datasets beside the checkout, or TEVCORE_DATASETS).
+found: ../shared/datasets beside the checkout, or TEVCORE_DATASETS). `TEV_APP_ROOT=<checkout>` serves that checkout's
+app instead of this one's (`browser_kit.app_root`), e.g. the commit before a fix, to see its tests fail there.
 """
 
 from __future__ import annotations
