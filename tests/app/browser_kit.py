@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import socket
+import subprocess
+import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +21,54 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+APP_ROOT_VARIABLE = "TEV_APP_ROOT"
+
+
+def app_root(default: Path) -> Path:
+    """The checkout whose app the browser tests serve: `TEV_APP_ROOT` names another one (a `git archive` of the
+    commit before a fix, to see the tests of that fix fail there), else `default` (this checkout)."""
+    chosen = os.environ.get(APP_ROOT_VARIABLE)
+    return Path(chosen).resolve() if chosen else default
+
+
+@contextlib.contextmanager
+def served_app(root: Path, log_path: Path) -> Iterator[str]:
+    """`streamlit run app/Home.py` of the checkout `root` (its `tevcore` first on the path, for the processes the
+    app starts too), until healthy; yields its URL and stops it afterwards. Its output goes to `log_path`."""
+    port = free_port()
+    log = open(log_path, "w+")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TEV_APP_PROPOSER="default", TEV_APP_THREADS="1",
+               PYTHONPATH=str(root))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
+         "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"streamlit exited early:\n{log.read()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as reply:
+                    if reply.read().strip() == b"ok":
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("streamlit did not become healthy within 90 s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=4)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
 
 
 def no_exception(page) -> None:
@@ -183,3 +237,99 @@ def overlaps(a: dict, b: dict, pad: float = 0.0) -> bool:
 
 def click_box(page, box: dict) -> None:
     page.mouse.click((box["left"] + box["right"]) / 2, (box["top"] + box["bottom"]) / 2)
+
+
+def grid_rows(grid) -> list[dict[str, str]]:
+    """The rows of a data grid as the page shows them, column title -> cell text, read from the accessibility
+    table the grid keeps beside its canvas (`edit_grid_cell`)."""
+    return grid.evaluate("""(g) => {
+        const titles = {};
+        g.querySelectorAll('th[role=columnheader]').forEach(th => titles[th.getAttribute('aria-colindex')] =
+                                                               th.innerText.trim());
+        return Array.from(g.querySelectorAll('tr[aria-rowindex]')).filter(tr => tr.querySelector('td')).map(tr => {
+            const row = {};
+            tr.querySelectorAll('td').forEach(
+                td => row[titles[td.getAttribute('aria-colindex')]] = td.innerText.trim());
+            return row;
+        });
+    }""")
+
+
+def grid_with_column(page, column: str):
+    """The first data grid on the page with a column titled `column` (waits until one is drawn)."""
+    grid = page.locator('[data-testid="stDataFrame"]').filter(
+        has=page.locator("th[role=columnheader]").filter(has_text=re.compile(f"^{re.escape(column)}$"))).first
+    grid.wait_for(timeout=60_000)
+    return grid
+
+
+def wait_for_plot(page, title_start: str, timeout: float = 60_000) -> None:
+    """Until a plotly figure whose title starts with `title_start` is drawn with data (scrolled to it first: a
+    chart below the window may be drawn only when seen)."""
+    page.wait_for_function("""(start) => {
+        const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(e => e.layout && e.data &&
+            e.data.length && (((e.layout.title || {}).text || '')).replace(/<[^>]*>/g, '').startsWith(start));
+        if (gd) gd.scrollIntoView({block: 'center'});
+        return !!gd;
+    }""", arg=title_start, timeout=timeout)
+
+
+def plot_traces(page, title_start: str) -> dict | None:
+    """The plotly figure whose title starts with `title_start`, as drawn: its title, legend title and shown, and
+    each trace's name, colour, x and y as plotly drew them (None when no such figure is on the page)."""
+    return page.evaluate("""(start) => {
+        const title = e => ((e.layout || {}).title || {}).text || '';
+        const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
+            e => e.layout && title(e).replace(/<[^>]*>/g, '').startsWith(start));
+        if (!gd) return null;
+        const full = gd._fullLayout || {};
+        return {title: title(gd), legend: full.showlegend, legend_title: ((full.legend || {}).title || {}).text || '',
+                traces: (gd._fullData || gd.data).map(t => ({name: t.name || '', type: t.type,
+                    colour: (t.line || {}).color || (t.marker || {}).color,
+                    x: Array.from(t.x || []), y: Array.from(t.y || [])}))};  // _fullData: the arrays decoded
+    }""", title_start)
+
+
+def pick_option(page, combobox: str, option, attempts: int = 4) -> str:
+    """Open the selectbox labelled `combobox` and click `option` (a name, or the n-th option when an int); a click
+    that lands during a rerun leaves the list closed, so it is tried again. Returns the picked option's text."""
+    for attempt in range(attempts):
+        wait_idle(page)
+        page.get_by_role("combobox", name=combobox, exact=True).click()
+        choice = page.get_by_role("option").nth(option) if isinstance(option, int) else \
+            page.get_by_role("option", name=option, exact=True)
+        try:
+            text = choice.inner_text(timeout=10_000)
+            choice.click(timeout=10_000)
+            wait_idle(page)
+            return text.strip()
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+            page.keyboard.press("Escape")
+    raise AssertionError("unreachable")
+
+
+def offered_options(page, combobox: str, attempts: int = 4) -> list[str]:
+    """The options the selectbox (or multiselect) labelled `combobox` offers: opened, read, closed (a click that
+    lands during a rerun leaves the list closed, so it is tried again)."""
+    for attempt in range(attempts):
+        wait_idle(page)
+        page.get_by_role("combobox", name=combobox, exact=True).click()
+        try:
+            page.get_by_role("option").first.wait_for(timeout=10_000)
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+            continue
+        texts = [t.strip() for t in page.get_by_role("option").all_inner_texts()]
+        page.keyboard.press("Escape")
+        return texts
+    raise AssertionError("unreachable")
+
+
+def metric_value(page, label: str) -> str:
+    """The value a metric card labelled `label` shows."""
+    card = page.locator('[data-testid="stMetric"]').filter(
+        has=page.locator('[data-testid="stMetricLabel"]').filter(has_text=re.compile(f"^{re.escape(label)}$"))).first
+    return card.locator('[data-testid="stMetricValue"]').inner_text(timeout=30_000).strip()

@@ -5,7 +5,8 @@ scripts/screenshots.sh sets) writes the README's pictures instead. Uses the syst
 Chromium at /usr/bin/chromium; no browser is ever downloaded. Without it the tests
 skip, except in CI (CI=true), where a missing browser is a failure. The ExitTrain part builds a one-shard
 data set and trains two steps with the real engine, both started from the page (the prompt sets must be
-found: ../shared/datasets beside the checkout, or TEVCORE_DATASETS).
+found: ../shared/datasets beside the checkout, or TEVCORE_DATASETS). `TEV_APP_ROOT=<checkout>` serves that checkout's
+app instead of this one's (`browser_kit.app_root`), e.g. the commit before a fix, to see its tests fail there.
 """
 
 from __future__ import annotations
@@ -16,14 +17,11 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 import browser_kit as kit
-from tevcore.results import ResultRecord, RunMeta
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -53,37 +51,9 @@ def shots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    port = kit.free_port()
-    log = open(tmp_path_factory.mktemp("streamlit") / "server.log", "w+")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TEV_APP_PROPOSER="default", TEV_APP_THREADS="1",
-               PYTHONPATH=str(REPO))  # this checkout (and the processes the app starts), whatever is installed
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            pytest.fail(f"streamlit exited early:\n{log.read()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as reply:
-                if reply.read().strip() == b"ok":
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.terminate()
-        pytest.fail("streamlit did not become healthy within 90 s")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=4)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-    log.close()
+    """The app of this checkout (or of the checkout TEV_APP_ROOT names), served for the module's tests."""
+    with kit.served_app(kit.app_root(REPO), tmp_path_factory.mktemp("streamlit") / "server.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -597,141 +567,4 @@ def test_explorer_charts_show_every_bar_and_keep_tree_labels_clear_of_the_marker
             break
         assert time.time() < deadline, "a click on a '+N more' node did not open its fan"
         page.wait_for_timeout(500)
-    kit.no_exception(page)
-
-
-def _finished_run(root: Path, name: str, step: int) -> Path:
-    """A finished run folder with one checkpoint, as the trainer leaves it (the committed drafter's weights)."""
-    run, folder = root / name, root / name / f"checkpoint-{step}"
-    folder.mkdir(parents=True)
-    for item in ("config.json", "model.safetensors"):
-        (folder / item).write_bytes((REPO / "assets" / "drafter" / item).read_bytes())
-    (folder / "trainer.pt").write_bytes(b"x")
-    (run / "config.json").write_text("{}")
-    (run / "latest.json").write_text(json.dumps({"checkpoint": folder.name, "step": step}))
-    (run / "status.json").write_text(json.dumps({"state": "finished", "step": step, "total_steps": step,
-                                                 "updated": time.time()}))
-    return folder
-
-
-def _plot_traces(page, title_start: str) -> list[dict]:
-    """Name, colour and legend visibility of each trace of the plotly figure whose title starts with `title_start`."""
-    return page.evaluate("""(start) => {
-        const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
-            e => e.layout && ((e.layout.title || {}).text || '').replace(/<[^>]*>/g, '').startsWith(start));
-        return gd ? gd.data.map(t => ({name: t.name, colour: (t.line || {}).color, legend: gd.layout.showlegend}))
-                  : [];
-    }""", title_start)
-
-
-def test_a_newcomers_clicks_keep_the_work_and_the_pages_claims_hold(app_url, browser_page, shots, tmp_path):
-    """Issue 42 in a real browser: the explorer's settings survive a page switch; the workshop's bound says whom it
-    binds; the verifier comparison keeps its results when another bonus node is picked and a benchmark file is read,
-    draws one coloured series per (builder, verifier) with a legend, and compares the schools at equal size; the
-    ExitTrain Compare tab offers a checkpoint written while it is open, without a reload."""
-    page = browser_page
-    page.goto(app_url, wait_until="domcontentloaded")
-    page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=60_000)
-    kit.open_page(page, "Tree explorer")
-    page.get_by_text("Press Run live to stream a generation", exact=False).wait_for(timeout=60_000)
-    kit.set_number(page, "budget (tree nodes)", 24)
-
-    kit.open_page(page, "Exit law workshop")
-    plain = page.locator('[data-testid="stMarkdownContainer"]', has_text="The law in plain words").first
-    plain.wait_for(timeout=60_000)
-    text = plain.inner_text()
-    assert "no exact verifier can accept" not in text
-    assert "exact on every given tree" in text and "exact only over the draw of the tree" in text
-    plain.scroll_into_view_if_needed()
-    page.screenshot(path=str(shots / "newcomer-workshop-bound.png"))
-
-    kit.open_page(page, "Tree explorer")
-    page.get_by_text("Press Run live to stream a generation", exact=False).wait_for(timeout=60_000)
-    kit.wait_idle(page)
-    assert page.get_by_label("budget (tree nodes)", exact=True).input_value() == "24"
-
-    kit.open_page(page, "Verifier comparison")
-    page.get_by_role("button", name="▶ Run every verifier").wait_for(timeout=60_000)
-    kit.set_number(page, "draws per verifier", 5000)
-    page.get_by_role("button", name="▶ Run every verifier").click()
-    page.get_by_text("Summary", exact=True).wait_for(timeout=120_000)
-    kit.wait_idle(page)
-    for attempt in range(4):  # a click that lands during a rerun leaves the list closed
-        page.get_by_role("combobox", name="bonus distribution at exit node", exact=True).click()
-        try:
-            page.get_by_role("option").nth(1).click(timeout=10_000)
-            break
-        except PlaywrightTimeout:
-            assert attempt < 3, "the bonus node list never opened"
-            kit.wait_idle(page)
-    kit.wait_idle(page)
-    assert page.get_by_text("Summary", exact=True).count() == 1, "picking a bonus node wiped the results"
-    rows = [{"verifier": v, "builder": b, "budget": n, "speedup": 1 + n / 100 + i / 10, "mean_emitted": 2 + i}
-            for i, (b, v) in enumerate([("best_first", "tev"), ("sampled:1,1,1,1", "tev"), ("sampled:1,1,1,1", "rrs"),
-                                         ("sampled:1,1,1,1", "block")]) for n in (8, 16)]
-    (tmp_path / "bench").mkdir()
-    record = ResultRecord("bench", RunMeta.now("python -m tevcore bench", "cpu", 0), rows)
-    (tmp_path / "bench" / "bench.json").write_text(json.dumps(record.to_dict()))
-    folder = page.get_by_label("or read every .json in a folder", exact=True)
-    for attempt in range(3):  # an Enter that lands during a rerun can be dropped with the typed text
-        folder.fill(str(tmp_path / "bench"))
-        folder.press("Enter")
-        kit.wait_idle(page)
-        try:
-            page.get_by_text("The x axis is the node budget", exact=False).wait_for(timeout=30_000)
-            break
-        except PlaywrightTimeout:
-            page.screenshot(path=str(shots / f"newcomer-bench-attempt-{attempt}.png"), full_page=True)
-            assert attempt < 2, "the benchmark folder was never read"
-    assert page.get_by_text("Summary", exact=True).count() == 1, "reading a benchmark file wiped the results"
-    page.wait_for_function("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
-        e => e.layout && ((e.layout.title || {}).text || '').replace(/<[^>]*>/g, '').startsWith('speedup over') && e.data.length)""",
-                           timeout=60_000)
-    traces = _plot_traces(page, "speedup over")
-    assert sorted(t["name"] for t in traces) == ["best_first + tev", "sampled:1,1,1,1 + block",
-                                                 "sampled:1,1,1,1 + rrs", "sampled:1,1,1,1 + tev"]
-    assert len({t["colour"] for t in traces}) == 4 and all(t["legend"] for t in traces)
-    page.evaluate("""() => { const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(
-        e => e.layout && ((e.layout.title || {}).text || '').replace(/<[^>]*>/g, '').startsWith('speedup over'));
-        gd.scrollIntoView({block: 'start'}); window.scrollBy(0, -250); }""")
-    page.wait_for_timeout(1000)
-    page.screenshot(path=str(shots / "newcomer-bench-series.png"))
-
-    page.get_by_text("sampled trees (toy target, fresh draws at one context)", exact=True).click()
-    kit.wait_idle(page)
-    kit.set_number(page, "rounds (fresh trees)", 60)
-    page.get_by_role("button", name="▶ Verify every round").click()
-    caption = page.get_by_text("Each rule verifies every one of the 60 realised trees", exact=False)
-    caption.wait_for(timeout=120_000)
-    page.get_by_text("across rounds: each rule's E[L]", exact=False).first.wait_for(timeout=120_000)
-    kit.wait_idle(page)
-    assert "Only the optimal rules (tev, predraw, residual)" in caption.inner_text()
-    chart = kit.plot_boxes(page, "across rounds: each rule's E[L]")
-    notes = " ".join(n["text"] for n in chart["notes"])
-    assert "same budget" not in notes and re.search(r"fixed best-first \(\d+ nodes\) \+ TEV", notes)
-    kit.no_exception(page)
-    caption.scroll_into_view_if_needed()
-    page.wait_for_timeout(800)
-    page.screenshot(path=str(shots / "newcomer-across-rounds.png"))
-
-    root = tmp_path / "runs"
-    _finished_run(root, "first", 50)
-    kit.open_page(page, "ExitTrain")
-    box = page.get_by_label("runs folder", exact=True)
-    box.wait_for(timeout=180_000)
-    box.fill(str(root))
-    box.press("Enter")
-    kit.wait_idle(page)
-    page.get_by_role("tab", name="Compare checkpoints").click()
-    newer = _finished_run(root, "second", 20)  # a run ends while the Compare tab is open
-    picks = page.locator('[data-testid="stMultiSelect"]').first
-    deadline = time.time() + 60
-    while True:
-        picks.click()
-        offered = page.get_by_role("option", name=str(newer), exact=True).count()
-        page.keyboard.press("Escape")
-        if offered:
-            break
-        assert time.time() < deadline, f"{newer} was not offered without a reload"
-        page.wait_for_timeout(1000)
     kit.no_exception(page)
