@@ -13,9 +13,11 @@ import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
+import explorer_run  # noqa: E402
 import figures  # noqa: E402
 import room_ui  # noqa: E402
 import sampled_view  # noqa: E402
+from explorer_state import ExplorerSession  # noqa: E402
 from tevcore.engine.sampling import MAX_SEED, make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
@@ -32,13 +34,14 @@ shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, m
                       "the tests must catch. On sampled trees the proposal-ratio rules (rrs, block) run too, and "
                       "many rounds of fresh trees compare E[L] with E[1 + C].")
 ss = st.session_state
+explorer = ExplorerSession.of(ss)  # the explorer's rounds, if it made or opened some
 
 
 # ------------------------------------------------------------------ which tree
 sources = ["example tree (toy target, exact rows)", sampled_view.SOURCE]
-if ss.get("ex_records"):
+if explorer.records:
     sources.insert(0, "a round from the tree explorer")
-    if ss.get("ex_prompt_ids"):  # a live generation: its context can be redrawn from
+    if explorer.is_live:  # a live generation: its context can be redrawn from
         sources.insert(3, sampled_view.LIVE_SOURCE)
 sources.append("a round from a trace file")
 source = st.radio("tree", sources, horizontal=True, key="vc_source")
@@ -48,27 +51,22 @@ record = None
 sampled = None  # the drawn rounds, for the sampled source
 round_key = None  # what the round is, stable across reruns (the records of some sources are rebuilt on every rerun)
 if source == "a round from the tree explorer":
-    records = ss.ex_records
-    index = st.number_input("round", 0, len(records) - 1, value=int(ss.get("ex_selected_round", 0)), key="vc_round")
-    record = records[int(index)]
-    round_key = (ss.get("ex_source"), ss.get("ex_wall_start"), id(records), int(index))  # the list lives in the session
-    if ss.get("ex_prompt_ids"):
-        key = (ss.get("ex_wall_start"), int(index))
-        cached = ss.get("vc_logits")
-        if cached is None or cached[0] != key:
-            try:
-                with st.spinner("re-scoring the round's tree on the target (one forward)…"):
-                    rescored = appdata.rescored_logits(shared_ui.get_target(ss.ex_target_spec), ss.ex_prompt_ids,
-                                                       records, int(index))
-            except Exception as err:  # no model, a context mismatch: fall back to the stored rows
-                st.error(f"Could not re-score the round ({type(err).__name__}: {err}). Using approximate rows instead.")
-                rescored = None
-            ss.vc_logits = (key, rescored)
-        if ss.vc_logits[1] is not None:
-            logits, drift = ss.vc_logits[1]
-            target = shared_ui.get_target(ss.ex_target_spec)
+    records = explorer.records
+    index = int(st.number_input("round", 0, len(records) - 1, value=min(explorer.selected_round, len(records) - 1),
+                                key="vc_round"))
+    record = records[index]
+    round_key = explorer.round_key(index)
+    if explorer.is_live:
+        try:
+            with st.spinner("re-scoring the round's tree on the target (one forward)…"):
+                logits, drift = explorer_run.round_rows(explorer, index)  # kept by the explorer's session
+        except ValueError as err:  # no model, a context mismatch: fall back to the stored rows
+            st.error(f"Could not re-score the round ({err}). Using approximate rows instead.")
+        else:
+            target = shared_ui.get_target(explorer.target_spec)
             compact = appdata.exact_round(record, logits, lambda t: shared_ui.decode_text(target, t))
-            st.caption(f"exact target rows (re-scored); they reproduce the recorded X to {drift:.1e}")
+            st.caption("exact target rows (re-scored)" + (f"; they reproduce the recorded X to {drift:.1e}"
+                                                           if drift is not None else ""))
     if compact is None:
         compact = appdata.approximate_round(record)
 elif source == "a round from a trace file":
@@ -89,14 +87,14 @@ elif source == sampled_view.SOURCE:
     sampled, round_key, compact = sampled_view.choose_round(ss)
     record = round_key
 elif source == sampled_view.LIVE_SOURCE:
-    sampled, round_key, compact = sampled_view.choose_live_round(ss)
+    sampled, round_key, compact = sampled_view.choose_live_round(ss, explorer)
     record = round_key
 else:
     c1, c2 = st.columns(2)
-    ex_budget = c1.number_input("example tree budget", 2, 128, 24, key="vc_ex_budget")
-    ex_seed = c2.number_input("example seed", 0, 10_000, 0, key="vc_ex_seed")
-    record, logits = appdata.synthetic_record(budget=int(ex_budget), seed=int(ex_seed))
-    round_key = ("example", int(ex_budget), int(ex_seed))
+    example_budget = c1.number_input("example tree budget", 2, 128, 24, key="vc_ex_budget")
+    example_seed = c2.number_input("example seed", 0, 10_000, 0, key="vc_ex_seed")
+    record, logits = appdata.synthetic_record(budget=int(example_budget), seed=int(example_seed))
+    round_key = ("example", int(example_budget), int(example_seed))
     texts = [f"t{i}" for i in range(logits.shape[-1])]
     compact = appdata.CompactRound(record.tree, logits, texts, approximate=False)
 
