@@ -16,7 +16,7 @@ import appdata
 import figures
 import room_ui
 import shared_ui
-from explorer_state import ExplorerSession, ExplorerSettings
+from explorer_state import ExplorerSession, ExplorerSettings, live_meta
 
 FAN_SHOWN = 6  # children the node-link tree draws per node before folding the rest of a fan into "+N more"
 
@@ -49,8 +49,7 @@ def start_generation(session: ExplorerSession, settings: ExplorerSettings) -> bo
         return False
     if note:
         st.warning(note)
-    meta = {"target": target.name, "prompt": settings.prompt, "proposer": getattr(proposer, "name", None),
-            "config": {k: v for k, v in config.to_dict().items() if k != "stop_tokens"}}
+    meta = live_meta(target.name, settings.prompt, getattr(proposer, "name", None), config)
     session.start_live(rounds(target, proposer, ids, config), settings, ids, spec, meta, note, time.perf_counter())
     return True
 

@@ -79,6 +79,12 @@ def settings_changes(shown: ExplorerSettings | None, now: ExplorerSettings) -> l
     return changes
 
 
+def live_meta(target_name: str, prompt: str, proposer_name: str | None, config: DecodeConfig) -> dict:
+    """A live generation's meta block, as a saved trace carries it (the stop tokens are the model's own)."""
+    return {"target": target_name, "prompt": prompt, "proposer": proposer_name,
+            "config": {k: v for k, v in config.to_dict().items() if k != "stop_tokens"}}
+
+
 def valid_node(value, num_nodes: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < num_nodes
 
@@ -184,6 +190,13 @@ class ExplorerSession:
     def replay(self, rounds: list[RoundRecord], meta: dict, name: str) -> None:
         """A trace's rounds replace the session's: finished, with nothing to re-score them from."""
         self._fresh(records=list(rounds), done=True, source=f"trace {name}", meta=dict(meta or {}))
+
+    def takes_upload(self, file_id: str) -> bool:
+        """Whether an upload in the box is new (then it is opened, once; a rerun sees the same file again)."""
+        if file_id == self.upload_id:
+            return False
+        self.upload_id = file_id
+        return True
 
     def forget(self) -> None:
         """New generation: no rounds, no view (the settings widgets keep their values)."""

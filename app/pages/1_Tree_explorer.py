@@ -37,8 +37,7 @@ if blocked:
 
 with st.expander("Open a trace (replay without a model)", expanded=False):
     upload = st.file_uploader("trace file (.jsonl or .jsonl.gz)", type=["jsonl", "gz"], key="ex_upload")
-    if upload is not None and session.upload_id != upload.file_id:
-        session.upload_id = upload.file_id
+    if upload is not None and session.takes_upload(upload.file_id):
         explorer_run.open_trace(session, upload.getvalue(), upload.name)
     folder = room_ui.space().folder if room_ui.in_room() else Path(  # a room: only this session's own space
         st.text_input("or open a saved trace from a folder", value="traces", key="ex_open_folder"))

@@ -39,3 +39,18 @@ def live_explorer(at: AppTest, records, prompt_ids, target_spec: str = "default"
     """A live generation's session: its rounds, prompt tokens, target and the settings it was made with."""
     return put_explorer(at, records=records, done=True, source=LIVE, prompt_ids=list(prompt_ids),
                         target_spec=target_spec, started=1.0, settings=opening_settings(**settings))
+
+
+def count_turns(monkeypatch) -> list[str]:
+    """Every compute-queue turn a page takes from now on (the owner asking), in order."""
+    from tevcore.room.queue import ComputeQueue
+
+    turns: list[str] = []
+    original = ComputeQueue.turn
+
+    def counted(self, owner, *args, **kwargs):
+        turns.append(owner)
+        return original(self, owner, *args, **kwargs)
+
+    monkeypatch.setattr(ComputeQueue, "turn", counted)
+    return turns

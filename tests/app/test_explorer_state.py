@@ -70,6 +70,8 @@ def test_settings_changes_name_each_changed_setting_and_the_config_refuses_a_bad
         "prompt (another text)", "budget 8 (now 24)"]
     assert explorer_state.settings_changes(None, shown) == []
     assert shown.config().budget == 8 and shown.config().builder == shown.builder
+    meta = explorer_state.live_meta("toy", "hi", None, shown.config())
+    assert meta["config"]["budget"] == 8 and "stop_tokens" not in meta["config"] and meta["prompt"] == "hi"
     with pytest.raises(ValueError, match="widths"):
         replace(shown, builder=None, builder_problem="widths must be integers").config()
     assert replace(shown, builder_problem="x") == shown  # the problem text is not a setting
@@ -96,6 +98,7 @@ def test_a_live_generation_a_replay_and_a_new_start_replace_the_rounds_but_keep_
     assert session.kept == {"ex_budget": 8} and session.upload_id == "u1"  # an upload still in its box stays opened
     with pytest.raises(ValueError, match="trace"):
         session.context(0)
+    assert not session.takes_upload("u1") and session.takes_upload("u2") and not session.takes_upload("u2")
     session.forget()
     assert session.records == [] and session.source is None and session.kept == {"ex_budget": 8}
 
