@@ -23,12 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import MISSING, dataclass, field, fields
+from typing import TYPE_CHECKING
 
 import torch
 
 from tevcore.config import DecodeConfig
-from tevcore.engine.builders import BuilderSpec
 from tevcore.engine.records import RoundRecord, round_context
+
+if TYPE_CHECKING:  # a type only (the builder spec comes parsed from the sidebar)
+    from tevcore.engine.builders import BuilderSpec
 
 SESSION_KEY = "explorer"  # the one session-state entry of the explorer
 LIVE = "live"  # the source of rounds decoded in this session (a trace's is "trace <name>")
@@ -57,6 +60,12 @@ class ExplorerSettings:
     proposer: str
     trim: str
     builder_problem: str | None = field(default=None, compare=False)
+
+    @property
+    def sampled_builder(self) -> str | None:
+        """The builder's name when its trees are drawn from the drafter's q (others redraw trees with it), else
+        None."""
+        return self.builder.name if self.builder is not None and self.builder.sampled else None
 
     def config(self) -> DecodeConfig:
         """The settings as a decoding config; a refused builder (or the config's own checks) raise ValueError."""

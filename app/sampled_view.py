@@ -86,7 +86,7 @@ def choose_live_round(ss, explorer: ExplorerSession) -> tuple[SampledRounds, tup
     at = int(st.number_input("explorer round (whose context the trees start from)", 0, len(records) - 1,
                              min(explorer.selected_round, len(records) - 1), key="vc_l_context"))
     record = records[at]
-    builder = made_with.builder.name if made_with.builder is not None and made_with.builder.sampled else LIVE_BUILDER
+    builder = made_with.sampled_builder or LIVE_BUILDER
     settings = (at, *_draw_settings("vc_l", builder, min(max(made_with.budget, 1), 64),
                                     float(record.temperature), LIVE_ROUNDS, 2_000))
     _, builder, budget, temperature, rounds, seed = settings

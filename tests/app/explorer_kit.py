@@ -10,7 +10,6 @@ import explorer_sampled
 import shared_ui
 from explorer_state import LIVE, SESSION_KEY, ExplorerSession, ExplorerSettings
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE
-from tevcore.engine.builders import BUILDER_FAMILIES
 
 
 def put_explorer(at: AppTest, **fields) -> ExplorerSession:
@@ -26,7 +25,7 @@ def explorer_of(at: AppTest) -> ExplorerSession:
 
 def opening_settings(**changes) -> ExplorerSettings:
     """The settings the explorer's sidebar opens with (first prompt, first builder, its first verifier), changed."""
-    family = next(iter(BUILDER_FAMILIES.values()))
+    family = next(iter(explorer_sampled.BUILDER_FAMILIES.values()))  # the families the sidebar offers, first
     builder = family.spec(family.example if family.counts is not None else "")
     settings = ExplorerSettings(target=shared_ui.target_spec(), prompt=next(iter(shared_ui.EXAMPLE_PROMPTS.values())),
                                 chat=True, temperature=SAMPLING_TEMPERATURE, budget=DEFAULT_BUDGET, builder=builder,

@@ -13,6 +13,7 @@ import explorer_clicks
 import explorer_state
 from explorer_kit import opening_settings
 from explorer_state import LIVE, SESSION_KEY, ExplorerSession
+from tevcore.config import DecodeConfig
 
 
 def selection(*customdata) -> dict:
@@ -75,6 +76,9 @@ def test_settings_changes_name_each_changed_setting_and_the_config_refuses_a_bad
     with pytest.raises(ValueError, match="widths"):
         replace(shown, builder=None, builder_problem="widths must be integers").config()
     assert replace(shown, builder_problem="x") == shown  # the problem text is not a setting
+    assert shown.sampled_builder is None  # the opening builder builds fixed trees
+    drawn = DecodeConfig(builder="sampled:2,1").builder  # the engine's parse
+    assert replace(shown, builder=drawn).sampled_builder == "sampled:2,1"
 
 
 def test_a_live_generation_a_replay_and_a_new_start_replace_the_rounds_but_keep_the_widget_values():
