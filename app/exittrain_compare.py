@@ -46,7 +46,7 @@ def evaluate_picks(picks: list[str], variants: list[str], budgets: list, per_set
                                             progress=False)[0]
                 rows.append({"checkpoint": path, "proposer": variant, "budget": budget if budget != "chain" else 1,
                              "budget label": str(budget), "E": cell.expected_length, "E s.e.": cell.expected_length_se,
-                             "block length": cell.block_length, "rounds": cell.rounds})
+                             "mean L": cell.mean_emitted, "rounds": cell.rounds})
             except Exception as err:  # a damaged checkpoint is reported, the others still run
                 errors.append(f"{path} {variant} ({type(err).__name__}): {err}")
             bar.progress((i + 1) / len(jobs), text=f"{Path(path).name} {variant}, budget {budget}")

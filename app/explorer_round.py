@@ -51,7 +51,7 @@ def _metrics(record) -> None:
     """1 + C, the block, the tree's size and depth, the verdict, and whether trim kept the whole tree."""
     m1, m2, m3, m4 = st.columns(4)  # short values only: a metric card truncates long ones; no deltas (no change)
     m1.metric("1 + C", f"{record.expected_length:.2f}", help="expected block length of this tree")
-    m2.metric("block length", record.block_length, help="tokens this round emitted: depth(exit) + 1")
+    m2.metric("block length", record.emitted, help="tokens this round emitted: depth(exit) + 1")
     m3.metric("tree nodes", record.tree.size, help="draft nodes, the root not counted (what the budget counts)")
     m4.metric("depth", record.tree.max_depth)
     st.markdown(f"**verifier** {record.verifier} · **exit node** {record.exit_node} · **bonus** "

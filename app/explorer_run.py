@@ -79,7 +79,7 @@ def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, li
         if progress is not None:
             made = session.made_tokens
             progress.progress(min(1.0, made / max_new_tokens),
-                              text=f"round {record.index}: {made} tokens, block length {record.block_length}")
+                              text=f"round {record.index}: {made} tokens, block length {record.emitted}")
             tree_box.plotly_chart(figures.record_tree_figure(record, fan=FAN_SHOWN),
                                   key=f"ex_live_tree_{record.index}")
             text_box.markdown(figures.text_by_round_html(session.records), unsafe_allow_html=True)

@@ -16,7 +16,7 @@ import torch
 
 import appdata
 import figures
-from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec, builder_help
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec, builder_help
 from tevcore.verify.registry import RULES, check_pairing, verifier_label
 
 # round index -> its node logits (a ValueError says why a round has none)

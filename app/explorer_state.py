@@ -31,7 +31,7 @@ from tevcore.config import DecodeConfig
 from tevcore.engine.records import RoundRecord, round_context
 
 if TYPE_CHECKING:  # a type only (the builder spec comes parsed from the sidebar)
-    from tevcore.engine.builders import BuilderSpec
+    from tevcore.engine.builder_specs import BuilderSpec
 
 SESSION_KEY = "explorer"  # the one session-state entry of the explorer
 LIVE = "live"  # the source of rounds decoded in this session (a trace's is "trace <name>")

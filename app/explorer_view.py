@@ -27,7 +27,7 @@ def show_across_rounds(records) -> None:
     st.subheader("Across rounds")
     st.markdown(figures.text_by_round_html(records), unsafe_allow_html=True)
     a1, a2, a3 = st.columns(3)
-    a1.plotly_chart(figures.block_length_figure(records), key="ex_blocks")
+    a1.plotly_chart(figures.emitted_figure(records), key="ex_emitted")
     a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
     a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
     for note in dict.fromkeys(appdata.over_draws_note(r.verifier) for r in records if r.verifier):

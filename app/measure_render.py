@@ -30,7 +30,7 @@ def build_all(records, node: int) -> None:
     figures.timings_figure(record).to_plotly_json()
     figures.node_table(record)
     figures.text_by_round_html(records)
-    figures.block_length_figure(records).to_plotly_json()
+    figures.emitted_figure(records).to_plotly_json()
     figures.exit_depth_figure(records).to_plotly_json()
     figures.speed_figure(records).to_plotly_json()
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 import appdata
 import figures
-from tevcore.engine.builders import parse_builder, sampled_builder_help
+from tevcore.engine.builder_specs import parse_builder, sampled_builder_help
 import room_ui
 from explorer_state import ExplorerSession
 from tevcore.lab.context_rounds import SampledRounds
@@ -25,7 +25,7 @@ LIVE_SOURCE = "sampled trees at an explorer round's context (its target and draf
 DEFAULT_BUILDER = "sampled:3,2,1"
 LIVE_BUILDER = "sampled:2,1,1"  # fits every drafter's depth (the stand-in rollout's is 4)
 LIVE_ROUNDS = 100  # one drafter and one target forward each (the README gives the time on a small CPU)
-SUMMARY_COLUMNS = {"mean_block_length": "E[L]", "mean_block_length_se": "E[L] ± s.e.",
+SUMMARY_COLUMNS = {"mean_emitted": "E[L]", "mean_emitted_se": "E[L] ± s.e.",
                    "mean_expected_length": "E[1 + C]", "mean_expected_length_se": "E[1 + C] ± s.e.",
                    "gap": "gap E[L] − E[1 + C]", "gap_se": "gap ± s.e.",
                    "first_token_p": "first token χ² p (vs the target's row)"}  # RoundsResult.summary, as shown
@@ -155,8 +155,8 @@ def tree_against_rrs(results: dict, labels: list[str], law, rrs_law) -> None:
                     key="vc_s_tev_rrs")
     st.caption(f"{rrs.n:,} rrs verifications of this one tree. On it TEV's E[L] is 1 + C = "
                f"{law.expected_length:.4f}; rrs's own law gives "
-               f"{rrs_law.expected_length:.4f} and its draws {rrs.mean_block_length:.4f} ± "
-               f"{rrs.block_length_stderr:.4f}. {HONEST_NOTE}")
+               f"{rrs_law.expected_length:.4f} and its draws {rrs.mean_emitted:.4f} ± "
+               f"{rrs.emitted_stderr:.4f}. {HONEST_NOTE}")
 
 
 def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, standing: dict[str, str],
@@ -182,7 +182,7 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
     st.dataframe(pd.DataFrame(rows).rename(columns=SUMMARY_COLUMNS), hide_index=True, key="vc_s_rounds_table")
     any_result = next(iter(found.values()))
     fixed = sampled.best_first_length
-    st.plotly_chart(figures.rounds_length_figure({n: r.mean_block_length() for n, r in found.items()},
+    st.plotly_chart(figures.rounds_length_figure({n: r.mean_emitted() for n, r in found.items()},
                                                  any_result.mean_expected_length(),
                                                  {n: sampled_label(n) for n in found},
                                                  (f"fixed best-first ({sampled.best_first[0].size} nodes) + TEV",

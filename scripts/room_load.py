@@ -1,10 +1,11 @@
 """Load test of a workshop room: start the app in the room profile, drive N real Chromium sessions at once.
 
-Each session runs the tree explorer live on its own prompt and seed, downloads its trace, then opens the
-verifier comparison and the exit-law workshop. Before that, every session's settings run once alone (solo,
-one after another) for the reference text and time. Reported: completions, whether each session's text equals
-its solo run, time to result p50/p95 against solo, the largest queue place each session was shown, the server's
-peak RSS, and every error box or traceback seen. Writes a JSON report and prints a table.
+Each session runs the tree explorer live on its own prompt and seed, reads its generated text off the page
+(round by round, as the explorer's "Across rounds" shows it), then opens the verifier comparison and the exit-law
+workshop. Before that, every session's settings run once alone (solo, one after another) for the reference text
+and time. Reported: completions, whether each session's text equals its solo run, time to result p50/p95 against
+solo, the largest queue place each session was shown, the server's peak RSS, and every error box or traceback
+seen. Writes a JSON report and prints a table.
 
     HF_HUB_OFFLINE=1 python scripts/room_load.py --sessions 5 --out results/room-load-5.json
 
@@ -41,6 +42,11 @@ PROMPTS = [
     "List the capital cities of France, Germany, Italy and Spain.",
 ]
 QUEUE_TEXT = "waiting for the compute queue: place "
+# The explorer's "Across rounds" text: one span per round, titled "round i: n tokens", holding that round's text.
+# Read off the page, not from a downloaded trace: Streamlit prunes a generated download once two script runs end
+# anywhere on the server, so with many sessions rerunning the file can be gone before Chromium fetches it.
+ROUND_SPANS = '[data-testid="stMarkdownContainer"] span[title^="round "]'
+ROUND_TEXT_JS = f"() => Array.from(document.querySelectorAll('{ROUND_SPANS}')).map(s => [s.title, s.innerText])"
 
 
 # ---------------------------------------------------------------------- the server
@@ -151,7 +157,7 @@ class SessionResult:
     prompt: str
     completed: bool = False
     seconds: float | None = None  # Run live pressed -> the finished generation shown
-    tokens: list[int] = field(default_factory=list)
+    text: list[tuple[str, str]] = field(default_factory=list)  # per round: ("round i: n tokens", its text)
     largest_place: int | None = None  # the largest queue place this session was shown while waiting
     errors: list[str] = field(default_factory=list)
     pages_ok: bool = False  # the verifier comparison and the workshop opened without an error box
@@ -182,12 +188,10 @@ async def _open(page, link: str) -> None:
 
 
 async def run_session(browser, url: str, index: int, seed: int, prompt: str, budget: int, tokens: int,
-                      timeout_s: float, download_dir: Path, visit_pages: bool = True) -> SessionResult:
-    """One participant: explorer live run on its prompt and seed, its trace downloaded, then the other pages."""
-    from tevcore.engine.records import read_trace
-
+                      timeout_s: float, visit_pages: bool = True) -> SessionResult:
+    """One participant: explorer live run on its prompt and seed, its text read off the page, then the other pages."""
     result = SessionResult(index, seed, prompt)
-    context = await browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
+    context = await browser.new_context(viewport={"width": 1400, "height": 1400})
     context.set_default_timeout(timeout_s * 1000)  # every browser here shares the server's cores: no 30 s default
     page = await context.new_page()
     try:
@@ -220,11 +224,8 @@ async def run_session(browser, url: str, index: int, seed: int, prompt: str, bud
             await page.wait_for_timeout(250)
         result.seconds = time.perf_counter() - began
         await _idle(page)
-        async with page.expect_download(timeout=60_000) as download:
-            await page.get_by_role("button", name="⬇ Download trace (.jsonl)").click()
-        path = download_dir / f"session-{index}-seed-{seed}.jsonl"
-        await (await download.value).save_as(path)
-        result.tokens = [int(t) for r in read_trace(path).rounds for t in r.emitted_tokens]
+        await page.locator(ROUND_SPANS).first.wait_for(timeout=120_000)  # drawn just below "Across rounds"
+        result.text = [(title, text) for title, text in await page.evaluate(ROUND_TEXT_JS)]
         result.completed = True
         result.errors += await _errors(page)
         if visit_pages:
@@ -253,8 +254,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-async def _drive(url: str, sessions: int, budget: int, tokens: int, timeout_s: float, folder: Path,
-                 stagger_s: float) -> dict:
+async def _drive(url: str, sessions: int, budget: int, tokens: int, timeout_s: float, stagger_s: float) -> dict:
     from playwright.async_api import async_playwright
 
     plan = [(i, i, PROMPTS[i % len(PROMPTS)]) for i in range(sessions)]  # (index, seed, prompt)
@@ -262,11 +262,11 @@ async def _drive(url: str, sessions: int, budget: int, tokens: int, timeout_s: f
         browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         solo = []
         for index, seed, prompt in plan:  # one at a time: the reference text and time
-            solo.append(await run_session(browser, url, index, seed, prompt, budget, tokens, timeout_s, folder,
+            solo.append(await run_session(browser, url, index, seed, prompt, budget, tokens, timeout_s,
                                           visit_pages=False))
         async def staggered(index: int, seed: int, prompt: str) -> SessionResult:
             await asyncio.sleep(index * stagger_s)  # people open the page within seconds, not the same instant
-            return await run_session(browser, url, index, seed, prompt, budget, tokens, timeout_s, folder)
+            return await run_session(browser, url, index, seed, prompt, budget, tokens, timeout_s)
 
         together = await asyncio.gather(*(staggered(*item) for item in plan))
         await browser.close()
@@ -280,14 +280,14 @@ def load_test(sessions: int, budget: int = 8, tokens: int = 16, slots: int | Non
     server = start_room_server(folder, slots=slots)
     try:
         with PeakMemory(server) as memory:
-            runs = asyncio.run(_drive(server.url, sessions, budget, tokens, timeout_s, folder, stagger_s))
+            runs = asyncio.run(_drive(server.url, sessions, budget, tokens, timeout_s, stagger_s))
         alive = server.process.poll() is None
     finally:
         server.stop()
     solo, together = runs["solo"], runs["together"]
     solo_times = [r.seconds for r in solo if r.seconds is not None]
     times = [r.seconds for r in together if r.seconds is not None]
-    same = [r.completed and s.completed and r.tokens == s.tokens for r, s in zip(together, solo)]
+    same = [r.completed and s.completed and r.text == s.text for r, s in zip(together, solo)]
     traceback_lines = [line for line in server.log.read_text(errors="replace").splitlines() if "Traceback" in line]
     return {
         "sessions": sessions, "budget": budget, "max_new_tokens": tokens, "slots": slots or "default",
@@ -301,8 +301,8 @@ def load_test(sessions: int, budget: int = 8, tokens: int = 16, slots: int | Non
         "server_rss_peak_mb": round(memory.peak / 2**20, 1), "server_alive_at_end": alive,
         "server_log_tracebacks": len(traceback_lines),
         "errors": [f"session {r.index}: {e}" for r in [*solo, *together] for e in r.errors],
-        "session_rows": [{k: v for k, v in asdict(r).items() if k != "tokens"} | {"same_as_solo": s}
-                         for r, s in zip(together, same)],
+        "session_rows": [{k: v for k, v in asdict(r).items() if k != "text"} |
+                         {"text": "".join(t for _, t in r.text), "same_as_solo": s} for r, s in zip(together, same)],
     }
 
 

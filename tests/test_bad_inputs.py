@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from tevcore.cli import main
-from tevcore.engine.builders import best_first, parse_builder
+from tevcore.engine.builders import best_first
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord, StageTimings, write_trace
 from tevcore.verify.trace_checks import read_trace

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tevcore.cli import main
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.tree import DRAWN
 from tevcore.lab.bench import valid_pairs
 from tevcore.verify import rules

@@ -65,3 +65,14 @@ def test_the_table_aligns_figures_right_and_marks_a_missing_one():
     assert lines[0].split() == ["name", "x"] and len(lines) == 2 + len(rows)
     assert lines[2].endswith(" 1.50") and lines[3].endswith("  -") and lines[4].endswith("12.25")
     assert len({len(line) for line in lines}) == 1
+
+
+def test_a_result_written_before_the_rename_reads_under_todays_names():
+    """A bench row's `mean_block_length` and an eval cell's `block_length` (inside compare's rows too) read as
+    `mean_emitted`: "block" now names only the rule, and a user's older file still loads."""
+    old = _record().to_dict()
+    old["rows"] = [{"verifier": "block", "mean_block_length": 2.5, "mean_block_length_se": 0.1},
+                   {"variant": "a", "cells": [{"budget": "8", "expected_length": 2.0, "block_length": 1.9}]}]
+    rows = read_result(json.dumps(old).encode()).rows
+    assert rows == [{"verifier": "block", "mean_emitted": 2.5, "mean_emitted_se": 0.1},
+                    {"variant": "a", "cells": [{"budget": "8", "expected_length": 2.0, "mean_emitted": 1.9}]}]

@@ -71,7 +71,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def _add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     from tevcore.config import TRIM_HELP, DecodeConfig
-    from tevcore.engine.builders import builder_help
+    from tevcore.engine.builder_specs import builder_help
     from tevcore.verify.registry import verifier_help
     from tevcore.flags import add_target_arguments, prompt_text, seed_value
     from tevcore.proposers.flags import add_proposer_arguments
@@ -140,7 +140,7 @@ def print_round(record) -> None:
               f"{float(flow.path_prob[node]):>8.3f}{float(flow.exit_mass[node]):>8.3f}  {missing}")
     if record.verifier:
         print(f"verifier {record.verifier}: accepted path {record.path}, exit node {record.exit_node}, "
-              f"bonus {record.bonus_text!r}, block length {record.block_length}")
+              f"bonus {record.bonus_text!r}, block length {record.emitted}")
 
 
 def _depth_first(tree) -> list[int]:
@@ -192,7 +192,7 @@ def _run_generate(args: argparse.Namespace) -> int:
     tokens = sum(len(r.emitted_tokens) for r in records)
     # stdout holds the text alone (`generate ... > out.txt`); the statistics are a report, on stderr
     print(f"\n{tokens} tokens in {len(records)} rounds, {tokens / max(seconds, 1e-9):.1f} tokens/s, "
-          f"mean block length {sum(r.block_length for r in records) / len(records):.2f} vs mean 1 + C "
+          f"mean block length {sum(r.emitted for r in records) / len(records):.2f} vs mean 1 + C "
           f"{sum(r.expected_length for r in records) / len(records):.2f}", file=sys.stderr)
     _write(args, records, target, config)
     return 0

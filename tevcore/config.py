@@ -6,7 +6,7 @@ import math
 
 from dataclasses import asdict, dataclass, field, fields
 
-from tevcore.engine.builders import BuilderSpec, builder_help, parse_builder
+from tevcore.engine.builder_specs import BuilderSpec, builder_help, parse_builder
 from tevcore.engine.flow import DEFAULT_MISSING_K
 from tevcore.engine.records import RECORD_LEVELS
 from tevcore.engine.sampling import MAX_SEED, check_temperature

@@ -13,7 +13,7 @@ import torch
 
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.engine.records import RoundRecord
-from tevcore.engine.builders import BuilderSpec
+from tevcore.engine.builder_specs import BuilderSpec
 from tevcore.engine.tree import DraftTree
 from tevcore.target.session import TargetSession
 

@@ -31,6 +31,11 @@ SCHEMA = "tevcore.result"
 VERSION = 1
 PACKAGES = ("torch", "transformers", "numpy", "tevcore")
 RECORD_KEYS = frozenset({"schema", "version", "command", "meta", "settings", "summary", "partial", "rows"})
+# Row keys of results written before "block" came to name only the block-verification rule: the mean tokens a
+# round emits was `mean_block_length` (eval-drafter's and compare's cells: `block_length`). A file a user kept
+# from then still reads, under today's names.
+RENAMED_ROW_KEYS = {"mean_block_length": "mean_emitted", "mean_block_length_se": "mean_emitted_se",
+                    "block_length": "mean_emitted"}
 
 
 def git_commit(folder: Path = Path(__file__).parent) -> str:
@@ -127,8 +132,17 @@ class ResultRecord:
             meta = RunMeta.from_dict(data["meta"])
         except TypeError as err:
             raise ValueError(f"{name}: the meta block does not match RunMeta ({err})") from None
-        return cls(command=data["command"], meta=meta, rows=rows, settings=data["settings"],
+        return cls(command=data["command"], meta=meta, rows=_renamed(rows), settings=data["settings"],
                    summary=data["summary"], partial=data["partial"])
+
+
+def _renamed(value: Any) -> Any:
+    """`value` with every key of `RENAMED_ROW_KEYS` under its new name, at any depth (compare's rows hold cells)."""
+    if isinstance(value, dict):
+        return {RENAMED_ROW_KEYS.get(key, key): _renamed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamed(item) for item in value]
+    return value
 
 
 def write_result(path: str | Path, record: ResultRecord, force: bool) -> Path:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from tevcore.engine.builders import BUILDER_FAMILIES, chain
+from tevcore.engine.builders import chain
+from tevcore.engine.builder_specs import BUILDER_FAMILIES
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
 from tevcore.engine.draft_rows import as_draft_rows
@@ -117,6 +118,6 @@ def coupling_rates(found: Coupling, rounds: int, seed: int) -> dict[str, tuple[f
     build = BUILDER_FAMILIES["sampled"].spec(ONE_DRAW.widths)
     draws = [(build(0, found.q.log().unsqueeze(0), None, 1.0, generator), logits) for _ in range(int(rounds))]
     fixed = simulate("tev", found.fixed_tree, logits, 1.0, int(rounds), seed)
-    sampled_mean, sampled_se = verify_rounds(["rrs"], draws, 1.0, seed)["rrs"].mean_block_length()
-    return {"fixed guess + TEV": (fixed.mean_block_length - 1.0, fixed.block_length_stderr),
+    sampled_mean, sampled_se = verify_rounds(["rrs"], draws, 1.0, seed)["rrs"].mean_emitted()
+    return {"fixed guess + TEV": (fixed.mean_emitted - 1.0, fixed.emitted_stderr),
             "sampled draw + rrs": (sampled_mean - 1.0, sampled_se)}

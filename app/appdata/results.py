@@ -31,10 +31,10 @@ def bench_rows(records: dict[str, ResultRecord]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame()
     rows = pd.concat(frames, ignore_index=True)
-    if not {"verifier", "budget"} <= set(rows) or not {"speedup", "mean_block_length"} & set(rows):
+    if not {"verifier", "budget"} <= set(rows) or not {"speedup", "mean_emitted"} & set(rows):
         return pd.DataFrame()
     keep = rows["verifier"].notna() & rows["budget"].notna()
-    figures = [c for c in ("speedup", "mean_block_length") if c in rows]
+    figures = [c for c in ("speedup", "mean_emitted") if c in rows]
     return rows[keep & rows[figures].notna().any(axis=1)].reset_index(drop=True)
 
 

@@ -18,7 +18,7 @@ import torch
 from tevcore.engine.builders import best_first
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
-from tevcore.engine.builders import BuilderSpec
+from tevcore.engine.builder_specs import BuilderSpec
 from tevcore.lab.context_rounds import SampledRounds, check_sampled, matched_budget
 from tevcore.lab.simulate import RoundsResult, verify_rounds
 from tevcore.verify.registry import rules_for  # noqa: F401  (re-exported: the page's rule list)

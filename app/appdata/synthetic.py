@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord, StageTimings
 from tevcore.engine.sampling import make_generator

@@ -11,7 +11,7 @@ from figures.common import EXIT_COLOUR, NAIVE_NAME, PATH_COLOUR, short
 from figures.draws import draws_table, node_draws_text, trail_table
 from figures.icicle import icicle_figure, icicle_rows, record_icicle_figure
 from figures.node import next_token_figure, node_distribution, timings_figure
-from figures.rounds import (block_length_figure, exit_depth_figure, exit_mass_by_depth, speed_figure, speed_table,
+from figures.rounds import (emitted_figure, exit_depth_figure, exit_mass_by_depth, speed_figure, speed_table,
                             text_by_round_html)
 from figures.sampled import rounds_length_figure, tev_against_rrs_figure
 from figures.siblings import after_pick_figure, sibling_rank_figure
@@ -24,7 +24,7 @@ from figures.workshop import acceptance_figure, coupling_figure, flow_bars_figur
 __all__ = [
     "EXIT_COLOUR", "NAIVE_NAME", "PATH_COLOUR", "short", "draws_table", "node_draws_text", "trail_table",
     "after_pick_figure", "sibling_rank_figure", "icicle_figure", "icicle_rows", "record_icicle_figure",
-    "next_token_figure", "node_distribution", "timings_figure", "block_length_figure", "exit_depth_figure",
+    "next_token_figure", "node_distribution", "timings_figure", "emitted_figure", "exit_depth_figure",
     "exit_mass_by_depth", "speed_figure", "speed_table", "text_by_round_html", "eval_figure",
     "training_curves_figure", "node_table", "record_tree_figure", "tree_figure",
     "tree_graph", "tree_layout", "bench_figures", "bench_series", "bonus_figure", "exit_law_figure", "latency_figure",

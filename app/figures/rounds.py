@@ -18,16 +18,16 @@ def x_is_its_law(verifier: str, temperature: float) -> bool:
     return standing(verifier, temperature) == OPTIMAL
 
 
-def block_length_figure(records) -> go.Figure:
+def emitted_figure(records) -> go.Figure:
     """Realised block length per round (bars) against 1 + C (line)."""
     idx = [r.index for r in records]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=idx, y=[r.block_length for r in records], name="realised block length",
+    fig.add_trace(go.Bar(x=idx, y=[r.emitted for r in records], name="realised block length",
                          marker_color="#60a5fa"))
     fig.add_trace(go.Scatter(x=idx, y=[r.expected_length for r in records], name="1 + C",
                              mode="lines+markers", line={"color": EXIT_COLOUR}))
     if records:
-        mean_l = np.mean([r.block_length for r in records])
+        mean_l = np.mean([r.emitted for r in records])
         mean_e = np.mean([r.expected_length for r in records])
         title = f"block length per round (mean {mean_l:.2f} vs mean 1 + C {mean_e:.2f})"
     else:

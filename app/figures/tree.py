@@ -249,7 +249,7 @@ def record_tree_figure(record, selected: int | None = None, title: str | None = 
     """The tree figure of one recorded round (with `fan`, big sibling fans folded; see `tree_figure`)."""
     if title is None:
         title = (f"round {record.index}: {record.tree.size} nodes, 1 + C = {record.expected_length:.2f}, "
-                 f"block length {record.block_length}")
+                 f"block length {record.emitted}")
     return tree_figure(record.tree, record.flow, record.token_texts, missing_texts=record.missing_texts,
                        path=record.path, exit_node=record.exit_node, bonus_text=record.bonus_text,
                        selected=selected, title=title, fan=fan, opened=opened)

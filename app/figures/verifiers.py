@@ -144,8 +144,8 @@ def bench_series(rows: pd.DataFrame) -> pd.Series:
 
 
 def bench_figures(rows: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
-    """End-to-end results: speedup and mean block length per (builder, verifier) (and trim, if several) across
-    budgets, each series its own colour, named in the legend.
+    """End-to-end results: speedup and E[L] (mean tokens emitted per round) per (builder, verifier) (and trim, if
+    several) across budgets, each series its own colour, named in the legend.
 
     The budget axis is logarithmic with a tick at every measured budget (and only there).
     """
@@ -154,7 +154,7 @@ def bench_figures(rows: pd.DataFrame) -> tuple[go.Figure, go.Figure]:
     names = sorted(labels.unique().tolist())
     figs = []
     for column, title, unit in (("speedup", "speedup over autoregressive", "× autoregressive"),
-                                ("mean_block_length", "mean block length", "tokens per round")):
+                                ("mean_emitted", "E[L]: mean tokens emitted per round", "tokens per round")):
         fig = go.Figure()
         if column in rows:
             for name, part in rows.groupby(labels, sort=True):

@@ -189,7 +189,7 @@ else:
     for name, r in results.items():
         rule = own_law(name)
         rows.append({"verifier": verifier_label(name), f"at T = {temperature:g}": STANDING_TEXT[name],
-                     "mean L": r.mean_block_length, "± s.e.": r.block_length_stderr,
+                     "mean L": r.mean_emitted, "± s.e.": r.emitted_stderr,
                      "E[L] of its law": rule.expected_length,
                      "exit χ² p (vs its law)": exit_pvalue(r.exit_counts, rule),
                      "bonus χ² p (all exits, vs its law)": bonus_pvalue(r.bonus_counts, rule),
@@ -231,7 +231,7 @@ else:
             st.caption("not selected")
     lengths = {n: r.length_shares().numpy() for n, r in results.items()}
     st.plotly_chart(figures.length_histogram_figure(lengths, law.flow.expected_length,
-                                                    {n: r.mean_block_length for n, r in results.items()},
+                                                    {n: r.mean_emitted for n, r in results.items()},
                                                     {n: STANDING_TEXT[n] for n in results}),
                     key="vc_lengths")
     # bonus law at one exit node
@@ -298,7 +298,7 @@ if not bench.empty:
     f1, f2 = figures.bench_figures(bench)
     b1, b2 = st.columns(2)
     b1.plotly_chart(f1, key="vc_bench_speedup")
-    b2.plotly_chart(f2, key="vc_bench_blocks")
+    b2.plotly_chart(f2, key="vc_bench_emitted")
     sizes = appdata.bench_sizes_text(bench, figures.bench_series(bench))
     st.caption("The x axis is the node budget; a series is one (builder, verifier) pair. "
                + (f"Mean tree sizes (nodes a round's tree really held): {sizes}." if sizes else

@@ -666,7 +666,7 @@ def test_a_newcomers_clicks_keep_the_work_and_the_pages_claims_hold(app_url, bro
             kit.wait_idle(page)
     kit.wait_idle(page)
     assert page.get_by_text("Summary", exact=True).count() == 1, "picking a bonus node wiped the results"
-    rows = [{"verifier": v, "builder": b, "budget": n, "speedup": 1 + n / 100 + i / 10, "mean_block_length": 2 + i}
+    rows = [{"verifier": v, "builder": b, "budget": n, "speedup": 1 + n / 100 + i / 10, "mean_emitted": 2 + i}
             for i, (b, v) in enumerate([("best_first", "tev"), ("sampled:1,1,1,1", "tev"), ("sampled:1,1,1,1", "rrs"),
                                          ("sampled:1,1,1,1", "block")]) for n in (8, 16)]
     (tmp_path / "bench").mkdir()

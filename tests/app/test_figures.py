@@ -96,15 +96,15 @@ def test_node_distribution_marks_children_and_missing_and_sums_to_one(records):
 
 def test_round_and_across_round_figures(records):
     assert len(figures.timings_figure(records[0]).data[0].x) == len(STAGES)
-    blocks = figures.block_length_figure(records)
-    assert list(blocks.data[0].y) == [r.block_length for r in records]
-    assert list(blocks.data[1].y) == pytest.approx([r.expected_length for r in records])
+    emitted = figures.emitted_figure(records)
+    assert list(emitted.data[0].y) == [r.emitted for r in records]
+    assert list(emitted.data[1].y) == pytest.approx([r.expected_length for r in records])
     depth = figures.exit_mass_by_depth(records)
     assert depth["mean X"].sum() == pytest.approx(1.0, abs=1e-6)
     assert depth["realised exit frequency"].sum() == pytest.approx(1.0)
     assert len(figures.exit_depth_figure(records).data) == 2
     speed = figures.speed_table(records)
-    assert speed["tokens"].iloc[-1] == sum(r.block_length for r in records)
+    assert speed["tokens"].iloc[-1] == sum(r.emitted for r in records)
     assert isinstance(figures.speed_figure(records), go.Figure)
     html = figures.text_by_round_html(records)
     assert html.count("<span") == len(records)
@@ -117,7 +117,7 @@ def test_text_is_escaped():
 
 
 def test_empty_round_list_does_not_break_figures():
-    assert isinstance(figures.block_length_figure([]), go.Figure)
+    assert isinstance(figures.emitted_figure([]), go.Figure)
     assert isinstance(figures.speed_figure([]), go.Figure)
     assert isinstance(figures.exit_depth_figure([]), go.Figure)
 
@@ -154,9 +154,9 @@ def test_verifier_comparison_figures():
     assert isinstance(figures.bonus_figure(["x", "y"], [0.6, 0.4], {"tev": [0.58, 0.42]}, "1 a"), go.Figure)
     assert isinstance(figures.latency_figure({"tev": 1e-4, "predraw": 2e-4}), go.Figure)
     rows = pd.DataFrame({"verifier": ["tev", "tev", "chain"], "budget": [8, 64, 8],
-                         "speedup": [1.2, 1.5, 1.1], "mean_block_length": [2.0, 3.0, 1.8]})
-    speed, blocks = figures.bench_figures(rows)
-    assert len(speed.data) == 2 and len(blocks.data) == 2
+                         "speedup": [1.2, 1.5, 1.1], "mean_emitted": [2.0, 3.0, 1.8]})
+    speed, emitted = figures.bench_figures(rows)
+    assert len(speed.data) == 2 and len(emitted.data) == 2
     trimmed = pd.concat([rows.assign(trim="off"), rows.assign(trim="auto")], ignore_index=True)
     speed, _ = figures.bench_figures(trimmed)  # one line per verifier and trim
     assert sorted(t.name for t in speed.data) == ["chain · trim auto", "chain · trim off", "tev · trim auto",
@@ -180,7 +180,7 @@ def test_the_app_reads_the_one_result_record_and_draws_only_benchs_speculative_r
     assert rows["speedup"].tolist() == [1.3] and rows["file"].tolist() == ["bench.json"]
     runs = appdata.runs_frame({"bench.json": bench, "bv.json": timings})
     assert runs["command"].tolist() == ["bench", "bench-verifiers"] and set(runs["seed"]) == {0}
-    plain = b'[{"verifier": "tev", "budget": 8, "speedup": 1.3, "mean_block_length": 2.1}]'  # no meta: refused
+    plain = b'[{"verifier": "tev", "budget": 8, "speedup": 1.3, "mean_emitted": 2.1}]'  # no meta: refused
     for bad in (b"{", b"[]", plain, b'{"meta": {}, "rows": []}'):
         with pytest.raises(ValueError, match="not a JSON file|not a tevcore result"):
             appdata.result_file(bad, "x.json")
@@ -197,10 +197,10 @@ def test_bench_figures_draw_one_coloured_series_per_builder_and_verifier_and_say
                          "builder": ["best_first", "best_first", "sampled:1,1,1", "sampled:1,1,1", "sampled:1,1,1",
                                      "sampled:1,1,1"],
                          "budget": [8, 16] * 3, "speedup": [1.4, 1.5, 1.2, 1.3, 1.3, 1.35],
-                         "mean_block_length": [2.5, 2.8, 2.0, 2.1, 2.2, 2.3],
+                         "mean_emitted": [2.5, 2.8, 2.0, 2.1, 2.2, 2.3],
                          "mean_tree_size": [8, 16, 3, 3, 3, 3]})
-    speed, blocks = figures.bench_figures(rows)
-    for fig in (speed, blocks):  # no line joins two builders' rows; tev and block never share a colour
+    speed, emitted = figures.bench_figures(rows)
+    for fig in (speed, emitted):  # no line joins two builders' rows; tev and block never share a colour
         assert sorted(t.name for t in fig.data) == ["best_first + tev", "sampled:1,1,1 + block", "sampled:1,1,1 + tev"]
         assert all(len(t.x) == 2 for t in fig.data)
         assert len({t.line.color for t in fig.data}) == 3 and fig.layout.showlegend
@@ -417,7 +417,7 @@ def test_verifier_charts_draw_the_foil_under_the_exact_verifiers():
 
 def test_bench_axis_ticks_sit_on_the_measured_budgets():
     rows = pd.DataFrame({"verifier": ["tev"] * 4, "budget": [16, 32, 64, 128], "speedup": [1.1, 1.3, 1.4, 1.2],
-                         "mean_block_length": [2.0, 2.4, 2.8, 3.0]})
+                         "mean_emitted": [2.0, 2.4, 2.8, 3.0]})
     for fig in figures.bench_figures(rows):
         assert fig.layout.xaxis.type == "log"
         assert list(fig.layout.xaxis.tickvals) == [16, 32, 64, 128]

@@ -12,7 +12,7 @@ import appdata
 import figures
 import sampled_view
 from test_explorer_sampled import frames, sampled_session
-from tevcore.engine.builders import BUILDER_FAMILIES, parse_builder
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, parse_builder
 from tevcore.verify.registry import RULES, rules_for
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")

@@ -101,7 +101,7 @@ def test_explorer_runs_one_live_round_on_the_real_target(monkeypatch):
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     records = explorer_of(at).records
-    assert len(records) == 1 and records[0].block_length >= 1
+    assert len(records) == 1 and records[0].emitted >= 1
     assert records[0].budget == 6 and records[0].tree.size <= 6
     assert charts(at) >= 6
     assert any("1 + C" in m.label for m in at.metric)
@@ -178,7 +178,7 @@ def test_verifier_comparison_on_a_replayed_round_is_labelled_approximate():
 
 
 def test_verifier_comparison_reads_benchmark_rows(tmp_path):
-    rows = [{"verifier": v, "budget": b, "speedup": 1 + b / 100, "mean_block_length": 1 + b / 20}
+    rows = [{"verifier": v, "budget": b, "speedup": 1 + b / 100, "mean_emitted": 1 + b / 20}
             for v in ("tev", "residual") for b in (8, 32)]
     from tevcore.results import ResultRecord, RunMeta
 
@@ -370,7 +370,7 @@ def test_explorer_target_field_reports_a_missing_folder(tmp_path):
 
 def test_explorer_opens_with_the_engines_defaults_and_builders():
     from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE
-    from tevcore.engine.builders import builder_patterns
+    from tevcore.engine.builder_specs import builder_patterns
 
     at = page("1_Tree_explorer.py").run()
     assert not at.exception and not at.error

@@ -21,11 +21,9 @@ sys.path.insert(0, str(REPO / "scripts"))
 import room_load  # noqa: E402
 
 
-@pytest.mark.skip(reason="flaky: Chromium cancels the script's trace download under load (a clean-clone CI run "
-                         "lost session 3's; N = 20 lost two); the fix is open in issue 41")
 def test_four_sessions_at_once_each_get_their_solo_text_and_see_the_queue(tmp_path):
     report = room_load.load_test(4, budget=8, tokens=8, slots=1, timeout_s=900, folder=tmp_path)
-    assert report["errors"] == [] and report["server_log_tracebacks"] == 0 and report["server_alive_at_end"]
-    assert report["completed"] == 4 and report["text_equal_to_solo"] == 4 and report["pages_ok"] == 4
+    assert report["errors"] == [] and report["server_log_tracebacks"] == 0 and report["server_alive_at_end"], report
+    assert report["completed"] == 4 and report["text_equal_to_solo"] == 4 and report["pages_ok"] == 4, report
     assert report["sessions_shown_a_queue_place"] >= 1  # one slot, four requests: someone waited, and was told
     assert report["server_rss_peak_mb"] < 4096

@@ -22,7 +22,7 @@ import sampled_view
 from explorer_kit import count_turns, live_explorer, put_explorer
 from test_figures import NUMERIC_LOOKING, _bars_all_on_a_category_axis
 from test_pages import PAGES
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.verify.laws import exit_law
 

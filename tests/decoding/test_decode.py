@@ -86,7 +86,7 @@ def test_trimming_swaps_unpromising_trees_for_plain_steps(tiny_target, one_threa
                                    tree_costs=flat_costs(10.0, 4)))
     assert never.tokens == always.tokens == reference
     assert all(r.tree.size == 4 for r in never.rounds)
-    assert all(r.tree.size == 0 and r.block_length == 1 for r in always.rounds)  # a 4-node tree forecasts < 5
+    assert all(r.tree.size == 0 and r.emitted == 1 for r in always.rounds)  # a 4-node tree forecasts < 5
 
 
 def test_trimming_keeps_the_prefix_that_pays_and_stays_exact(tiny_target, one_thread):

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from tevcore.engine.builders import best_first, chain, fixed_width, parse_builder
+from tevcore.engine.builders import best_first, chain, fixed_width
 from tevcore.engine.draft_rows import DraftRows
 
 ROOT = 9
@@ -125,20 +125,6 @@ def test_fixed_width_counts():
             fixed_width(ROOT, logq, widths)
     with pytest.raises(ValueError, match="only gives 3 depths"):
         fixed_width(ROOT, logq, [1, 1, 1, 1])
-
-
-def test_parse_builder():
-    logq = rows(2)
-    assert parse_builder("best_first")(ROOT, logq, 5).to_dict() == best_first(ROOT, logq, 5).to_dict()
-    assert parse_builder("chain")(ROOT, logq, None).to_dict() == chain(ROOT, logq).to_dict()
-    assert not parse_builder("chain").sampled and parse_builder("width:2,1").depth == 2
-    width = parse_builder("width:2,1")
-    assert width(ROOT, logq, 10).to_dict() == fixed_width(ROOT, logq, [2, 1], 10).to_dict()
-    for name in ("beam", "", "Best_First"):
-        with pytest.raises(ValueError, match="unknown builder"):
-            parse_builder(name)
-    with pytest.raises(ValueError, match="expected comma-separated widths"):
-        parse_builder("width:4,x")
 
 
 def branching_rows(seed, depth=3, vocab=5, branches=(1, 3)):

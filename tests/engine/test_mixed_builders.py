@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tevcore.config import DecodeConfig
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.draws import DrawRecord
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord, read_trace, write_trace

@@ -46,7 +46,7 @@ def test_round_trip(trace_path):
         for name in ("tokens", "parents", "draft_logp", "depths"):
             assert torch.equal(getattr(got.tree, name), getattr(want.tree, name))
         assert torch.equal(got.flow.exit_mass, want.flow.exit_mass)
-        assert got.block_length == want.block_length == len(want.path)
+        assert got.emitted == want.emitted == len(want.path)
         assert got.expected_length == want.expected_length
 
 

@@ -29,16 +29,16 @@ def test_every_method_gets_a_row_with_its_ratio_to_our_ar(rows):
     assert all(r["prompts"] == 2 and r["tokens_per_s"] > 0 and r["speedup"] > 0 for r in rows)
 
 
-def test_at_temperature_zero_block_length_equals_one_plus_coverage(rows):
+def test_at_temperature_zero_emitted_equals_one_plus_coverage(rows):
     for row in rows[1:3]:  # greedy target: the tree's flow is 0/1, so E = 1 + C is what gets accepted
-        assert row["mean_block_length"] == pytest.approx(row["mean_expected_length"], abs=1e-9)
+        assert row["mean_emitted"] == pytest.approx(row["mean_expected_length"], abs=1e-9)
         assert row["length_gap"] == pytest.approx(0.0, abs=1e-9) and row["length_gap_se"] == pytest.approx(0.0, abs=1e-9)
         assert row["rounds"] >= 2  # at least a round per prompt
         assert sum(row["stage_shares"].values()) == pytest.approx(1.0) and 0 <= row["stage_shares"]["other"] < 1
 
 
 def test_the_length_gap_is_the_mean_per_round_difference_with_its_standard_error():
-    stats = MethodStats("ours speculative", block_lengths=[1.0, 2.0, 3.0], expected_lengths=[1.5, 1.5, 1.5])
+    stats = MethodStats("ours speculative", emitted=[1.0, 2.0, 3.0], expected_lengths=[1.5, 1.5, 1.5])
     gap, se = stats.length_gap()
     assert gap == pytest.approx(0.5) and se == pytest.approx(1 / math.sqrt(3))
     row = stats.row("gsm8k", 1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import parse_builder_list
+from tevcore.engine.builder_specs import parse_builder_list
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.tree import DraftTree
@@ -14,13 +14,6 @@ from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.proposers.base import GreedyRolloutProposer
 from tevcore.target.loading import load_target
-
-
-def test_builder_lists_keep_their_shapes_together():
-    assert [b.name for b in parse_builder_list("best_first,sampled:3,2,1,chain,sampled-wor:2,2,width:2,1")] == [
-        "best_first", "sampled:3,2,1", "chain", "sampled-wor:2,2", "width:2,1"]
-    with pytest.raises(ValueError, match="unknown builder"):
-        parse_builder_list("best_first,4")
 
 
 def test_valid_pairs_keep_each_rule_on_trees_the_registry_pairs_it_with():

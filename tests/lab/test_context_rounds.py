@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tevcore.engine.sampling import probs
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.lab.context_rounds import rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.proposers.base import GreedyRolloutProposer

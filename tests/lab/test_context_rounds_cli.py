@@ -9,7 +9,7 @@ import pytest
 from tevcore.cli import main
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import prompt_ids, rounds
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.lab.context_rounds import rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.proposers import resolve_proposer
@@ -51,7 +51,7 @@ def test_every_rule_paired_with_the_builder_is_summarised_as_the_engine_computes
     drawn = rounds_at_context(target, proposer, context, parse_builder("sampled:2,1"), 6, 1.0, 30, 2)
     found = verify_rounds(list(rows), drawn.rounds, 1.0, 2)
     for name, result in found.items():
-        assert rows[name]["mean_block_length"] == pytest.approx(result.mean_block_length()[0])
+        assert rows[name]["mean_emitted"] == pytest.approx(result.mean_emitted()[0])
         assert rows[name]["first_token_p"] == pytest.approx(result.first_token_pvalue(drawn.context_probs))
     assert data["summary"]["best_first_length"] == pytest.approx(drawn.best_first_length)
     assert "30 trees of sampled:2,1 (budget 6, T = 1)" in printed and f"wrote {out}" in err

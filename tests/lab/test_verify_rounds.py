@@ -8,7 +8,8 @@ import pytest
 import torch
 from scipy import stats
 
-from tevcore.engine.builders import chain, parse_builder
+from tevcore.engine.builders import chain
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.simulate import verify_rounds
 
@@ -32,14 +33,14 @@ def test_coupled_draw_accepts_where_a_fixed_guess_is_a_coin_flip():
     uniform = torch.full((10,), 0.1, dtype=torch.float64)
     sampled = _one_context_rounds("sampled:1", uniform, uniform, 400, seed=1)
     found = verify_rounds(["rrs", "tev"], sampled, 1.0, seed=2)
-    assert found["rrs"].block_lengths.tolist() == [2] * 400
+    assert found["rrs"].emitted.tolist() == [2] * 400
     assert torch.allclose(found["rrs"].expected_lengths, torch.full((400,), 1.1, dtype=torch.float64))
     assert found["rrs"].length_gap()[0] == pytest.approx(0.9)
     fixed_tree = chain(0, uniform.log().unsqueeze(0), 1)
     fixed = verify_rounds(["tev"], [(fixed_tree, uniform.log().expand(2, -1).clone())] * 1000, 1.0, seed=3)["tev"]
-    accepted = int((fixed.block_lengths == 2).sum())
+    accepted = int((fixed.emitted == 2).sum())
     assert stats.binomtest(accepted, 1000, 0.1).pvalue > 1e-3
-    mean, stderr = fixed.mean_block_length()
+    mean, stderr = fixed.mean_emitted()
     assert stderr == pytest.approx(math.sqrt(0.09 / 1000), rel=0.15)
     assert abs(fixed.length_gap()[0]) < 4 * fixed.length_gap()[1]
 
@@ -65,7 +66,7 @@ def test_a_rules_verdicts_do_not_depend_on_the_others_run_beside_it():
     rounds = _one_context_rounds("sampled:2,1", p, p.flip(0), 50, seed=6)
     alone = verify_rounds(["rrs"], rounds, 1.0, seed=7)["rrs"]
     beside = verify_rounds(["tev", "rrs"], rounds, 1.0, seed=7)["rrs"]
-    assert torch.equal(alone.block_lengths, beside.block_lengths)
+    assert torch.equal(alone.emitted, beside.emitted)
     assert torch.equal(alone.first_tokens, beside.first_tokens)
 
 

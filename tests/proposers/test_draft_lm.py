@@ -17,7 +17,8 @@ from transformers import DynamicCache
 from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, rounds
-from tevcore.engine.builders import chain, parse_builder
+from tevcore.engine.builders import chain
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.sampling import make_generator, probs
 from tevcore.engine.tree import DraftTree
 from tevcore.proposers import resolve_proposer

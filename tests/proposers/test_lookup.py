@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.config import DecodeConfig
 from tevcore.decoding.loop import generate, generate_ar
 from tevcore.engine.draft_rows import DraftRows

@@ -11,9 +11,9 @@ from tevcore.proposers.registry import KINDS, find_kind, kind_of, proposer_specs
 
 
 @pytest.mark.parametrize("spec,kind,source", [
-    ("rollout", "rollout", "rollout"), ("lookup", "lookup", "lookup"), ("drafter", "block", "drafter"),
+    ("rollout", "rollout", "rollout"), ("lookup", "lookup", "lookup"), ("drafter", "block-drafter", "drafter"),
     ("model:owner/name", "draft-lm", "owner/name"), ("dflash:owner/name", "dflash", "owner/name"),
-    ("./runs/x/drafter", "block", "./runs/x/drafter"), ("/no/such/folder", "block", "/no/such/folder"),
+    ("./runs/x/drafter", "block-drafter", "./runs/x/drafter"), ("/no/such/folder", "block-drafter", "/no/such/folder"),
 ])
 def test_each_spec_is_claimed_by_its_kind(spec, kind, source):
     found, where = find_kind(spec)
@@ -26,13 +26,13 @@ def test_an_unknown_prefix_is_not_taken_for_a_folder():
 
 
 def test_the_alias_and_the_lookup_suffix_wrap_any_kind(tiny_target):
-    assert kind_of("default") is KINDS["block"] and kind_of("rollout+lookup") is KINDS["rollout"]
+    assert kind_of("default") is KINDS["block-drafter"] and kind_of("rollout+lookup") is KINDS["rollout"]
     wrapped = resolve_proposer("rollout+lookup", tiny_target)
     assert isinstance(wrapped, ContextLookupProposer) and isinstance(wrapped.inner, GreedyRolloutProposer)
 
 
 def test_only_trainable_kinds_start_a_run():
-    assert trainer_for(None)[0].name == "block" and trainer_for("dflash:x")[0].name == "dflash"
+    assert trainer_for(None)[0].name == "block-drafter" and trainer_for("dflash:x")[0].name == "dflash"
     with pytest.raises(ValueError, match="cannot be trained"):
         trainer_for("rollout")
 

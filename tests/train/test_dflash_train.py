@@ -110,9 +110,9 @@ def test_compare_fine_tunes_one_dflash_drafter_both_ways_and_scores_each(setup, 
         saved = out / name / "drafter"
         assert json.loads((saved / "config.json").read_text())["architectures"] == ["DFlashDraftModel"]
         again = evaluate(target, DFlashProposer.load(str(saved), target), prompts, 1.0, [4], 4, progress=False)
-        assert 1.0 < cell["expected_length"] < 5.0 and cell["block_length"] >= 1.0
+        assert 1.0 < cell["expected_length"] < 5.0 and cell["mean_emitted"] >= 1.0
         assert cell["expected_length"] == pytest.approx(again[0].expected_length, abs=1e-6)  # computed, not filled in
-        assert cell["block_length"] == pytest.approx(again[0].block_length, abs=1e-6)
+        assert cell["mean_emitted"] == pytest.approx(again[0].mean_emitted, abs=1e-6)
     (paired,) = report.summary["paired_vs_first"]["exit-F-1.0"]
     assert paired["baseline"] == "distill" and paired["other"] == "exit-F-1.0" and paired["positions"] > 0
     assert paired["difference"] == pytest.approx(paired["other_length"] - paired["baseline_length"], abs=1e-9)

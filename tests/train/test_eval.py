@@ -22,7 +22,7 @@ def test_evaluate_reports_one_cell_per_budget(tiny_target):
     assert [c.budget for c in cells] == ["chain", "4"]
     for cell in cells:
         assert cell.prompts == 2 and cell.rounds >= 2
-        assert 1.0 <= cell.expected_length <= 1 + 4 and 1.0 <= cell.block_length <= 1 + 4
+        assert 1.0 <= cell.expected_length <= 1 + 4 and 1.0 <= cell.mean_emitted <= 1 + 4
         assert 0.0 <= cell.expected_length_se < 4  # two prompts: a finite spread of E between them
     assert "E=1+C" in format_table(cells) and f"({cells[0].expected_length_se:.3f})" in format_table(cells)
 
@@ -48,7 +48,7 @@ def test_evaluate_by_set_splits_the_same_rounds(tiny_target):
     whole, parts = cells[0], cells[1:]
     assert whole.rounds == sum(c.rounds for c in parts)
     assert math.isnan(parts[1].expected_length_se) and not math.isnan(whole.expected_length_se)  # one prompt: none
-    for field in ("expected_length", "block_length"):
+    for field in ("expected_length", "mean_emitted"):
         pooled = sum(getattr(c, field) * c.rounds for c in parts) / whole.rounds
         assert pooled == pytest.approx(getattr(whole, field))
 

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.ddp, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = {
-    "block": ["--layers", "1", "--heads", "4", "--ffn", "64", "--draft-vocab", "40", "--known-prob", "0.5"],
+    "block-drafter": ["--layers", "1", "--heads", "4", "--ffn", "64", "--draft-vocab", "40", "--known-prob", "0.5"],
     "dflash": [],  # --init is added from the fixture
 }
 
@@ -124,7 +124,7 @@ def test_sharded_bench_and_eval_drafter_equal_the_one_process_run(setup, tmp_pat
     assert two["settings"]["processes"] == 2 and len(one["rows"]) == len(two["rows"]) == 6
     for a, b in zip(one["rows"], two["rows"]):
         _same_figures(a, b, ("dataset", "temperature", "method", "budget", "verifier", "prompts", "rounds",
-                             "mean_block_length", "mean_expected_length", "length_gap", "length_gap_se",
+                             "mean_emitted", "mean_expected_length", "length_gap", "length_gap_se",
                              "mean_tree_size", "skipped_share"))
     assert any(r["rounds"] for r in one["rows"])
 

@@ -203,7 +203,7 @@ BlockLaw = Callable[[tuple[int, ...]], Iterable[tuple[tuple[int, ...], float]]]
 
 
 def compose_rounds(block_law: BlockLaw, start: tuple[int, ...], horizon: int) -> dict[tuple[int, ...], float]:
-    """Law of the first `horizon` emitted tokens: each round's law of emitted blocks, composed from `start`."""
+    """Law of the first `horizon` emitted tokens: each round's law of what it emits, composed from `start`."""
 
     def compose(context: tuple[int, ...], needed: int) -> dict[tuple[int, ...], float]:
         out: dict[tuple[int, ...], float] = defaultdict(float)
@@ -280,8 +280,8 @@ def assert_invariants(result: SimulationResult, law: VerdictLaw) -> None:
     for node, (tokens, counts) in result.bonus_counts.items():
         assert int(counts.sum()) == int(result.exit_counts[node])
         assert not set(tokens.tolist()) & set(law.banned_tokens[node])
-    gap = abs(result.mean_block_length - law.expected_length)
-    assert gap <= 4 * max(result.block_length_stderr, 1e-12) + 1e-9, (result.verifier, gap)
+    gap = abs(result.mean_emitted - law.expected_length)
+    assert gap <= 4 * max(result.emitted_stderr, 1e-12) + 1e-9, (result.verifier, gap)
 
 
 @pytest.mark.slow
@@ -320,7 +320,7 @@ def test_single_draw_verify_follows_the_law(verifier):
     verify, generator = VERIFIERS[verifier], make_generator(7)
     law = rule_law(verifier, tree, logits, 1.0)
     verdicts = [verify(tree, logits, 1.0, generator) for _ in range(VERIFY_DRAWS)]
-    assert all(v.path == tree.path(v.exit_node) and v.block_length == len(v.path) for v in verdicts)
+    assert all(v.path == tree.path(v.exit_node) and v.emitted == len(v.path) for v in verdicts)
     result = count_verdicts(verifier, tree, torch.tensor([v.exit_node for v in verdicts]),
                             torch.tensor([v.bonus_token for v in verdicts]))
     p_exit, p_bonus = exit_pvalue(result.exit_counts, law), bonus_pvalue(result.bonus_counts, law)

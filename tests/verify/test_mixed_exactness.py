@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from sampled_checks import FOIL_PVALUE, seeds_follow_the_law
 from test_exactness import _distance, compose_rounds, target_tokens_law
 from test_sampled_exactness import (MC_SEEDS, MC_STRINGS, RATIO_LAWS, START, TOLERANCE, VOCAB, _block_law,
                                     _node_logits, _rows, _target_cells, enumerate_trees, mc_first_tokens,
                                     sampled_tokens_law)
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.draws import DrawRecord
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, masked_draws, probs, uniform
 from tevcore.verify.ratio_tables import BlockTables, RrsTables

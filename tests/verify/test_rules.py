@@ -43,8 +43,8 @@ def _assert_invariants(result: SimulationResult, law: VerdictLaw) -> None:
     for node, (tokens, counts) in result.bonus_counts.items():
         assert int(counts.sum()) == int(result.exit_counts[node])
         assert not set(tokens.tolist()) & set(law.banned_tokens[node])
-    gap = abs(result.mean_block_length - law.expected_length)
-    assert gap <= 4 * max(result.block_length_stderr, 1e-12) + 1e-9, (result.verifier, gap)
+    gap = abs(result.mean_emitted - law.expected_length)
+    assert gap <= 4 * max(result.emitted_stderr, 1e-12) + 1e-9, (result.verifier, gap)
 
 
 def test_cases_cover_the_shapes():

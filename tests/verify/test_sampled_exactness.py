@@ -26,7 +26,8 @@ import torch
 
 from sampled_checks import FOIL_PVALUE, claimed_draws, seeds_follow_the_law
 from test_exactness import RULE_LAWS, _distance, _draft_rows, _seeded_logits, compose_rounds, target_tokens_law
-from tevcore.engine.builders import fixed_width, parse_builder
+from tevcore.engine.builders import fixed_width
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.sampled import depth_rows, grow_sampled
 from tevcore.engine.sampling import log_probs, make_generator

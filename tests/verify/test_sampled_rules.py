@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.sampling import make_generator
 from tevcore.lab.simulate import count_verdicts, simulate
 from tevcore.verify.laws import bonus_pvalue, exit_pvalue
@@ -41,9 +41,9 @@ def test_batched_sampler_follows_its_table_law(verifier, kind):
     result = simulate(verifier, tree, logits, 1.0, 100_000, seed=3)
     p_exit, p_bonus = exit_pvalue(result.exit_counts, law), bonus_pvalue(result.bonus_counts, law)
     print(f"{verifier} on {CASES[kind]} ({tree.size} nodes): exit p {p_exit:.3f}, bonus p {p_bonus:.3f}, "
-          f"E[L] {result.mean_block_length:.3f} vs law {law.expected_length:.3f}, 1 + C {law.flow.expected_length:.3f}")
+          f"E[L] {result.mean_emitted:.3f} vs law {law.expected_length:.3f}, 1 + C {law.flow.expected_length:.3f}")
     assert min(p_exit, p_bonus) > 1e-4
-    assert abs(result.mean_block_length - law.expected_length) <= 4 * result.block_length_stderr + 1e-9
+    assert abs(result.mean_emitted - law.expected_length) <= 4 * result.emitted_stderr + 1e-9
     for node, (tokens, _) in result.bonus_counts.items():
         assert not set(tokens.tolist()) & set(law.banned_tokens.get(node, []))
 

@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord, StageTimings, write_trace
 from tevcore.engine.sampling import make_generator

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import parse_builder
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.sampling import make_generator, uniform
 from tevcore.verify.scored import scored_round
 from tevcore.verify.trail import block_trail, rrs_trail

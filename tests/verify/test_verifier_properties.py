@@ -72,7 +72,7 @@ def test_a_verdict_is_a_root_to_exit_chain_and_the_bonus_a_non_child_token(name,
     tree, logits, temperature, seed = case
     verdict = get_verifier(name)(tree, logits, temperature, torch.Generator().manual_seed(seed))
     path = list(verdict.path)
-    assert path[0] == 0 and verdict.exit_node == path[-1] and verdict.block_length == len(path)
+    assert path[0] == 0 and verdict.exit_node == path[-1] and verdict.emitted == len(path)
     assert all(0 < child < tree.num_nodes and int(tree.parents[child]) == parent
                for parent, child in zip(path, path[1:]))
     assert 0 <= verdict.bonus_token < logits.shape[-1]

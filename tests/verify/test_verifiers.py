@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tevcore.engine.builders import best_first, fixed_width, parse_builder
+from tevcore.engine.builders import best_first, fixed_width
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, masked_probs
 from tevcore.lab.simulate import simulate
@@ -59,7 +60,7 @@ def test_root_only_tree(name):
     tree = DraftTree.root_only(4)
     logits = torch.randn(1, 9, generator=torch.Generator().manual_seed(1))
     verdict = get_verifier(name)(tree, logits, 1.0, make_generator(0))
-    assert verdict.path == [0] and verdict.exit_node == 0 and verdict.block_length == 1
+    assert verdict.path == [0] and verdict.exit_node == 0 and verdict.emitted == 1
     assert simulate(name, tree, logits, 1.0, 50, seed=0).exit_counts.tolist() == [50]
 
 
@@ -73,7 +74,7 @@ def test_every_draw_is_a_root_path_with_a_legal_bonus(name):
             assert isinstance(verdict, Verdict)
             assert verdict.path[0] == 0 and verdict.path[-1] == verdict.exit_node
             assert verdict.path == tree.path(verdict.exit_node)
-            assert verdict.block_length == int(tree.depths[verdict.exit_node]) + 1
+            assert verdict.emitted == int(tree.depths[verdict.exit_node]) + 1
             banned = rule_law(name, tree, logits, temperature).banned_tokens[verdict.exit_node]
             assert verdict.bonus_token not in banned
 
@@ -151,7 +152,7 @@ def test_simulate_counts_and_seeds():
     assert int(first.exit_counts.sum()) == 5000 == int(first.length_counts.sum())
     assert sum(int(c.sum()) for _, c in first.bonus_counts.values()) == 5000
     greedy = simulate("greedy", tree, logits, 1.0, 300, seed=0)
-    assert int(greedy.exit_counts.max()) == 300 and greedy.block_length_stderr == 0.0
+    assert int(greedy.exit_counts.max()) == 300 and greedy.emitted_stderr == 0.0
     with pytest.raises(ValueError, match="unknown verifier"):
         simulate("nope", tree, logits, 1.0, 10, seed=0)
     with pytest.raises(ValueError, match="n must be"):

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import torch
 
-from tevcore.engine.builders import BuilderSpec
+from tevcore.engine.builder_specs import BuilderSpec
 from tevcore.engine.draft_rows import DraftRows
 from tevcore.config import DecodeConfig
 from tevcore.proposer_protocol import Proposer

@@ -76,11 +76,14 @@ class RoundRecord:
         return self.drafted_size is not None and self.drafted_size > self.tree.size
 
     @property
-    def block_length(self) -> int:
-        """The verifier's output block: accepted draft tokens plus the bonus, depth(exit) + 1.
+    def emitted(self) -> int:
+        """L, the tokens this round emits: accepted draft tokens plus the bonus, depth(exit) + 1.
 
-        The last round may emit fewer (cut at a stop token or at max_new_tokens);
-        `emitted_tokens` holds what was really output.
+        The theory (`../shared/docs/exit-law.md`) calls L the output-block length; the
+        package says "emitted" (`mean_emitted` for its mean, shown as E[L]) so
+        that "block" names only the block-verification rule. The last round may
+        emit fewer (cut at a stop token or at max_new_tokens); `emitted_tokens`
+        holds what was really output.
         """
         return len(self.path) if self.path else len(self.emitted_tokens)
 

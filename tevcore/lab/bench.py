@@ -30,7 +30,7 @@ import torch
 from tqdm import tqdm
 
 from tevcore.config import TRIM_HELP, DecodeConfig
-from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec, builder_help, parse_builder_list
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec, builder_help, parse_builder_list
 from tevcore.lab.datasets import fitting, load_prompts
 from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
@@ -60,7 +60,7 @@ class MethodStats:
     builder: BuilderSpec | None = None
     tokens_per_s: list[float] = field(default_factory=list)
     ratio_to_ar: list[float] = field(default_factory=list)
-    block_lengths: list[float] = field(default_factory=list)  # per round, pooled
+    emitted: list[float] = field(default_factory=list)  # per round, pooled
     expected_lengths: list[float] = field(default_factory=list)  # 1 + C per round, pooled
     stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     wall_seconds: float = 0.0  # whole generate calls: the stages plus the loop around them
@@ -72,14 +72,14 @@ class MethodStats:
 
     def empty(self) -> MethodStats:
         """The same method with no measurements: one prompt's are taken into it, then `absorb`ed in order."""
-        return replace(self, tokens_per_s=[], ratio_to_ar=[], block_lengths=[], expected_lengths=[],
+        return replace(self, tokens_per_s=[], ratio_to_ar=[], emitted=[], expected_lengths=[],
                        stage_seconds=dict.fromkeys(STAGES, 0.0), wall_seconds=0.0, skipped_rounds=0, scored_nodes=0)
 
     def absorb(self, other: MethodStats) -> None:
         """Append another prompt's measurements of this method (prompts in order give the one-process lists)."""
         self.tokens_per_s += other.tokens_per_s
         self.ratio_to_ar += other.ratio_to_ar
-        self.block_lengths += other.block_lengths
+        self.emitted += other.emitted
         self.expected_lengths += other.expected_lengths
         for stage, seconds in other.stage_seconds.items():
             self.stage_seconds[stage] += seconds
@@ -94,7 +94,7 @@ class MethodStats:
         so the per-round gaps are martingale differences: uncorrelated, and
         the plain standard error of their mean holds across rounds and prompts.
         """
-        gaps = [b - e for b, e in zip(self.block_lengths, self.expected_lengths)]
+        gaps = [b - e for b, e in zip(self.emitted, self.expected_lengths)]
         if len(gaps) < 2:
             return None, None
         return mean(gaps), stdev(gaps) / math.sqrt(len(gaps))
@@ -113,13 +113,13 @@ class MethodStats:
             "verifier": self.verifier, "builder": self.builder and self.builder.name, "prompts": len(self.tokens_per_s),
             "tokens_per_s": median(self.tokens_per_s) if self.tokens_per_s else None,
             "speedup": median(self.ratio_to_ar) if self.ratio_to_ar else None,
-            "mean_block_length": mean(self.block_lengths) if self.block_lengths else None,
+            "mean_emitted": mean(self.emitted) if self.emitted else None,
             "mean_expected_length": mean(self.expected_lengths) if self.expected_lengths else None,
-            "rounds": len(self.block_lengths), "length_gap": gap, "length_gap_se": gap_se,
+            "rounds": len(self.emitted), "length_gap": gap, "length_gap_se": gap_se,
             "stage_shares": self.stage_shares(),
             "trim": self.trim, "tree_costs": self.tree_costs,
-            "skipped_share": self.skipped_rounds / len(self.block_lengths) if self.block_lengths else None,
-            "mean_tree_size": self.scored_nodes / len(self.block_lengths) if self.block_lengths else None,
+            "skipped_share": self.skipped_rounds / len(self.emitted) if self.emitted else None,
+            "mean_tree_size": self.scored_nodes / len(self.emitted) if self.emitted else None,
             "siblings": sibling_diagnostics(self.rounds) if self.rounds else None,
         }
 
@@ -210,7 +210,7 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                         result = generate(target, proposer, ids, config)
                         speed = len(result.tokens) / result.seconds
                         entry.wall_seconds += result.seconds
-                        entry.block_lengths += [r.block_length for r in result.rounds]
+                        entry.emitted += [r.emitted for r in result.rounds]
                         entry.expected_lengths += [r.expected_length for r in result.rounds]
                         entry.skipped_rounds += sum(r.tree.size == 0 for r in result.rounds)
                         entry.scored_nodes += sum(r.tree.size for r in result.rounds)

@@ -32,7 +32,7 @@ COLUMNS = (
     Column("dataset", "dataset"), Column("T", "temperature", "g"), Column("method", "method"),
     Column("B", "budget", "d"), Column("builder", "builder"), Column("verifier", "verifier"), Column("trim", "trim"),
     Column("tok/s", "tokens_per_s", ".1f"), Column("speedup", _speedup, "s"),
-    Column("E[L]", "mean_block_length", ".2f"), Column("1+C", "mean_expected_length", ".2f"),
+    Column("E[L]", "mean_emitted", ".2f"), Column("1+C", "mean_expected_length", ".2f"),
     Column("gap% (se)", _gap, "s"), Column("nodes", "mean_tree_size", ".1f"), Column("plain", _plain, "s"),
     Column(f"% of wall time ({'/'.join(_SHORT_STAGE.get(s, s) for s in (*STAGES, 'other'))})", _shares),
 )

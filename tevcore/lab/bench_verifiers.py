@@ -28,7 +28,7 @@ import torch
 
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.target.walker import walk
-from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec, parse_builder_list
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec, parse_builder_list
 from tevcore.lab.bench import valid_pairs
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer

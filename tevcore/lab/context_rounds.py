@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import torch
 
 from tevcore.decoding.loop import build_tree, propose
-from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator, probs
 from tevcore.engine.tree import DraftTree

@@ -24,7 +24,7 @@ from tevcore.lab.context_rounds import check_sampled, rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
 from tevcore.parsing import comma_list
-from tevcore.engine.builders import BuilderSpec, parse_builder, sampled_builder_help
+from tevcore.engine.builder_specs import BuilderSpec, parse_builder, sampled_builder_help
 from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, proposer_options
 from tevcore.verify.registry import check_pairing, rules_for, standing
 
@@ -112,7 +112,7 @@ def _check_room(at_round: int, prompt_tokens: int, reserve: int, depth: int, con
 
 
 COLUMNS = (Column("verifier", "verifier"), Column("standing", "standing"),
-           Column("E[L]", lambda r: f"{r['mean_block_length']:.3f} ± {r['mean_block_length_se']:.3f}", "s"),
+           Column("E[L]", lambda r: f"{r['mean_emitted']:.3f} ± {r['mean_emitted_se']:.3f}", "s"),
            Column("E[1 + C]", lambda r: f"{r['mean_expected_length']:.3f} ± {r['mean_expected_length_se']:.3f}", "s"),
            Column("gap", lambda r: f"{r['gap']:+.3f} ± {r['gap_se']:.3f}", "s"),
            Column("first token p", "first_token_p", ".3g"))

@@ -61,16 +61,16 @@ class SimulationResult:
         return shares / shares.sum()
 
     @property
-    def mean_block_length(self) -> float:
+    def mean_emitted(self) -> float:
         lengths = torch.arange(self.length_counts.numel(), dtype=torch.float64)
         return float((lengths * self.length_counts).sum()) / self.n
 
     @property
-    def block_length_stderr(self) -> float:
-        """Standard error of `mean_block_length`."""
+    def emitted_stderr(self) -> float:
+        """Standard error of `mean_emitted`."""
         lengths = torch.arange(self.length_counts.numel(), dtype=torch.float64)
         second = float((lengths.square() * self.length_counts).sum()) / self.n
-        return math.sqrt(max(second - self.mean_block_length ** 2, 0.0) / self.n)
+        return math.sqrt(max(second - self.mean_emitted ** 2, 0.0) / self.n)
 
 
 def count_verdicts(name: str, tree: DraftTree, exits: torch.Tensor, bonus: torch.Tensor,
@@ -109,17 +109,17 @@ class RoundsResult:
 
     verifier: str
     temperature: float
-    block_lengths: torch.Tensor  # (R,) long: depth(exit) + 1 of each round's verdict
+    emitted: torch.Tensor  # (R,) long: depth(exit) + 1 of each round's verdict
     expected_lengths: torch.Tensor  # (R,) float64: 1 + C of each round's tree
     first_tokens: torch.Tensor  # (R,) long: the first token each round emits (its first draft token, or the bonus)
 
     @property
     def n(self) -> int:
-        return int(self.block_lengths.numel())
+        return int(self.emitted.numel())
 
-    def mean_block_length(self) -> tuple[float, float]:
+    def mean_emitted(self) -> tuple[float, float]:
         """E[L] over the rounds and its standard error."""
-        return _mean_and_stderr(self.block_lengths)
+        return _mean_and_stderr(self.emitted)
 
     def mean_expected_length(self) -> tuple[float, float]:
         """E[1 + C] over the rounds' trees and its standard error."""
@@ -127,7 +127,7 @@ class RoundsResult:
 
     def length_gap(self) -> tuple[float, float]:
         """Mean of L - (1 + C) per round and its standard error: 0 in expectation for an exact-given-tree rule."""
-        return _mean_and_stderr(self.block_lengths.double() - self.expected_lengths)
+        return _mean_and_stderr(self.emitted.double() - self.expected_lengths)
 
     def first_token_pvalue(self, target_probs: torch.Tensor) -> float:
         """Chi-square p-value of the first emitted tokens against the target's row (V,) at the rounds' context.
@@ -142,8 +142,8 @@ class RoundsResult:
         """E[L], E[1 + C] and their gap, each with its standard error, and the first token's χ² p-value against
         the target's row at the rounds' one context."""
         (length, length_se), (expected, expected_se), (gap, gap_se) = (
-            self.mean_block_length(), self.mean_expected_length(), self.length_gap())
-        return {"mean_block_length": length, "mean_block_length_se": length_se, "mean_expected_length": expected,
+            self.mean_emitted(), self.mean_expected_length(), self.length_gap())
+        return {"mean_emitted": length, "mean_emitted_se": length_se, "mean_expected_length": expected,
                 "mean_expected_length_se": expected_se, "gap": gap, "gap_se": gap_se,
                 "first_token_p": self.first_token_pvalue(target_probs)}
 
@@ -164,7 +164,7 @@ def verify_rounds(names: Sequence[str], rounds: Sequence[tuple[DraftTree, torch.
         expected.append(flow.expected_length)
         for name, (verify, generator) in verifiers.items():
             verdict = verify(tree, logits, temperature, generator, flow=flow)
-            lengths[name].append(verdict.block_length)
+            lengths[name].append(verdict.emitted)
             first[name].append(int(tree.tokens[verdict.path[1]]) if len(verdict.path) > 1 else int(verdict.bonus_token))
     expected_lengths = torch.tensor(expected, dtype=torch.float64)
     return {name: RoundsResult(name, float(temperature), torch.tensor(lengths[name]), expected_lengths,

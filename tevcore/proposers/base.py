@@ -16,7 +16,7 @@ import torch
 
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
-from tevcore.engine.builders import BuilderSpec
+from tevcore.engine.builder_specs import BuilderSpec
 from tevcore.engine.tree import DraftTree
 from tevcore.proposer_protocol import RowMix
 from tevcore.target.session import TargetSession

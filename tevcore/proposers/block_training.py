@@ -180,5 +180,5 @@ class BlockTrainer:
         return BlockTraining(drafter.train())
 
 
-KIND = DrafterKind("block", "drafter | <block drafter folder>", "the committed block drafter, or one `train` made", _claims, _load,
-                   BlockTrainer(), ready=(COMMITTED,))
+KIND = DrafterKind("block-drafter", "drafter | <block drafter folder>",
+                   "the committed block drafter, or one `train` made", _claims, _load, BlockTrainer(), ready=(COMMITTED,))

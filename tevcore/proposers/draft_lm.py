@@ -41,8 +41,8 @@ from transformers import DynamicCache
 
 from tevcore.engine.sampled import SampledShape, check_levels, grow_sampled
 from tevcore.engine.sampling import draw_proposals
-from tevcore.engine.builders import (BUILDER_FAMILIES, BuilderSpec, PartialTree, check_budget, grow_best_first,
-                                     tree_from_prefix_scores)
+from tevcore.engine.builders import PartialTree, check_budget, grow_best_first, tree_from_prefix_scores
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec
 from tevcore.engine.tree import DraftTree, path_of
 from tevcore.proposer_protocol import RowMix
 from tevcore.target.kv_cache import roomy_cache, truncate

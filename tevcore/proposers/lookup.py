@@ -30,7 +30,7 @@ import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
 from tevcore.target.session import TargetSession
-from tevcore.engine.builders import BuilderSpec
+from tevcore.engine.builder_specs import BuilderSpec
 from tevcore.engine.tree import DraftTree
 from tevcore.proposer_protocol import Proposer, RowMix
 from tevcore.proposers.base import NoDrafter, ProposerBase

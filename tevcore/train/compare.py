@@ -208,6 +208,6 @@ def _table(results: dict, budgets: list[int]) -> str:
     columns = [Column("variant", "variant")]
     for i, b in enumerate(budgets):
         columns += [Column(f"E B={b}", lambda r, i=i: r["cells"][i]["expected_length"], ".3f"),
-                    Column(f"L B={b}", lambda r, i=i: r["cells"][i]["block_length"], ".3f")]
+                    Column(f"L B={b}", lambda r, i=i: r["cells"][i]["mean_emitted"], ".3f")]
     columns.append(Column("train E", "train_tree_E_last10", ".3f"))
     return format_table([{"variant": name, **r} for name, r in results.items()], columns)

@@ -56,7 +56,7 @@ class EvalCell:
     prompts: int
     rounds: int
     expected_length: float  # mean over rounds of 1 + coverage
-    block_length: float  # mean over rounds of accepted + bonus
+    mean_emitted: float  # mean over rounds of accepted + bonus (E[L])
     expected_length_se: float  # of E, clustered by prompt (one prompt's rounds share its text); NaN for one prompt
     prompt_set: str = "all"  # "all" prompts, or one held-out set's share of them
 
@@ -90,18 +90,18 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
         size = proposer.depth if budget == "chain" else int(budget)
         config = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, budget=size,
                               builder=builder, verifier="tev", seed=seed, record="lean")
-        measured = []  # (prompt, E, block) per round of this rank's prompts
+        measured = []  # (prompt, E, L) per round of this rank's prompts
         for index, prompt in tqdm(shard(prompts), desc=f"T={temperature} B={budget}",
                                   disable=not progress or not is_first(), leave=False):
             ids = _ids(target, prompt, reserved_positions(max_new_tokens, proposer.depth))
             for record in rounds(target, proposer, ids, config):
-                measured.append((index, record.flow.expected_length, record.block_length))
-        per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, block, prompt) per round
+                measured.append((index, record.flow.expected_length, record.emitted))
+        per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, L, prompt) per round
         prompt_counts: dict[str, int] = defaultdict(int)
         for prompt in prompts:
             prompt_counts[_set_of(prompt)] += 1
-        for index, e, block in sorted(gather(measured), key=lambda row: row[0]):  # stable: rounds stay in order
-            per_set[_set_of(prompts[index])].append((e, block, index))
+        for index, e, emitted in sorted(gather(measured), key=lambda row: row[0]):  # stable: rounds stay in order
+            per_set[_set_of(prompts[index])].append((e, emitted, index))
         groups = {"all": [row for rows in per_set.values() for row in rows]}
         if by_set:
             groups.update(per_set)
@@ -271,7 +271,7 @@ PAIRED_COLUMNS = (
 CELL_COLUMNS = (
     Column("T", "temperature", "g"), Column("budget", "budget", ">"), Column("prompts", "prompt_set"),
     Column("n", "prompts", "d"), Column("rounds", "rounds", "d"), Column("E=1+C", "expected_length", ".3f"),
-    Column("(s.e.)", lambda c: f"({c['expected_length_se']:.3f})", "s"), Column("block", "block_length", ".3f"))
+    Column("(s.e.)", lambda c: f"({c['expected_length_se']:.3f})", "s"), Column("E[L]", "mean_emitted", ".3f"))
 
 
 def format_paired(cells: list[PairedCell]) -> str:

@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from tevcore.engine.builders import BUILDER_FAMILIES, BuilderSpec
+from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec
 from tevcore.engine.tree import DRAWN, DRAWN_CHAIN, TREE_TRAITS, DraftTree
 from tevcore.verify import rules
 from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, VerdictLaw, block_law, chain_law,
@@ -87,7 +87,7 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in (
          rules.exits_residual, rules.child_token_row, exit_law),
     Rule("greedy", "follow the argmax child (the T = 0 target)", rules.exits_greedy, rules.child_token_row,
          greedy_law, standing=greedy_standing, greedy=True,
-         law_label=lambda t: f"greedy's own law (the T = 0 exit)" if t else x_law_label(t),
+         law_label=lambda t: "greedy's own law (the T = 0 exit)" if t else x_law_label(t),
          bonus_text="the argmax of p at the exit without its children's tokens"),
     Rule("chain", "standard speculative sampling on the top-1 chain only", rules.exits_chain,
          rules.chain_child_token_row, chain_law, standing=always(OWN_LAW),

@@ -40,8 +40,9 @@ class Verdict:
     bonus_token: int
 
     @property
-    def block_length(self) -> int:
-        """Tokens this round emits: the accepted draft tokens plus the bonus, depth(exit) + 1."""
+    def emitted(self) -> int:
+        """L, the tokens this round emits: the accepted draft tokens plus the bonus, depth(exit) + 1 (as in
+        `RoundRecord.emitted`)."""
         return len(self.path)
 
 

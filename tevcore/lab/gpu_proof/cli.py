@@ -42,7 +42,7 @@ COLUMNS = {
                   "including_flow_fraction_of_forward"),
     "round_shares": ("budget", "round_ms", "draft_share", "tree_forward_share", "flow_share", "verify_decision_share",
                      "commit_share", "outside_forwards_share"),
-    "identity": ("proposer", "verifier", "tokens", "identical", "first_difference", "mean_block_length"),
+    "identity": ("proposer", "verifier", "tokens", "identical", "first_difference", "mean_emitted"),
     "prediction": ("temperature", "budget", "expected_length", "draft_ms", "tree_forward_ms", "predicted_speedup"),
 }
 

@@ -46,7 +46,7 @@ def round_shares(plan: Plan, device: torch.device, out_dir) -> tuple[dict, list[
         round_s = mean(walls)
         stage_s = {stage: mean(getattr(r.timings, stage) for r in records) for stage in STAGES}
         rows.append({"geometry": QWEN3_8B, "drafter": proposer.name, "budget": budget, "rounds": len(records),
-                     "round_ms": 1e3 * round_s, "mean_block_length": mean(r.block_length for r in records),
+                     "round_ms": 1e3 * round_s, "mean_emitted": mean(r.emitted for r in records),
                      "outside_forwards_share": 1.0 - sum(stage_s[s] for s in FORWARDS) / round_s,
                      **{f"{s}_ms": 1e3 * stage_s[s] for s in STAGES},
                      **{f"{s}_share": stage_s[s] / round_s for s in STAGES}})
@@ -101,7 +101,7 @@ def identity(plan: Plan, device: torch.device, out_dir) -> tuple[dict, list[dict
                          "tokens": len(decoded.tokens), "identical": differs is None, "first_difference": differs,
                          "reference_top2_gap_there": None if differs is None else
                          _top2_gap(target, prompt + expected[:differs]),
-                         "mean_block_length": mean(r.block_length for r in decoded.rounds)})
+                         "mean_emitted": mean(r.emitted for r in decoded.rounds)})
     summary = {"geometry": QWEN3_8B, "dtype": "float32", "new_tokens": plan.identity_tokens,
                "reference": "transformers generate(do_sample=False), sdpa attention, its own cache",
                "all_identical": all(r["identical"] for r in rows)}

@@ -32,10 +32,10 @@ ROW_KEYS: dict[str, frozenset[str]] = {
     "cuda_tests": frozenset({"test", "outcome", "seconds", "reason"}),
     "cost_curve": frozenset({"geometry", "context", "nodes", "forward_ms", "ratio_to_one_token"}),
     "verifiers": frozenset(_VERIFIER_ROW),
-    "round_shares": frozenset({"geometry", "drafter", "budget", "rounds", "round_ms", "mean_block_length",
+    "round_shares": frozenset({"geometry", "drafter", "budget", "rounds", "round_ms", "mean_emitted",
                                "outside_forwards_share"} | {f"{s}_ms" for s in STAGES} | {f"{s}_share" for s in STAGES}),
     "identity": frozenset({"geometry", "proposer", "verifier", "tokens", "identical", "first_difference",
-                           "reference_top2_gap_there", "mean_block_length"}),
+                           "reference_top2_gap_there", "mean_emitted"}),
     "prediction": frozenset({"temperature", "budget", "expected_length", "tree_forward_ms", "draft_ms",
                              "one_token_ms", "predicted_speedup"}),
 }
