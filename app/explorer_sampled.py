@@ -71,12 +71,13 @@ def tree_choice() -> tuple[BuilderSpec | None, str | None, str]:
     return builder, problem, verifier
 
 
-def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_rescore: bool, seed: int) -> None:
+def show_draws_and_trail(record, index: int, logits_for: LogitsFor, can_rescore: bool, have_rows: bool,
+                         seed: int) -> None:
     """A sampled round's draws (from its DrawRecord) and the trail of its verifier on its tree: block's on a round
     block verified, else rrs's.
 
-    `logits_for(index)` gives the round's node logits when they are at hand
-    (kept, or re-scored on request when `can_rescore`); a trace keeps none.
+    `logits_for(index)` gives the round's node logits: kept ones when
+    `have_rows`, else re-scored on request when `can_rescore`; a trace keeps none.
     """
     if record.tree.draws is None:
         return
@@ -91,8 +92,7 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor | None, can_r
         if can_rescore:
             st.caption(f"This tree is one draw. The verifier comparison draws many at round {index}'s context (source "
                        "\"sampled trees at an explorer round's context\") and runs every rule on them.")
-        have = st.session_state.get("ex_logits", {})
-        if index not in have:
+        if not have_rows:
             if not can_rescore:
                 st.info(f"The {rule} trail needs the round's node logits and proposal rows; a trace keeps neither "
                         "(the draws above are what it keeps). Run or Step a live generation to see the trail.")

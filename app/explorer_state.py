@@ -1,117 +1,97 @@
-"""The explorer's session state, typed (no streamlit here): its settings kept across pages, and its view keyed by
-round.
+"""The explorer's session, typed, under one session-state key (no streamlit here): its rounds and where they came
+from, the settings they were made with, the view chosen on each round, the rows re-scored for a round, and the
+settings widgets' values kept across pages.
+
+Other pages (the verifier comparison) reach the explorer's rounds through this
+object, never through string keys of their own.
 
 Streamlit forgets a widget's value when a page without that widget runs, so a
 user who leaves the explorer and comes back would find budget, builder and
 verifier back at their defaults while the old rounds stay on screen.
-`ExplorerSession` keeps the settings widgets' values and puts them back before
-the widgets are drawn; `settings_changes` says how shown rounds' settings
-differ from the ones on screen.
+`ExplorerSession.keep` and `restore` carry the settings widgets' values over;
+`settings_changes` says how shown rounds' settings differ from the ones on
+screen.
 
 A node id means something only inside its own round: node 30 of a 64-node
 round does not exist in a 12-node one, and a widget whose labels depend on the
-round reads an old label back as a plain string. So the chosen node is kept
-per round as an int, and anything that is not a valid node of that round
-falls back to the round's exit node.
+round reads an old label back as a plain string. So `RoundView` keeps the
+chosen node per round as an int, and anything that is not a valid node of that
+round falls back to the round's exit node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import TYPE_CHECKING
 
-from figures.folding import FOLD_PREFIX
+import torch
 
+from tevcore.config import DecodeConfig
+from tevcore.engine.records import RoundRecord, round_context
+
+if TYPE_CHECKING:  # a type only (the builder spec comes parsed from the sidebar)
+    from tevcore.engine.builder_specs import BuilderSpec
+
+SESSION_KEY = "explorer"  # the one session-state entry of the explorer
+LIVE = "live"  # the source of rounds decoded in this session (a trace's is "trace <name>")
 SETTING_KEYS = ("ex_set", "ex_chat", "ex_target", "ex_temp", "ex_budget", "ex_builder", "ex_widths", "ex_draws",
-                "ex_verifier", "ex_trim", "ex_seed", "ex_max_new", "ex_proposer")
+                "ex_verifier", "ex_trim", "ex_seed", "ex_max_new", "ex_proposer")  # the sidebar's widget keys
 SETTING_PREFIXES = ("ex_item_", "ex_prompt_")  # one prompt pick and text per prompt source
-SESSION_KEY = "ex_session"
 SETTING_NAMES = {"target": "target", "prompt": "prompt", "chat": "chat template", "temperature": "temperature",
                  "budget": "budget", "builder": "builder", "verifier": "verifier", "seed": "seed",
                  "max_new_tokens": "max new tokens", "proposer": "drafter", "trim": "trim"}
+KEPT_ROWS = 8  # rounds whose re-scored rows (nodes x vocabulary floats each) are kept; the oldest go first
 
 
-@dataclass
-class ExplorerSession:
-    """The explorer's settings widgets' last values, kept in the session while other pages run."""
+@dataclass(frozen=True)
+class ExplorerSettings:
+    """What the sidebar chose: a generation is made with one of these, and compared with the next."""
 
-    kept: dict[str, object] = field(default_factory=dict)
+    target: str
+    prompt: str
+    chat: bool
+    temperature: float
+    budget: int
+    builder: BuilderSpec | None  # None: the builder text was refused (`builder_problem` says why)
+    verifier: str
+    seed: int
+    max_new_tokens: int
+    proposer: str
+    trim: str
+    builder_problem: str | None = field(default=None, compare=False)
 
-    @classmethod
-    def of(cls, state: MutableMapping) -> "ExplorerSession":
-        """The session's explorer object (made on first use)."""
-        found = state.get(SESSION_KEY)
-        if not isinstance(found, cls):
-            found = state[SESSION_KEY] = cls()
-        return found
+    @property
+    def sampled_builder(self) -> str | None:
+        """The builder's name when its trees are drawn from the drafter's q (others redraw trees with it), else
+        None."""
+        return self.builder.name if self.builder is not None and self.builder.sampled else None
 
-    @staticmethod
-    def _is_setting(key: str) -> bool:
-        return key in SETTING_KEYS or (key.startswith(SETTING_PREFIXES) and key != "ex_prompt_ids")
-
-    def restore(self, state: MutableMapping) -> None:
-        """Before the widgets are drawn: every kept value streamlit has forgotten goes back."""
-        for key, value in self.kept.items():
-            if key not in state:
-                state[key] = value
-
-    def keep(self, state: Mapping) -> None:
-        """After the widgets are drawn: remember their values."""
-        self.kept.update({key: state[key] for key in list(state.keys()) if isinstance(key, str)
-                          and self._is_setting(key)})
+    def config(self) -> DecodeConfig:
+        """The settings as a decoding config; a refused builder (or the config's own checks) raise ValueError."""
+        if self.builder is None:
+            raise ValueError(self.builder_problem or "no valid builder chosen")
+        return DecodeConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature, budget=self.budget,
+                            builder=self.builder, verifier=self.verifier, seed=self.seed, chat=self.chat,
+                            trim=self.trim)
 
 
-def settings_changes(shown: Mapping | None, now: Mapping) -> list[str]:
+def settings_changes(shown: ExplorerSettings | None, now: ExplorerSettings) -> list[str]:
     """How the settings the shown rounds were made with differ from those on screen ("budget 64 (now 16)")."""
-    if not shown:
+    if shown is None:
         return []
     changes = []
     for name, label in SETTING_NAMES.items():
-        if name in shown and shown.get(name) != now.get(name):
-            old, new = shown.get(name), now.get(name)
-            if name == "prompt":
-                changes.append("prompt (another text)")
-            else:
-                changes.append(f"{label} {old} (now {new})")
+        old, new = getattr(shown, name), getattr(now, name)
+        if old != new:
+            changes.append("prompt (another text)" if name == "prompt" else f"{label} {old} (now {new})")
     return changes
 
 
-
-def _clicked_data(chart_state) -> list:
-    """The customdata of every point a click on the tree figure selected."""
-    try:
-        points = list(chart_state["selection"]["points"]) if chart_state else []
-    except (KeyError, TypeError):
-        return []
-    out = []
-    for point in points:
-        data = point.get("customdata") if isinstance(point, Mapping) else None
-        if isinstance(data, (list, tuple)):
-            data = data[0] if data else None
-        if data is not None and not isinstance(data, bool):
-            out.append(data)
-    return out
-
-
-def clicked_node(chart_state) -> int | None:
-    """The node id a click on the tree figure selected (its customdata), or None."""
-    for data in _clicked_data(chart_state):
-        try:
-            return int(data)
-        except (TypeError, ValueError):
-            continue
-    return None
-
-
-def clicked_fold(chart_state) -> int | None:
-    """The parent whose folded fan ("+N more") a click selected, or None."""
-    for data in _clicked_data(chart_state):
-        if isinstance(data, str) and data.startswith(FOLD_PREFIX):
-            try:
-                return int(data[len(FOLD_PREFIX):])
-            except ValueError:
-                continue
-    return None
+def live_meta(target_name: str, prompt: str, proposer_name: str | None, config: DecodeConfig) -> dict:
+    """A live generation's meta block, as a saved trace carries it (the stop tokens are the model's own)."""
+    return {"target": target_name, "prompt": prompt, "proposer": proposer_name,
+            "config": {k: v for k, v in config.to_dict().items() if k != "stop_tokens"}}
 
 
 def valid_node(value, num_nodes: int) -> bool:
@@ -122,3 +102,198 @@ def node_for_round(chosen: Mapping[int, int], round_index: int, num_nodes: int, 
     """The node shown for a round: the one chosen there if it is a node of that round, else `default`."""
     value = chosen.get(round_index)
     return value if valid_node(value, num_nodes) else default
+
+
+@dataclass
+class RoundView:
+    """What the user chose on each round: its node, the last chart click seen there, the fans opened there."""
+
+    nodes: dict[int, int] = field(default_factory=dict)
+    clicks: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    opened: dict[int, set[int]] = field(default_factory=dict)
+
+    def take_click(self, index: int, click: tuple[int | None, int | None], num_nodes: int) -> None:
+        """A chart's (node, fold) selection on round `index`: a new one chooses the node or opens the fan; the old
+        selection seen again on a rerun changes nothing."""
+        if click == self.clicks.get(index):
+            return
+        self.clicks[index] = click
+        node, fold = click
+        if valid_node(node, num_nodes):
+            self.nodes[index] = node
+        if valid_node(fold, num_nodes):
+            self.fans(index).add(fold)
+
+    def pick(self, index: int, value, num_nodes: int) -> None:
+        """The node box of round `index` changed: kept only if it names a node of that round."""
+        if valid_node(value, num_nodes):
+            self.nodes[index] = value
+
+    def node(self, index: int, num_nodes: int, default: int) -> int:
+        return node_for_round(self.nodes, index, num_nodes, default)
+
+    def fans(self, index: int) -> set[int]:
+        """The parents whose folded fans are open on round `index` (the set itself: the page adds and clears)."""
+        return self.opened.setdefault(index, set())
+
+
+@dataclass
+class ExplorerSession:
+    """Everything the explorer keeps for one browser session; the pages lay it out."""
+
+    records: list[RoundRecord] = field(default_factory=list)
+    generation: Iterator[RoundRecord] | None = None  # the live decode still giving rounds
+    done: bool = False
+    source: str | None = None  # LIVE, "trace <name>", or None before any rounds
+    settings: ExplorerSettings | None = None  # those the live rounds were made with
+    prompt_ids: list[int] | None = None  # a live generation's prompt tokens (a trace keeps none)
+    target_spec: str | None = None  # the target a live generation ran on (re-scoring loads it again)
+    meta: dict = field(default_factory=dict)  # a trace's meta block, or the live run's, as saved with the rounds
+    proposer_note: str | None = None  # why another drafter stood in, if one did
+    started: float | None = None  # when the live generation started: it names that generation for other pages
+    upload_id: str | None = None  # the upload last opened (a rerun does not open it again)
+    seen: int = 0  # rounds the view has followed (a new round moves the shown one to it)
+    selected_round: int = 0  # the round on screen (the verifier comparison opens at it)
+    view: RoundView = field(default_factory=RoundView)
+    rows: dict[int, tuple[torch.Tensor, float | None]] = field(default_factory=dict)  # round -> (logits, drift)
+    row_errors: dict[int, str] = field(default_factory=dict)  # round -> why re-scoring failed (not tried again)
+    kept: dict[str, object] = field(default_factory=dict)  # the settings widgets' last values
+
+    @classmethod
+    def of(cls, state: MutableMapping) -> "ExplorerSession":
+        """The session's explorer object (made on first use)."""
+        found = state[SESSION_KEY] if SESSION_KEY in state else None
+        if not isinstance(found, cls):
+            found = state[SESSION_KEY] = cls()
+        return found
+
+    # ------------------------------------------------------------ the settings widgets across pages
+    def restore(self, state: MutableMapping) -> None:
+        """Before the widgets are drawn: every kept value streamlit has forgotten goes back."""
+        for key, value in self.kept.items():
+            if key not in state:
+                state[key] = value
+
+    def keep(self, state: Mapping) -> None:
+        """After the widgets are drawn: remember their values."""
+        self.kept.update({key: state[key] for key in list(state.keys()) if isinstance(key, str)
+                          and (key in SETTING_KEYS or key.startswith(SETTING_PREFIXES))})
+
+    # ------------------------------------------------------------ where the rounds come from
+    def _fresh(self, **values) -> None:
+        """Every field back to its default, then `values`; the widget values and the upload last opened stay
+        (an upload still in its box is not opened again)."""
+        kept, upload_id = self.kept, self.upload_id
+        for f in fields(self):
+            setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())
+        self.kept, self.upload_id = kept, upload_id
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    def start_live(self, generation: Iterator[RoundRecord], settings: ExplorerSettings, prompt_ids: list[int],
+                   target_spec: str, meta: dict, proposer_note: str | None, started: float) -> None:
+        """A new live generation replaces the rounds (and the view and rows of the old ones)."""
+        self._fresh(generation=generation, source=LIVE, settings=settings, prompt_ids=list(prompt_ids),
+                    target_spec=target_spec, meta=meta, proposer_note=proposer_note, started=started)
+
+    def replay(self, rounds: list[RoundRecord], meta: dict, name: str) -> None:
+        """A trace's rounds replace the session's: finished, with nothing to re-score them from."""
+        self._fresh(records=list(rounds), done=True, source=f"trace {name}", meta=dict(meta or {}))
+
+    def takes_upload(self, file_id: str) -> bool:
+        """Whether an upload in the box is new (then it is opened, once; a rerun sees the same file again)."""
+        if file_id == self.upload_id:
+            return False
+        self.upload_id = file_id
+        return True
+
+    def forget(self) -> None:
+        """New generation: no rounds, no view (the settings widgets keep their values)."""
+        self._fresh()
+
+    def add(self, record: RoundRecord) -> None:
+        self.records.append(record)
+
+    @property
+    def made_tokens(self) -> int:
+        return sum(len(record.emitted_tokens) for record in self.records)
+
+    @property
+    def is_live(self) -> bool:
+        """Rounds decoded here, with the prompt to rebuild a round's context from (a trace has none)."""
+        return self.source == LIVE and self.prompt_ids is not None
+
+    @property
+    def is_trace(self) -> bool:
+        return str(self.source).startswith("trace")
+
+    def needs_new_generation(self, settings: ExplorerSettings) -> bool:
+        """Whether a Run or Step starts over: nothing running, it ended, or the settings changed since."""
+        return self.generation is None or self.done or self.settings != settings
+
+    def shown_changes(self, settings: ExplorerSettings) -> list[str]:
+        """How the shown live rounds' settings differ from those on screen (a trace's rounds are not compared)."""
+        return settings_changes(self.settings, settings) if self.records and self.source == LIVE else []
+
+    def seed_used(self, settings: ExplorerSettings) -> int:
+        """The seed the shown rounds were verified with (a trace's: those on screen)."""
+        return (self.settings or settings).seed
+
+    # ------------------------------------------------------------ which round is shown
+    def new_round_to_follow(self) -> int | None:
+        """The latest round's index when rounds arrived since the view last looked (the view moves to it)."""
+        if self.seen == len(self.records):
+            return None
+        self.seen = len(self.records)
+        return len(self.records) - 1
+
+    def select(self, requested) -> int:
+        """The round shown for a requested index (the latest for anything that is not a round)."""
+        last = len(self.records) - 1
+        index = min(max(requested, 0), last) if isinstance(requested, int) else last
+        self.selected_round = index
+        return index
+
+    def reset_view(self) -> None:
+        """A view failed to draw: forget the choices made on it; the next run follows the latest round again."""
+        self.view = RoundView()
+        self.seen = -1
+
+    def round_key(self, index: int) -> tuple:
+        """What round `index` is, stable across reruns (for another page's caches)."""
+        return self.source, self.started, id(self.records), index
+
+    def context(self, index: int) -> list[int]:
+        """The tokens before live round `index`: the prompt and every earlier round's emitted block."""
+        if self.prompt_ids is None:
+            raise ValueError("these rounds keep no prompt (a trace): their contexts cannot be rebuilt")
+        return round_context(self.prompt_ids, self.records, index)
+
+    # ------------------------------------------------------------ a round's exact rows
+    def has_rows(self, index: int) -> bool:
+        return index in self.rows
+
+    def keep_rows(self, index: int, logits: torch.Tensor, drift: float | None = None) -> None:
+        """Keep round `index`'s node rows (at most KEPT_ROWS rounds' worth: each is nodes x vocabulary floats)."""
+        self.rows.pop(index, None)
+        self.rows[index] = (logits, drift)
+        while len(self.rows) > KEPT_ROWS:
+            self.rows.pop(next(iter(self.rows)))
+
+    def rows_for(self, index: int, rescore: Callable[[], tuple[torch.Tensor, float]]) -> tuple[torch.Tensor,
+                                                                                                 float | None]:
+        """Round `index`'s node logits and their drift from the recorded X: kept ones, else `rescore()` once.
+
+        A failed re-score is kept as its message and raised again as a ValueError (a rerun does not redo it).
+        """
+        if index in self.rows:
+            return self.rows[index]
+        if index in self.row_errors:
+            raise ValueError(self.row_errors[index])
+        try:
+            logits, drift = rescore()
+        except Exception as err:  # no model any more, a context that no longer fits: said, never a traceback
+            self.row_errors[index] = f"{type(err).__name__}: {err}"
+            raise ValueError(self.row_errors[index]) from err
+        self.keep_rows(index, logits, drift)
+        return logits, drift

@@ -50,3 +50,9 @@ def range_problem(label: str, value, allowed: NumberRange) -> str | None:
     if number < allowed.low or (allowed.high is not None and number > allowed.high):
         return f"{label} must lie in {allowed.text()}, got {value:g}"
     return None
+
+
+def range_problems(checks: list[tuple[str, object, NumberRange]]) -> list[str]:
+    """The one-line refusal of every (label, value, range) whose value is not allowed, in order."""
+    return [problem for problem in (range_problem(label, value, allowed) for label, value, allowed in checks)
+            if problem]

@@ -57,14 +57,15 @@ def main() -> int:
 
     from streamlit.testing.v1 import AppTest
 
+    from explorer_state import SESSION_KEY, ExplorerSession
+
     at = AppTest.from_file(str(Path(__file__).resolve().parent / "pages" / "1_Tree_explorer.py"), default_timeout=60)
-    at.session_state["ex_records"] = records
-    at.session_state["ex_done"] = True
-    at.session_state["ex_source"] = "measure"
+    session = ExplorerSession(records=records, done=True, source="measure")
+    at.session_state[SESSION_KEY] = session
     at.run()
     page_times = []
     for _ in range(args.repeats):
-        at.session_state["ex_seen"] = 0  # as if a round had just arrived
+        session.seen = 0  # as if a round had just arrived
         start = time.perf_counter()
         at.run()
         page_times.append(time.perf_counter() - start)

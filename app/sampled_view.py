@@ -16,6 +16,7 @@ import appdata
 import figures
 from tevcore.engine.builder_specs import parse_builder, sampled_builder_help
 import room_ui
+from explorer_state import ExplorerSession
 from tevcore.lab.context_rounds import SampledRounds
 from tevcore.verify.registry import verifier_label
 
@@ -78,26 +79,25 @@ def choose_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     return sampled, key, compact
 
 
-def choose_live_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
+def choose_live_round(ss, explorer: ExplorerSession) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     """Rounds drawn at a live explorer round's context by the explorer's drafter, each scored by its target (drawn
     when the button is pressed: each tree costs a drafter and a target forward), and the picked round's tree."""
-    records, explorer = ss.ex_records, ss.ex_settings
+    records, made_with = explorer.records, explorer.settings
     at = int(st.number_input("explorer round (whose context the trees start from)", 0, len(records) - 1,
-                             min(int(ss.get("ex_selected_round", 0)), len(records) - 1), key="vc_l_context"))
+                             min(explorer.selected_round, len(records) - 1), key="vc_l_context"))
     record = records[at]
-    builder = explorer["builder"].name if explorer["builder"] is not None and explorer["builder"].sampled \
-        else LIVE_BUILDER
-    settings = (at, *_draw_settings("vc_l", builder, min(max(int(explorer["budget"]), 1), 64),
+    builder = made_with.sampled_builder or LIVE_BUILDER
+    settings = (at, *_draw_settings("vc_l", builder, min(max(made_with.budget, 1), 64),
                                     float(record.temperature), LIVE_ROUNDS, 2_000))
     _, builder, budget, temperature, rounds, seed = settings
     drawn = ss.get("vc_l_drawn")
-    fresh = drawn is not None and drawn[0] == (ss.ex_wall_start, settings)
+    fresh = drawn is not None and drawn[0] == (explorer.started, settings)
     if st.button("▶ Draw the trees" if not fresh else "▶ Draw them again", key="vc_l_draw"):
         room_ui.check(room_ui.guarded.check_sampled, rounds, budget)  # each tree keeps full-vocabulary rows
         try:
             with room_ui.compute_turn():
-                drawn = ((ss.ex_wall_start, settings),
-                         *_draw_live(ss, at, builder, budget, temperature, rounds, seed))
+                drawn = ((explorer.started, settings),
+                         *_draw_live(explorer, at, builder, budget, temperature, rounds, seed))
         except ValueError as err:
             st.error(f"Refused: {err}")
             st.stop()
@@ -110,21 +110,21 @@ def choose_live_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
                 f"({record.context_length} tokens): each is one drafter and one target forward.")
         st.stop()
     _, sampled, texts, where = drawn
-    key, compact = _picked(sampled, texts, (ss.ex_wall_start, settings), "vc_l")
+    key, compact = _picked(sampled, texts, (explorer.started, settings), "vc_l")
     st.caption(f"{rounds} independent draws of {sampled.builder}'s tree {where}; each tree scored by the target in "
                f"one forward (exact rows, full vocabulary). Round {key[1]}'s tree has {compact.tree.size} nodes.")
     return sampled, key, compact
 
 
-def _draw_live(ss, at: int, builder: str, budget: int, temperature: float, rounds: int,
+def _draw_live(explorer: ExplorerSession, at: int, builder: str, budget: int, temperature: float, rounds: int,
                seed: int) -> tuple[SampledRounds, appdata.LazyTexts, str]:
     """The drawn rounds, the target's token texts and where they were drawn (for the caption)."""
     import shared_ui
     from tevcore.lab.context_rounds import rounds_at_context
 
-    target = shared_ui.get_target(ss.ex_target_spec)
-    proposer, note = shared_ui.proposer_with_fallback(ss.ex_settings["proposer"], ss.ex_target_spec)
-    context = appdata.round_context(ss.ex_prompt_ids, ss.ex_records, at)
+    target = shared_ui.get_target(explorer.target_spec)
+    proposer, note = shared_ui.proposer_with_fallback(explorer.settings.proposer, explorer.target_spec)
+    context = explorer.context(at)
     bar = st.progress(0.0, text=f"drawing and scoring {rounds} trees…")
     sampled = rounds_at_context(target, proposer, context, parse_builder(builder, budget), budget, temperature,
                                 rounds, seed,

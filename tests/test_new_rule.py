@@ -123,3 +123,22 @@ def test_the_explorer_page_offers_them(registered):
     assert not any(o.startswith("drawn_mirror") for o in options)
     at.sidebar.selectbox(key="ex_builder").set_value("sampled:K1,K2,...").run()
     assert any(o.startswith("drawn_mirror") for o in at.sidebar.selectbox(key="ex_verifier").options)
+
+
+def test_the_verifier_comparison_says_what_each_new_rule_is_and_is_held_to(registered):
+    """Its standing, the law and bonus its χ² is taken against, and which chart draws it: all from its entry."""
+    from streamlit.testing.v1 import AppTest
+
+    _explorer_sampled()
+    at = AppTest.from_file(str(APP / "pages" / "2_Verifier_comparison.py"), default_timeout=120).run()
+    assert not at.exception
+    assert "mirror (test rule)" in at.multiselect(key="vc_names").options
+    at.number_input(key="vc_n").set_value(2_000)
+    at.button(key="vc_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    summary = at.dataframe[0].value
+    column = next(c for c in summary.columns if c.startswith("at T = "))
+    mirror = summary[summary["verifier"] == "mirror (test rule)"]
+    assert mirror[column].iloc[0] == "exact, optimal: exit law X, E[L] = 1 + C"
+    caption = next(c.value for c in at.caption if c.value.startswith("χ² compares"))
+    assert "(tev, predraw, residual, naive_ratio, mirror)" in caption  # held to X and X's bonus, as its entry says

@@ -56,3 +56,9 @@ def budget_axis(budgets, title: str = "budget (tree nodes)") -> dict:
     label the decades' minor steps (1, 2, ... 9, 10, 2 ...), which reads as budgets that were never run."""
     shown = sorted({int(b) for b in pd.to_numeric(pd.Series(list(budgets)), errors="coerce").dropna() if b > 0})
     return {"title": title, "type": "log", "tickvals": shown, "ticktext": [str(b) for b in shown]}
+
+
+def top_shares(shares, top) -> list[float]:
+    """The shares at indices `top`, then what the rest holds (never below 0): one bar chart's rows with '(rest)'."""
+    picked = [float(shares[int(i)]) for i in top]
+    return picked + [max(0.0, 1.0 - sum(picked))]

@@ -13,32 +13,35 @@ import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
 import appdata  # noqa: E402
+import explorer_run  # noqa: E402
 import figures  # noqa: E402
 import room_ui  # noqa: E402
 import sampled_view  # noqa: E402
+from explorer_state import ExplorerSession  # noqa: E402
 from tevcore.engine.sampling import MAX_SEED, make_generator  # noqa: E402
 from tevcore.lab.simulate import simulate  # noqa: E402
 from tevcore.timing import median_seconds  # noqa: E402
-from tevcore.verify.laws import (FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY, bonus_pvalue, exit_law,  # noqa: E402
-                                 exit_pvalue)
-from tevcore.verify.registry import get_rule, law_name, rule_law, rules_on, standing, verifier_label  # noqa: E402
+from tevcore.verify.laws import FOIL, OPTIMAL, bonus_pvalue, exit_law, exit_pvalue  # noqa: E402
+from figures.common import top_shares  # noqa: E402
+from tevcore.verify.registry import (get_rule, law_name, rule_law, rules_on, standing, standing_text,  # noqa: E402
+                                     held_to_x, laws_held_to_text, verifier_label, x_law_label)
 from tevcore.verify.verifiers import get_verifier  # noqa: E402
 
 LATENCY_REPEATS = 30
-NAIVE_NAME = figures.NAIVE_NAME
 
 shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, many independent draws each: the "
                       "exact ones must follow the exit law X and the bonus law; the naive ratio rule is the foil "
                       "the tests must catch. On sampled trees the proposal-ratio rules (rrs, block) run too, and "
                       "many rounds of fresh trees compare E[L] with E[1 + C].")
 ss = st.session_state
+explorer = ExplorerSession.of(ss)  # the explorer's rounds, if it made or opened some
 
 
 # ------------------------------------------------------------------ which tree
 sources = ["example tree (toy target, exact rows)", sampled_view.SOURCE]
-if ss.get("ex_records"):
+if explorer.records:
     sources.insert(0, "a round from the tree explorer")
-    if ss.get("ex_prompt_ids"):  # a live generation: its context can be redrawn from
+    if explorer.is_live:  # a live generation: its context can be redrawn from
         sources.insert(3, sampled_view.LIVE_SOURCE)
 sources.append("a round from a trace file")
 source = st.radio("tree", sources, horizontal=True, key="vc_source")
@@ -48,27 +51,22 @@ record = None
 sampled = None  # the drawn rounds, for the sampled source
 round_key = None  # what the round is, stable across reruns (the records of some sources are rebuilt on every rerun)
 if source == "a round from the tree explorer":
-    records = ss.ex_records
-    index = st.number_input("round", 0, len(records) - 1, value=int(ss.get("ex_selected_round", 0)), key="vc_round")
-    record = records[int(index)]
-    round_key = (ss.get("ex_source"), ss.get("ex_wall_start"), id(records), int(index))  # the list lives in the session
-    if ss.get("ex_prompt_ids"):
-        key = (ss.get("ex_wall_start"), int(index))
-        cached = ss.get("vc_logits")
-        if cached is None or cached[0] != key:
-            try:
-                with st.spinner("re-scoring the round's tree on the target (one forward)…"):
-                    rescored = appdata.rescored_logits(shared_ui.get_target(ss.ex_target_spec), ss.ex_prompt_ids,
-                                                       records, int(index))
-            except Exception as err:  # no model, a context mismatch: fall back to the stored rows
-                st.error(f"Could not re-score the round ({type(err).__name__}: {err}). Using approximate rows instead.")
-                rescored = None
-            ss.vc_logits = (key, rescored)
-        if ss.vc_logits[1] is not None:
-            logits, drift = ss.vc_logits[1]
-            target = shared_ui.get_target(ss.ex_target_spec)
+    records = explorer.records
+    index = int(st.number_input("round", 0, len(records) - 1, value=min(explorer.selected_round, len(records) - 1),
+                                key="vc_round"))
+    record = records[index]
+    round_key = explorer.round_key(index)
+    if explorer.is_live:
+        try:
+            with st.spinner("re-scoring the round's tree on the target (one forward)…"):
+                logits, drift = explorer_run.round_rows(explorer, index)  # kept by the explorer's session
+        except ValueError as err:  # no model, a context mismatch: fall back to the stored rows
+            st.error(f"Could not re-score the round ({err}). Using approximate rows instead.")
+        else:
+            target = shared_ui.get_target(explorer.target_spec)
             compact = appdata.exact_round(record, logits, lambda t: shared_ui.decode_text(target, t))
-            st.caption(f"exact target rows (re-scored); they reproduce the recorded X to {drift:.1e}")
+            st.caption("exact target rows (re-scored)" + (f"; they reproduce the recorded X to {drift:.1e}"
+                                                           if drift is not None else ""))
     if compact is None:
         compact = appdata.approximate_round(record)
 elif source == "a round from a trace file":
@@ -89,14 +87,14 @@ elif source == sampled_view.SOURCE:
     sampled, round_key, compact = sampled_view.choose_round(ss)
     record = round_key
 elif source == sampled_view.LIVE_SOURCE:
-    sampled, round_key, compact = sampled_view.choose_live_round(ss)
+    sampled, round_key, compact = sampled_view.choose_live_round(ss, explorer)
     record = round_key
 else:
     c1, c2 = st.columns(2)
-    ex_budget = c1.number_input("example tree budget", 2, 128, 24, key="vc_ex_budget")
-    ex_seed = c2.number_input("example seed", 0, 10_000, 0, key="vc_ex_seed")
-    record, logits = appdata.synthetic_record(budget=int(ex_budget), seed=int(ex_seed))
-    round_key = ("example", int(ex_budget), int(ex_seed))
+    example_budget = c1.number_input("example tree budget", 2, 128, 24, key="vc_ex_budget")
+    example_seed = c2.number_input("example seed", 0, 10_000, 0, key="vc_ex_seed")
+    record, logits = appdata.synthetic_record(budget=int(example_budget), seed=int(example_seed))
+    round_key = ("example", int(example_budget), int(example_seed))
     texts = [f"t{i}" for i in range(logits.shape[-1])]
     compact = appdata.CompactRound(record.tree, logits, texts, approximate=False)
 
@@ -137,25 +135,19 @@ st.markdown(f"Tree of **{tree.size} nodes**, depth {tree.max_depth}; at T = {tem
             f"**1 + C = {law.flow.expected_length:.4f}** (optimal exact verifiers reach it; chain-only reaches "
             f"1 + the chain's P" + ("; rrs and block, exact only over the tree's draw, may exceed it on one tree)."
                                     if drawn_with is not None else ")."))
-STANDING_TEXT = {OPTIMAL: "exact, optimal: exit law X, E[L] = 1 + C", OWN_LAW: "exact, with its own law",
-                 T0_ONLY: f"exact only for the T = 0 target: not this one (T = {temperature:g})",
-                 OVER_DRAWS: "exact over the tree's draws, with its own law on each tree",
-                 FOIL: "NOT exact (teaching foil)"}
-if drawn_with is not None:  # on a drawn tree a foil's own registry entry says what it is there
-    STANDING_TEXT[FOIL] = next((get_rule(name).on_drawn for name in options if standing(name, temperature) == FOIL
-                                and get_rule(name).on_drawn), STANDING_TEXT[FOIL])
+# each rule's standing in its registry entry's words (on a drawn tree a foil's entry says what it is there)
+STANDING_TEXT = {name: standing_text(name, temperature, drawn=drawn_with is not None) for name in options}
 groups = {name: standing(name, temperature) for name in chosen}
 if temperature == 0:
     st.info("At T = 0 the target's every row is one token with probability 1, so the naive ratio rule accepts a "
             "child exactly when it is that token (ratio ≥ 1) and never otherwise (ratio 0): it then follows the "
             "greedy path and its bonus is the argmax, the law of every exact verifier. It cannot be caught at "
             "T = 0; raise the temperature to see it fail. Greedy is optimal here, and so shares X.")
-elif "greedy" in chosen:
-    st.caption(f"greedy decodes the T = 0 target whatever the temperature: at T = {temperature:g} it is tested "
-               f"against its own law (the T = 0 exit), not against X, and its blocks are not samples of this "
-               f"target, so its mean block length is no rival to 1 + C.")
-
-NAIVE = NAIVE_NAME
+else:
+    for name in (name for name in chosen if get_rule(name).greedy):
+        st.caption(f"{name} decodes the T = 0 target whatever the temperature: at T = {temperature:g} it is tested "
+                   f"against its own law (the T = 0 exit), not against X, and its blocks are not samples of this "
+                   f"target, so its mean block length is no rival to 1 + C.")
 signature = (source, round_key, float(temperature), n_draws, seed, tuple(chosen))
 
 
@@ -192,11 +184,11 @@ else:
     _, results, latencies = stored
     labels = [f"{v} {figures.short(str(compact.vocab_texts[int(t)]), 8)}" if v else "0 root"
               for v, t in enumerate(tree.tokens.tolist())]
-    freq = {name: (r.exit_counts.double() / r.n).numpy() for name, r in results.items()}
+    freq = {name: r.exit_shares().numpy() for name, r in results.items()}
     rows = []
     for name, r in results.items():
         rule = own_law(name)
-        rows.append({"verifier": verifier_label(name), f"at T = {temperature:g}": STANDING_TEXT[groups[name]],
+        rows.append({"verifier": verifier_label(name), f"at T = {temperature:g}": STANDING_TEXT[name],
                      "mean L": r.mean_emitted, "± s.e.": r.emitted_stderr,
                      "E[L] of its law": rule.expected_length,
                      "exit χ² p (vs its law)": exit_pvalue(r.exit_counts, rule),
@@ -207,41 +199,40 @@ else:
     st.subheader("Summary")
     st.dataframe(table, hide_index=True, key="vc_summary")
     st.caption("χ² compares each verifier's exit counts and bonus-given-exit counts with the law it must follow if "
-               "exact: X on the whole tree and a bonus without the exit's child tokens (tev, predraw, residual and the "
-               "foil); X on the top-1 chain and a bonus without only the chain child it tried (chain); the T = 0 "
-               "verdict (greedy). Small cells are pooled (expected < 5). A tiny p-value for an exact verifier would be "
-               "a bug; for the foil it is the test's power.")
+               f"exact: {laws_held_to_text(list(results), temperature)}. Small cells are pooled (expected < 5). A tiny "
+               "p-value for an exact verifier would be a bug; for the foil it is the test's power.")
     st.caption(f"Decision latency: one real verifier call on this same tree for every verifier, given the round's "
                f"target flow (as the decoding loop calls it), median of {LATENCY_REPEATS} timed calls after one "
                f"warm-up call, wall clock (`tevcore.timing`). On a toy vocabulary the fixed per-call overhead "
                f"dominates; on a real vocabulary the bonus draw over V does. `python -m tevcore bench-verifiers` "
                f"measures it on real trees, with and without the flow handed in.")
     same_law = [n for n in results if groups[n] == OPTIMAL]
-    own_law_names = [n for n in results if groups[n] in (OWN_LAW, T0_ONLY, OVER_DRAWS)]
+    foils = [n for n in results if groups[n] == FOIL]
+    own_law_names = [n for n in results if not held_to_x(n, temperature)]
     left, middle, right = st.columns(3)
     with left:
         st.markdown(f"**Exact and optimal at T = {temperature:g}: exit law X**")
         st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {n: freq[n] for n in same_law},
-                                                law_name=law_name("tev", temperature)), key="vc_exit_exact")
+                                                law_name=x_law_label(temperature)), key="vc_exit_exact")
     with middle:
-        st.markdown("**Tested against their own law on this tree** (chain: X of the top-1 chain; greedy at T > 0: "
-                    "the T = 0 exit, a different target; rrs and block: their acceptance tables on this tree)")
+        st.markdown("**Tested against their own law on this tree**" + (" (" + "; ".join(
+            f"{n}: {law_name(n, temperature)}" for n in own_law_names) + ")" if own_law_names else ""))
         for n in own_law_names:
             st.plotly_chart(figures.exit_law_figure(labels, own_law(n).exit_probs.numpy(), {n: freq[n]}, top=12,
                                                     law_name=law_name(n, temperature)), key=f"vc_exit_{n}")
     with right:
         st.markdown("**:red[Naive ratio rule — NOT exact]**" + (" (teaching foil)" if drawn_with is None else ""))
-        if drawn_with is not None:
-            st.caption(STANDING_TEXT[FOIL])
-        if NAIVE in results:
-            st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {NAIVE: freq[NAIVE]},
-                                                    law_name=law_name(NAIVE, temperature)), key="vc_exit_naive")
-        else:
+        for foil in foils:  # the rules whose registry standing is the foil's: tested against X, which they miss
+            if drawn_with is not None:
+                st.caption(STANDING_TEXT[foil])
+            st.plotly_chart(figures.exit_law_figure(labels, law.exit_mass.numpy(), {foil: freq[foil]},
+                                                    law_name=law_name(foil, temperature)), key=f"vc_exit_foil_{foil}")
+        if not foils:
             st.caption("not selected")
-    lengths = {n: (r.length_counts.double() / r.n).numpy() for n, r in results.items()}
+    lengths = {n: r.length_shares().numpy() for n, r in results.items()}
     st.plotly_chart(figures.length_histogram_figure(lengths, law.flow.expected_length,
                                                     {n: r.mean_emitted for n, r in results.items()},
-                                                    {n: STANDING_TEXT[groups[n]] for n in results}),
+                                                    {n: STANDING_TEXT[n] for n in results}),
                     key="vc_lengths")
     # bonus law at one exit node
     order = np.argsort(-law.exit_mass.numpy(), kind="stable")
@@ -251,20 +242,16 @@ else:
     bonus = law.bonus_probs(exit_pick).numpy()
     top = np.argsort(-bonus, kind="stable")[:12]
     token_labels = [figures.short(str(compact.vocab_texts[int(t)]), 10) + f" #{int(t)}" for t in top] + ["(rest)"]
-    law_row = list(bonus[top]) + [max(0.0, 1.0 - float(bonus[top].sum()))]
+    law_row = top_shares(bonus, top)
     empirical, bonus_rows = {}, []
     for name, r in results.items():
         if exit_pick not in r.bonus_counts:
             continue
         bonus_rows.append({"verifier": verifier_label(name), "exits here": int(r.bonus_counts[exit_pick][1].sum()),
                            "bonus χ² p (vs its law)": bonus_pvalue(r.bonus_counts, own_law(name), nodes=[exit_pick])})
-        if groups[name] not in (OPTIMAL, FOIL):
+        if not held_to_x(name, temperature):
             continue  # its bonus law is its own: its p-value is in the table, not drawn on X's law
-        tokens, counts = r.bonus_counts[exit_pick]
-        full = np.zeros(bonus.shape[0])
-        full[tokens.numpy()] = counts.numpy()
-        total = full.sum()
-        empirical[name] = list(full[top] / total) + [max(0.0, 1.0 - float(full[top].sum() / total))]
+        empirical[name] = top_shares(r.bonus_shares(exit_pick, bonus.shape[0]).numpy(), top)
     st.plotly_chart(figures.bonus_figure(token_labels, law_row, empirical, labels[exit_pick],
                                          law_name=f"bonus law: p(.|exit) at T = {temperature:g}, children masked"),
                     key="vc_bonus")
@@ -275,7 +262,7 @@ else:
         sampled_view.tree_against_rrs(results, labels, law, own_law("rrs") if "rrs" in results else None)
 
 if sampled is not None:
-    sampled_view.across_rounds(ss, sampled, chosen, seed, {n: STANDING_TEXT[groups[n]] for n in chosen},
+    sampled_view.across_rounds(ss, sampled, chosen, seed, {n: STANDING_TEXT[n] for n in chosen},
                                live=source == sampled_view.LIVE_SOURCE)
 
 # ------------------------------------------------------------------ end to end

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import appdata
+from explorer_kit import count_turns, explorer_of, put_explorer
 from tevcore.lab.siblings import sibling_diagnostics
 
 PAGE = Path(__file__).resolve().parents[2] / "app" / "pages" / "1_Tree_explorer.py"
@@ -31,11 +32,10 @@ def sampled_session(at: AppTest, verifier: str = "rrs", rounds: int = 3, keep_lo
                     builder: str = "sampled:3,2,2"):
     made = [appdata.synthetic_record(budget=12, seed=7 + i, index=i, builder=builder, verifier=verifier)
             for i in range(rounds)]
-    at.session_state["ex_records"] = [record for record, _ in made]
-    at.session_state["ex_done"] = True
-    at.session_state["ex_source"] = "test records"
+    session = put_explorer(at, records=[record for record, _ in made], done=True, source="test records")
     if keep_logits:
-        at.session_state["ex_logits"] = {i: logits for i, (_, logits) in enumerate(made)}
+        for i, (_, logits) in enumerate(made):
+            session.keep_rows(i, logits)
     return made
 
 
@@ -65,7 +65,7 @@ def test_bad_draw_counts_get_the_engines_one_line_error_and_start_nothing(counts
     assert any(e.value.startswith("Refused:") and message in e.value for e in at.sidebar.error)
     assert "rrs" not in at.sidebar.selectbox(key="ex_verifier").options
     at.button(key="ex_step").click().run()
-    assert not at.exception and at.session_state["ex_records"] == []
+    assert not at.exception and explorer_of(at).records == []
     assert any("Invalid settings" in e.value and message in e.value for e in at.error)
 
 
@@ -129,7 +129,8 @@ def test_sibling_diagnostics_are_the_labs_over_the_shown_rounds():
     assert ranks and ranks[0]["layout"]["xaxis"]["type"] == "category"
 
 
-def test_a_live_sampled_round_on_a_tiny_target_shows_the_trail_of_its_rrs_verdict(tiny_model_folder):
+def test_a_live_sampled_round_on_a_tiny_target_shows_the_trail_of_its_rrs_verdict(tiny_model_folder, monkeypatch):
+    turns = count_turns(monkeypatch)
     at = explorer(timeout=180).run()
     at.sidebar.text_input(key="ex_target").set_value(str(tiny_model_folder("llama")))
     at.sidebar.selectbox(key="ex_proposer").set_value("rollout")
@@ -142,11 +143,15 @@ def test_a_live_sampled_round_on_a_tiny_target_shows_the_trail_of_its_rrs_verdic
     at.button(key="ex_step").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    record = at.session_state["ex_records"][0]
+    assert len(turns) == 1  # the decode waited its turn in the server's compute queue
+    record = explorer_of(at).records[0]
     assert record.tree.draws is not None and record.verifier == "rrs"
     assert any("The verifier comparison draws many at round 0's context" in c.value for c in at.caption)
     at.button(key="ex_trail_btn_0").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(turns) == 2 and explorer_of(at).has_rows(0)  # the re-scoring forward took a turn too, once
+    at.run()
+    assert len(turns) == 2
     trail = frames(at, "trail")[0]
     assert [0] + trail[trail["outcome"] == "accepted"]["child"].tolist() == record.path
     assert not [b for b in at.button if b.key == "ex_trail_btn_0"]  # the trail took the button's place
@@ -158,7 +163,7 @@ def test_trim_auto_with_a_sampled_builder_is_refused_before_any_model_loads(tmp_
     at.sidebar.selectbox(key="ex_builder").set_value("sampled:K1,K2,...").run()
     at.sidebar.selectbox(key="ex_trim").set_value("auto").run()
     at.button(key="ex_step").click().run()
-    assert not at.exception and at.session_state["ex_records"] == []
+    assert not at.exception and explorer_of(at).records == []
     errors = [e.value for e in at.error]
     assert any("Invalid settings" in e and "sampled tree's draws do not survive" in e for e in errors), errors
     assert not any("Could not start" in e for e in errors)

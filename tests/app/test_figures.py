@@ -438,3 +438,10 @@ def test_an_upload_with_rounds_out_of_order_is_never_replayed(records, order):
     with pytest.raises(ValueError, match="^my-run.jsonl, line .*rounds must be in increasing order"):
         appdata.load_trace(shuffled.encode(), "my-run.jsonl")
     assert [r.index for r in appdata.load_trace(appdata.trace_bytes(records)).rounds] == [0, 1, 2, 3]
+
+
+def test_top_shares_keep_the_picked_bars_and_put_the_rest_in_one():
+    from figures.common import top_shares
+
+    assert top_shares([0.5, 0.1, 0.3, 0.1], [0, 2]) == pytest.approx([0.5, 0.3, 0.2])
+    assert top_shares([0.7, 0.4], [0, 1])[-1] == 0.0  # rounding past 1 never gives a negative rest

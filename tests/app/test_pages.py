@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import appdata
+from explorer_kit import explorer_of, put_explorer
 
 APP = Path(__file__).resolve().parents[2] / "app"
 PAGES = APP / "pages"
@@ -31,9 +32,7 @@ def test_home_links_every_page():
 
 def test_explorer_replays_records_without_a_model():
     at = page("1_Tree_explorer.py")
-    at.session_state["ex_records"] = appdata.synthetic_records(rounds=3, budget=12)
-    at.session_state["ex_done"] = True
-    at.session_state["ex_source"] = "test records"
+    put_explorer(at, records=appdata.synthetic_records(rounds=3, budget=12), done=True, source="test records")
     at.run()
     assert not at.exception and not at.error
     assert charts(at) >= 6  # tree, p(.|v), timings, block length, exit depth, speed
@@ -49,8 +48,7 @@ def test_explorer_keeps_each_rounds_node_and_survives_a_round_switch():
     records = appdata.synthetic_records(rounds=3, budget=12)
     records[0] = appdata.synthetic_record(budget=3, index=0)[0]  # round 0 has fewer nodes than round 2
     at = page("1_Tree_explorer.py")
-    at.session_state["ex_records"] = records
-    at.session_state["ex_done"] = True
+    session = put_explorer(at, records=records, done=True)
     at.run()
     last = records[2].tree.num_nodes - 1
     at.selectbox(key="ex_node_2").set_value(last).run()
@@ -59,7 +57,7 @@ def test_explorer_keeps_each_rounds_node_and_survives_a_round_switch():
     assert at.selectbox(key="ex_node_0").value == (records[0].exit_node or 0)  # node `last` is not in round 0
     at.slider(key="ex_round").set_value(2).run()
     assert at.selectbox(key="ex_node_2").value == last  # remembered per round, as an int
-    at.session_state["ex_nodes"] = {2: "7: ' the' (depth 2)"}  # a stale label read back as text
+    session.view.nodes = {2: "7: ' the' (depth 2)"}  # a stale label read back as text
     at.run()
     assert not at.exception and at.selectbox(key="ex_node_2").value == (records[2].exit_node or 0)
 
@@ -71,15 +69,14 @@ def test_explorer_recovers_from_a_view_error_and_keeps_the_rounds(monkeypatch):
         raise RuntimeError("drawing failed")
 
     at = page("1_Tree_explorer.py")
-    at.session_state["ex_records"] = appdata.synthetic_records(rounds=3, budget=12)
-    at.session_state["ex_done"] = True
+    put_explorer(at, records=appdata.synthetic_records(rounds=3, budget=12), done=True)
     at.run()
     with monkeypatch.context() as patch:
         patch.setattr(figures, "record_tree_figure", broken)
         at.slider(key="ex_round").set_value(1).run()
     assert not at.exception
     assert any("drawing failed" in e.value and "3 rounds are kept" in e.value for e in at.error)
-    assert len(at.session_state["ex_records"]) == 3
+    assert len(explorer_of(at).records) == 3
     at.run()
     assert not at.exception and not at.error and charts(at) >= 6
 
@@ -103,7 +100,7 @@ def test_explorer_runs_one_live_round_on_the_real_target(monkeypatch):
     at.button(key="ex_step").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    records = at.session_state["ex_records"]
+    records = explorer_of(at).records
     assert len(records) == 1 and records[0].emitted >= 1
     assert records[0].budget == 6 and records[0].tree.size <= 6
     assert charts(at) >= 6
@@ -171,7 +168,7 @@ def test_verifier_comparison_at_t0_says_why_the_foil_cannot_be_caught():
 
 def test_verifier_comparison_on_a_replayed_round_is_labelled_approximate():
     at = page("2_Verifier_comparison.py")
-    at.session_state["ex_records"] = appdata.synthetic_records(rounds=2, budget=10)
+    put_explorer(at, records=appdata.synthetic_records(rounds=2, budget=10))
     at.run()
     assert at.radio(key="vc_source").value == "a round from the tree explorer"
     assert any("APPROXIMATE" in w.value for w in at.warning)
@@ -276,7 +273,7 @@ def test_explorer_refuses_an_out_of_range_number_and_names_the_range(key, value,
     assert not at.exception
     assert any(allowed in e.value and "Refused" in e.value for e in at.sidebar.error), [e.value for e in at.error]
     assert at.button(key="ex_step").disabled and at.button(key="ex_run").disabled  # never runs another value
-    assert at.session_state["ex_records"] == [] and at.session_state["ex_gen"] is None
+    assert explorer_of(at).records == [] and explorer_of(at).generation is None
 
 
 def test_explorer_takes_the_lower_bounds_from_the_engine_config():
@@ -294,8 +291,7 @@ def test_explorer_takes_the_lower_bounds_from_the_engine_config():
 def test_explorer_counts_nodes_one_way_folds_big_fans_and_shows_no_arrows():
     records = appdata.synthetic_records(rounds=1, budget=64, seed=2)
     at = page("1_Tree_explorer.py")
-    at.session_state["ex_records"] = records
-    at.session_state["ex_done"] = True
+    put_explorer(at, records=records, done=True)
     at.run()
     assert not at.exception and not at.error
     assert [m.label for m in at.metric] == ["1 + C", "block length", "tree nodes", "depth"]
@@ -369,7 +365,7 @@ def test_explorer_target_field_reports_a_missing_folder(tmp_path):
     at.button(key="ex_step").click().run()
     assert not at.exception
     assert any("Could not start" in e.value and "no-such-model" in e.value for e in at.error)
-    assert at.session_state["ex_records"] == []
+    assert explorer_of(at).records == []
 
 
 def test_explorer_opens_with_the_engines_defaults_and_builders():
@@ -389,7 +385,7 @@ def test_explorer_opens_with_the_engines_defaults_and_builders():
     at.button(key="ex_step").click().run()  # a bad widths list is refused before any model work
     assert not at.exception
     assert any("Invalid settings" in e.value and "widths" in e.value for e in at.error), [e.value for e in at.error]
-    assert at.session_state["ex_records"] == []
+    assert explorer_of(at).records == []
 
 
 def test_exittrain_shows_a_stopped_run_as_stopped_resumable_without_eta(tmp_path):

@@ -11,6 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import appdata
+from explorer_kit import put_explorer
 
 APP = Path(__file__).resolve().parents[2] / "app"
 PAGES = APP / "pages"
@@ -41,8 +42,7 @@ def typed_boxes(at: AppTest) -> set[str]:
 
 def test_the_explorer_offers_the_hosts_models_and_no_path_box(room):
     at = page("1_Tree_explorer.py")
-    at.session_state["ex_records"] = appdata.synthetic_records(rounds=2, budget=8)
-    at.session_state["ex_done"] = True
+    put_explorer(at, records=appdata.synthetic_records(rounds=2, budget=8), done=True)
     at.run()
     assert not at.exception
     assert typed_boxes(at) == set()

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 import appdata
 import figures
 import sampled_view
+from explorer_kit import count_turns, live_explorer, put_explorer
 from test_figures import NUMERIC_LOOKING, _bars_all_on_a_category_axis
 from test_pages import PAGES
 from tevcore.engine.builder_specs import parse_builder
@@ -124,7 +125,7 @@ def test_a_sampled_chain_runs_block_and_bad_builders_are_refused():
         assert any("Refused" in e.value and message in e.value for e in at.error), (bad, [e.value for e in at.error])
 
 
-def test_a_live_sampled_round_from_the_explorer_runs_rrs_on_its_rescored_rows(tiny_model_folder):
+def test_a_live_sampled_round_from_the_explorer_runs_rrs_on_its_rescored_rows(tiny_model_folder, monkeypatch):
     """A round the decoding loop drew with a sampled builder on a tiny target: the page re-scores its tree and
     offers the rules the registry pairs with that builder, at the temperature the tree was drawn at."""
     from tevcore.config import DecodeConfig
@@ -138,12 +139,13 @@ def test_a_live_sampled_round_from_the_explorer_runs_rrs_on_its_rescored_rows(ti
     records = list(rounds(load_target(folder, device="cpu"), GreedyRolloutProposer(depth=2), prompt, config))
     index = next(i for i, r in enumerate(records) if r.tree.size > 1)
     at = page("2_Verifier_comparison.py")
-    for key, value in dict(ex_records=records, ex_prompt_ids=prompt, ex_target_spec=folder, ex_wall_start=1.0,
-                           ex_selected_round=index).items():
-        at.session_state[key] = value
+    session = live_explorer(at, records, prompt, folder, builder=config.builder, budget=6)
+    session.selected_round = index
+    turns = count_turns(monkeypatch)
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("re-scored" in c.value for c in at.caption)
+    assert len(turns) == 1 and session.has_rows(index)  # queued like every model computation; kept for the explorer
     assert any("A sampled tree (sampled:2,2): studied at its round's T = 0.8" in c.value for c in at.caption)
     assert "rrs" in at.multiselect[0].options and "block" not in at.multiselect[0].options
     at.number_input(key="vc_n").set_value(4_000)
@@ -165,10 +167,7 @@ def _live_explorer_state(at: AppTest, folder: str, builder: str) -> tuple[list, 
     prompt = [5, 9, 13, 21, 8]
     config = DecodeConfig(max_new_tokens=6, temperature=0.8, budget=6, builder=builder, verifier="tev", seed=3)
     records = list(rounds(load_target(folder, device="cpu"), GreedyRolloutProposer(depth=4), prompt, config))
-    for key, value in dict(ex_records=records, ex_prompt_ids=prompt, ex_target_spec=folder, ex_wall_start=1.0,
-                           ex_selected_round=1, ex_settings={"builder": config.builder, "budget": 6,
-                                                             "proposer": "rollout"}).items():
-        at.session_state[key] = value
+    live_explorer(at, records, prompt, folder, builder=config.builder, budget=6, proposer="rollout").selected_round = 1
     return records, prompt
 
 
@@ -218,7 +217,7 @@ def test_trees_drawn_at_an_explorer_rounds_context_run_on_its_real_target(tiny_m
 
 def test_the_live_source_is_offered_only_for_a_live_generation():
     at = page("2_Verifier_comparison.py")
-    at.session_state["ex_records"] = appdata.synthetic_records(rounds=2, budget=10)  # a loaded trace: no prompt
+    put_explorer(at, records=appdata.synthetic_records(rounds=2, budget=10))  # a loaded trace: no prompt
     at.run()
     assert sampled_view.LIVE_SOURCE not in at.radio(key="vc_source").options
 

@@ -10,14 +10,10 @@ import appdata
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from explorer_kit import live_explorer, put_explorer
 from test_pages import APP, chart_specs, page, titled
 
 SAMPLED_SOURCE = "sampled trees (toy target, fresh draws at one context)"
-
-
-def put(at: AppTest, **values) -> None:
-    for key, value in values.items():
-        at.session_state[key] = value
 
 
 def markdown(at: AppTest) -> str:
@@ -113,10 +109,8 @@ def test_the_examples_results_survive_picking_another_bonus_node():
 
 def test_the_explorer_says_why_rrs_exceeds_1_plus_c_and_which_law_the_exit_bars_are():
     at = page("1_Tree_explorer.py")
-    at.session_state["ex_records"] = appdata.synthetic_records(rounds=3, budget=8, builder="sampled:2,2,1",
-                                                               verifier="rrs")
-    at.session_state["ex_done"] = True
-    at.session_state["ex_source"] = "test records"
+    put_explorer(at, records=appdata.synthetic_records(rounds=3, budget=8, builder="sampled:2,2,1", verifier="rrs"),
+                 done=True, source="test records")
     at.run()
     assert not at.exception
     assert any(c.value.startswith("Why a block can be longer than 1 + C: rrs is exact only over the draw")
@@ -130,7 +124,7 @@ def test_a_trimmed_round_says_so_and_from_how_many_nodes():
     records = appdata.synthetic_records(rounds=2, budget=12)
     records[1] = dataclasses.replace(records[1], drafted_size=records[1].tree.size + 5)
     at = page("1_Tree_explorer.py")
-    put(at, ex_records=records, ex_done=True, ex_source="test records")
+    put_explorer(at, records=records, done=True, source="test records")
     at.run()
     size = records[1].tree.size
     assert any(f"trimmed: the target scored the first {size} of the {size + 5} nodes drafted" in c.value
@@ -142,7 +136,7 @@ def test_a_replayed_trace_shows_its_own_prompt_temperature_builder_budget_and_se
     meta = {"target": "toy", "prompt": "Tell me a story",
             "config": {"temperature": 0.7, "builder": "best_first", "budget": 10, "verifier": "tev", "seed": 42}}
     at = page("1_Tree_explorer.py")
-    put(at, ex_records=records, ex_done=True, ex_source="trace t.jsonl", ex_meta=meta)
+    put_explorer(at, records=records, done=True, source="trace t.jsonl", meta=meta)
     at.run()
     shown = " ".join(i.value for i in at.info)
     for part in ("'Tell me a story'", "temperature 0.7", "builder best_first", "budget 10", "seed 42"):
@@ -164,8 +158,7 @@ def test_the_folders_the_app_writes_by_default_are_ignored_by_git():
 def test_the_explorer_keeps_its_settings_across_pages_and_says_when_shown_rounds_differ():
     at = page("Home.py").run()
     at.switch_page("pages/1_Tree_explorer.py")
-    put(at, ex_records=appdata.synthetic_records(rounds=2, budget=8), ex_done=True, ex_source="live",
-        ex_prompt_ids=[1, 2], ex_settings={"budget": 8})  # rounds made at budget 8
+    live_explorer(at, appdata.synthetic_records(rounds=2, budget=8), [1, 2], budget=8)  # rounds made at budget 8
     at.run()
     at.number_input(key="ex_budget").set_value(24).run()
     at.switch_page("pages/4_Exit_law_workshop.py").run()  # streamlit forgets the explorer's widgets here

@@ -44,6 +44,22 @@ class SimulationResult:
     bonus_counts: BonusCounts
     seconds: float
 
+    def exit_shares(self) -> torch.Tensor:
+        """(N+1,) share of the draws that exited at each node."""
+        return self.exit_counts.double() / self.n
+
+    def length_shares(self) -> torch.Tensor:
+        """(max_depth+2,) share of the draws per block length L."""
+        return self.length_counts.double() / self.n
+
+    def bonus_shares(self, node: int, vocab: int) -> torch.Tensor | None:
+        """(vocab,) share of each token among the bonuses of the draws that exited at `node`; None when none did."""
+        if node not in self.bonus_counts:
+            return None
+        tokens, counts = self.bonus_counts[node]
+        shares = torch.zeros(vocab, dtype=torch.float64).index_add_(0, tokens, counts.double())
+        return shares / shares.sum()
+
     @property
     def mean_emitted(self) -> float:
         lengths = torch.arange(self.length_counts.numel(), dtype=torch.float64)

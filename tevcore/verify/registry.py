@@ -67,6 +67,7 @@ class Rule:
     trail_note: str = ""  # how to read that trail, where its table alone does not say
     label: str | None = None  # display name where it differs from `name`
     on_drawn: str = ""  # what the rule is on a tree drawn from q, where its standing alone would mislead there
+    bonus_text: str = "p at the exit without its children's tokens"  # the bonus law `law` holds, in words
 
     @property
     def exact(self) -> bool:
@@ -86,10 +87,12 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in (
          rules.exits_residual, rules.child_token_row, exit_law),
     Rule("greedy", "follow the argmax child (the T = 0 target)", rules.exits_greedy, rules.child_token_row,
          greedy_law, standing=greedy_standing, greedy=True,
-         law_label=lambda t: "greedy's own law (the T = 0 exit)" if t else x_law_label(t)),
+         law_label=lambda t: "greedy's own law (the T = 0 exit)" if t else x_law_label(t),
+         bonus_text="the argmax of p at the exit without its children's tokens"),
     Rule("chain", "standard speculative sampling on the top-1 chain only", rules.exits_chain,
          rules.chain_child_token_row, chain_law, standing=always(OWN_LAW),
-         law_label=lambda t: "chain's own law (X of the top-1 chain)"),
+         law_label=lambda t: "chain's own law (X of the top-1 chain)",
+         bonus_text="p at the exit without only the chain child it tried"),
     Rule("naive_ratio", "accept a child with min(1, p/q): NOT exact, a teaching foil", rules.exits_naive_ratio,
          rules.foil_child_token_row, exit_law, standing=always(FOIL), label="naive_ratio (NOT exact: teaching foil)",
          where="runs on any tree: on a fixed tree nothing was drawn from the q it divides by; on a drawn tree "
@@ -108,12 +111,13 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in (
          rules.exits_rrs, rules.child_token_row, rrs_law, standing=always(OVER_DRAWS),
          law_label=lambda t: "rrs's own law on this sampled tree", needs=frozenset({DRAWN}),
          where="divides by the q each child was drawn from",
-         bonus_row=rules.rrs_bonus_row, trail=rrs_trail),
+         bonus_row=rules.rrs_bonus_row, trail=rrs_trail, bonus_text="the residual left at the exit"),
     Rule("block", "block verification of a sampled chain (Sun et al.); exact over the chain's draws",
          rules.exits_block, rules.child_token_row, block_law, standing=always(OVER_DRAWS),
          law_label=lambda t: "block's own law on this sampled tree", needs=frozenset({DRAWN_CHAIN}),
          where="verifies a chain drawn one draw per node", bonus_row=rules.block_bonus_row,
          bonus_may_repeat_child=True, trail=block_trail,
+         bonus_text="the block residual at the exit (it may repeat the next chain token)",
          trail_note="Block verification carries a weight w down the chain (w_i = min(1, w_(i-1) p/q)), turns it into "
                     "a stop probability h at each node, and exits at the LAST node whose coin succeeds, reading the "
                     "coins from the chain's end: nodes above the exit are accepted with the block even where their "
@@ -189,6 +193,38 @@ def law_name(name: str, temperature: float) -> str:
 def rule_law(name: str, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """The law verifier `name` is tested against: its own if exact, X for the foil."""
     return get_rule(name).law(tree, node_logits, temperature)
+
+
+STANDING_TEXTS = {OPTIMAL: "exact, optimal: exit law X, E[L] = 1 + C", OWN_LAW: "exact, with its own law",
+                  T0_ONLY: "exact only for the T = 0 target: not this one (T = {temperature:g})",
+                  OVER_DRAWS: "exact over the tree's draws, with its own law on each tree",
+                  FOIL: "NOT exact (teaching foil)"}  # a standing in words, as a page's table and legend say it
+
+
+def standing_text(name: str, temperature: float, drawn: bool = False) -> str:
+    """How verifier `name` stands at `temperature`, in words; on a tree drawn from q (`drawn`), a rule whose entry
+    says what it is there (`on_drawn`: the foil) says that instead."""
+    rule = get_rule(name)
+    kind = rule.standing(temperature)
+    if drawn and kind == FOIL and rule.on_drawn:
+        return rule.on_drawn
+    return STANDING_TEXTS[kind].format(temperature=temperature)
+
+
+def held_to_x(name: str, temperature: float) -> bool:
+    """Whether verifier `name`'s verdicts are tested against the exit law X itself and X's bonus law at
+    `temperature`: the optimal rules, and the foil, which would need them to be exact."""
+    return standing(name, temperature) in (OPTIMAL, FOIL)
+
+
+def laws_held_to_text(names: list[str], temperature: float) -> str:
+    """What the verdicts of each of `names` are tested against, rules with one law and one bonus named together,
+    in registry order ("exit law X(v) at T = 1, bonus from ... (tev, predraw)")."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name in (name for name in RULES if name in names):
+        rule = RULES[name]
+        groups.setdefault((rule.law_label(temperature), rule.bonus_text), []).append(name)
+    return "; ".join(f"{law}, bonus from {bonus} ({', '.join(group)})" for (law, bonus), group in groups.items())
 
 
 def verifier_label(name: str) -> str:
