@@ -182,9 +182,12 @@ class JobBoard:
             self._save_locked()
 
     def _save_locked(self) -> None:
+        records = [job.record() for job in self._jobs if job.running]
+        if not records and not self.registry.exists():  # a folder merely looked at is left as it was
+            return
         self.registry.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.registry.with_suffix(".tmp")
-        temporary.write_text(json.dumps([job.record() for job in self._jobs if job.running], indent=1))
+        temporary.write_text(json.dumps(records, indent=1))
         temporary.replace(self.registry)
 
 
