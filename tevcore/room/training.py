@@ -50,10 +50,11 @@ def resume_command(folder: Path) -> list[str]:
     return [sys.executable, "-m", "tevcore", "train", *train_cli.command_line(folder, {}, config=folder / "config.json")]
 
 
-def data_command(folder: Path, shards: int, threads: int = 1) -> list[str]:
-    """`python -m tevcore build-data` for a small set of the recipe's kind (`recipes.SMALL_SET`)."""
+def data_command(folder: Path, shards: int, threads: int | None = None) -> list[str]:
+    """`python -m tevcore build-data` for a small set of the recipe's kind (`recipes.SMALL_SET`); `threads` None
+    leaves build-data's own default."""
     return [sys.executable, "-m", "tevcore", "build-data",
-            *data_cli.command_line(folder, SMALL_SET, max_shards=int(shards), threads=int(threads))]
+            *data_cli.command_line(folder, SMALL_SET, max_shards=int(shards), threads=threads)]
 
 
 def plan(command: list[str]) -> tuple[bool, str]:
@@ -121,7 +122,7 @@ class TrainingControl:
     def resume(self, caller: Caller, folder: Path) -> Job:
         return self.start_training(caller, folder, resume_command(folder))
 
-    def build_data(self, caller: Caller, folder: Path, shards: int, threads: int = 1) -> Job:
+    def build_data(self, caller: Caller, folder: Path, shards: int, threads: int | None = None) -> Job:
         """Start a data build into `folder` (it resumes from the shards written), or refuse in one line."""
         folder = Path(folder)
         guarded.check_data(self.limits, int(shards))
