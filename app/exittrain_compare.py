@@ -20,6 +20,7 @@ import trainruns
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.parsing import budget_or_chain, comma_list
 from tevcore.train.eval import prompt_sets
+from tevcore.train.runs import list_runs
 
 ss = st.session_state
 
@@ -121,7 +122,7 @@ def paired_section(options: list[str]) -> None:
 
 def compare_tab(runs_root: Path) -> None:
     """The Compare tab: the user's picks, E per budget of each (alone and + lookup), and the paired comparison."""
-    runs_now = trainruns.list_runs(runs_root)
+    runs_now = list_runs(runs_root)
     if ss.get("et_cmp_root") != str(runs_root):  # a new runs folder: start from its newest pair
         ss.et_cmp_root = str(runs_root)
         ss.et_cmp = trainruns.default_comparison(runs_now)

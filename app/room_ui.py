@@ -23,9 +23,9 @@ from tevcore.room.limits import Limits
 from tevcore.room.queue import ComputeQueue, Replaced
 from tevcore.room.settings import RoomSettings, load_settings
 from tevcore.room.spaces import Space, SpaceKeeper, plain_name  # noqa: F401 (the pages' name check)
+from tevcore.room.training import REGISTRY, Caller, TrainingControl
 
 ss = st.session_state
-REPO = Path(__file__).resolve().parents[1]  # where the CLI's jobs run, as trainruns starts them
 
 
 @st.cache_resource(show_spinner=False)
@@ -54,11 +54,21 @@ def _keeper() -> SpaceKeeper:
 
 
 @st.cache_resource(show_spinner=False)
+def _training(root: str) -> TrainingControl:
+    board = JobBoard(Path(root) / REGISTRY, limits().jobs, settings().host_secret)
+    if in_room():  # a room's jobs end with its server; on one's own machine they are found again at the next start
+        atexit.register(board.end_all)
+    return TrainingControl(board, limits())
+
+
+def training(root: Path) -> TrainingControl:
+    """The trainings and data builds of the runs folder `root` (a room has one: the host's)."""
+    return _training(str(Path(root).resolve()))
+
+
 def job_board() -> JobBoard:
-    """The server's jobs; every job still running ends with the server."""
-    board = JobBoard(settings().runs / ".room-jobs.json", limits().jobs, settings().host_secret)
-    atexit.register(board.end_all)
-    return board
+    """The room's jobs: the board of the host's runs folder."""
+    return training(settings().runs).board
 
 
 def participant() -> str:
@@ -160,25 +170,6 @@ def host_controls() -> None:
                                                value=board.open_to_participants, key="room_open_jobs")
 
 
-def launch(kind: str, folder, command: list[str], log, launch_here):
-    """Start a job: `launch_here()` on one's own machine; in a room through the job board (cap, owner), whose
-    refusal ends this run with its one line. Returns the process."""
-    if not in_room():
-        return launch_here()
-    from tevcore.room.jobs import JobRefused
-
-    board = job_board()
-    try:
-        job = board.start(participant(), kind, folder, command, log, unlocked=board.open_to_participants,
-                          is_host=is_host(), cwd=REPO)
-    except JobRefused as err:
-        refused(err)
-    return job.process
-
-
-def may_control(folder) -> bool:
-    """Whether this session may stop or resume the job on `folder` (always, on one's own machine)."""
-    if not in_room():
-        return True
-    job = job_board().last_on(folder)
-    return job is None or job_board().may_control(job, participant(), is_host())
+def caller() -> Caller:
+    """This session as the training service sees it: its owner key, and whether it speaks for the host."""
+    return Caller(participant(), is_host())

@@ -79,3 +79,18 @@ def add_target_arguments(parser, target_default: str | None = "default") -> None
 def target_from_args(args, spec: str | None = None, device: str | None = None):
     """The target the flags of `add_target_arguments` name (`spec`/`device` override theirs)."""
     return load_target(spec if spec is not None else args.target, device=device or args.device, dtype=args.dtype)
+
+
+def field_flag(name: str) -> str:
+    """The flag of a config field (`tree_lambda` -> `--tree-lambda`): the one spelling a command's parser declares
+    and its command-line writer writes, so the two cannot drift apart."""
+    return "--" + name.replace("_", "-")
+
+
+def flag_word(value: object) -> str:
+    """A config value as its flag's parser reads it back: booleans as true/false, tuples comma-separated."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return ",".join(flag_word(item) for item in value)
+    return str(value)

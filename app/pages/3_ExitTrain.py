@@ -10,9 +10,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import shared_ui  # noqa: E402
 import streamlit as st  # noqa: E402
+from tevcore.room.jobs import Job, JobRefused  # noqa: E402
+from tevcore.room.limits import CapExceeded  # noqa: E402
+from tevcore.room.training import FolderBusy, TrainingControl, plan, train_command  # noqa: E402
 from tevcore.train.config import TrainConfig  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 from tevcore.train.recipes import recipe  # noqa: E402
+from tevcore.train.runs import (DATA_LOG, LOG_NAME, STOPPED_STATES, RunInfo, data_progress, data_sets,  # noqa: E402
+                                list_runs, log_tail)
 
 from exittrain_ablation import ablation_tab  # noqa: E402
 from exittrain_compare import compare_tab  # noqa: E402
@@ -28,12 +33,6 @@ ss = st.session_state
 
 
 REFRESH_SECONDS = 2.0
-
-
-@st.cache_resource
-def started_processes() -> dict:
-    """Run folder -> Popen of the trainings this app process started (to refuse double starts at once)."""
-    return {}
 
 
 START_NEW = "new"  # start-from choices besides drafter folders
@@ -63,6 +62,26 @@ def fmt_seconds(seconds: float | None) -> str:
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+def job_of(control: TrainingControl, folder: Path, kind: str) -> Job | None:
+    """The newest job of this kind the training service knows on `folder` (started here or found again)."""
+    job = control.job_on(folder)
+    return job if job is not None and job.kind == kind else None
+
+
+def found_again_note(job: Job) -> None:
+    if job.found_again:
+        st.caption(f"process {job.pid} was started from this app before a server restart and found again")
+
+
+def start_refused(err: ValueError) -> None:
+    """A start the service refused: a busy folder is said and the page goes on; a cap or the job board's refusal
+    ends this run with its line."""
+    if isinstance(err, FolderBusy):
+        st.error(f"Refused: {err}.")
+    else:
+        room_ui.refused(err)
+
+
 if not room_ui.jobs_allowed():  # a room: training, data builds and Compare are the host's unless opened
     st.info("In this workshop room, training, data builds and checkpoint comparisons are the host's: the host "
             "enters the host secret above, or opens them to participants.")
@@ -70,6 +89,8 @@ if not room_ui.jobs_allowed():  # a room: training, data builds and Compare are 
 room_ui.host_controls()
 runs_root = room_ui.settings().runs if room_ui.in_room() else Path(  # a room: the host's one runs folder
     st.text_input("runs folder", value="runs", key="et_root"))
+control = room_ui.training(runs_root)  # every start and stop goes through its job board, in both profiles
+me = room_ui.caller()
 
 tab_new, tab_runs, tab_compare, tab_ablation = st.tabs(["New run", "Runs", "Compare checkpoints", "Ablation"])
 
@@ -77,34 +98,39 @@ tab_new, tab_runs, tab_compare, tab_ablation = st.tabs(["New run", "Runs", "Comp
 @st.fragment(run_every=REFRESH_SECONDS)
 def show_data_build(folder: Path) -> None:
     """Progress of a `build-data` started from this page: shards written of those its own plan (the manifest it
-    writes before the first shard) holds; read from the folder when this process holds no handle on the build
-    (another session, a reload, a script run cut short)."""
-    proc = started_processes().get(f"data:{folder.resolve()}")
-    if proc is None and not (folder / trainruns.DATA_LOG).is_file():
+    writes before the first shard) holds; read from the folder when no job of this server builds it (a build
+    started elsewhere, or one that ended)."""
+    job = job_of(control, folder, "data")
+    if job is None and not (folder / DATA_LOG).is_file():
         return
-    code = proc.poll() if proc is not None else None  # poll() also reaps the finished process
-    progress = trainruns.data_progress(folder)
+    running = job is not None and job.running  # (asking also waits for a finished build: no zombie)
+    code = job.exit_code if job is not None else None  # None while it runs, and for a build found again
+    progress = data_progress(folder)
     done, planned = progress or (0, 0)
-    if progress is not None and done >= planned and (proc is None or code == 0):
+    if progress is not None and done >= planned and not running and code in (None, 0):
         if ss.get("et_data_ready") != str(folder):  # once: rerun the page so the new set is offered, and chosen
             ss.et_data_ready = str(folder)
             ss.et_data = str(folder)
             st.rerun(scope="app")
         st.success(f"{folder.name} is ready ({done} shards): it is the distillation set below.")
     elif code not in (None, 0):
-        st.error(f"build-data exited with status {code}; its log: {folder / trainruns.DATA_LOG}")
-    elif proc is not None:  # running here
+        st.error(f"build-data exited with status {code}; its log: {folder / DATA_LOG}")
+    elif running:
         text = (f"building {folder.name}: {done}/{planned} shards" if progress is not None
                 else f"building {folder.name}: loading the target and planning the shards")
         st.progress(done / planned if planned else 0.0, text=text)
-        if room_ui.may_control(folder) and st.button("■ Stop this build", key="et_dstop"):
-            proc.terminate()  # the manifest's plan stays: ▶ Build resumes from the shards written
-            st.info(f"sent a stop signal to the build of {folder.name} (process {proc.pid})")
+        found_again_note(job)
+        if control.may_control(folder, me) and st.button("■ Stop this build", key="et_dstop"):
+            try:  # the manifest's plan stays: ▶ Build resumes from the shards written
+                control.stop(me, folder)
+                st.info(f"sent a stop signal to the build of {folder.name} (process {job.pid})")
+            except JobRefused as err:
+                st.error(f"Refused: {err}")
     elif progress is not None:
         st.info(f"{folder.name}: {done}/{planned} shards written, and no build of it runs from this app "
                 "(▶ Build resumes it).")
     else:
-        st.info(f"{folder.name} has no plan yet (no manifest); its log: {folder / trainruns.DATA_LOG}")
+        st.info(f"{folder.name} has no plan yet (no manifest); its log: {folder / DATA_LOG}")
 
 
 def data_build_form(root: Path, have_sets: bool) -> None:
@@ -120,28 +146,22 @@ def data_build_form(root: Path, have_sets: bool) -> None:
         if problem:
             st.error(f"Refused: {problem}.")
         folder = root / set_name.strip()
-        key = f"data:{folder.resolve()}"
         if b3.button("▶ Build", key="et_dbuild", disabled=bool(problem) or not set_name.strip()):
-            if room_ui.in_room():  # a plain name under the host's runs folder, and the room's cap on shards
+            if room_ui.in_room():  # a plain name under the host's runs folder
                 room_ui.check(lambda _limits, name: room_ui.plain_name(name), set_name.strip())
-                room_ui.check(room_ui.guarded.check_data, int(shards))
-            running = started_processes().get(key)
-            if running is not None and running.poll() is None:
-                st.error(f"Refused: {folder} is already being built (process {running.pid}).")
-            else:
-                try:
-                    started_processes()[key] = room_ui.launch(
-                        "data", folder, trainruns.data_command(folder, int(shards)), folder / trainruns.DATA_LOG,
-                        lambda: trainruns.launch_data(folder, int(shards)))
-                    ss.pop("et_data_ready", None)
-                except OSError as err:
-                    st.error(f"Could not start build-data: {err}")
+            try:  # the service checks the cap on shards, a build already running there, and the job board
+                control.build_data(me, folder, int(shards))
+                ss.pop("et_data_ready", None)
+            except ValueError as err:
+                start_refused(err)
+            except OSError as err:
+                st.error(f"Could not start build-data: {err}")
         show_data_build(folder)
 
 
 # ------------------------------------------------------------------ new run
 with tab_new:
-    sets = trainruns.data_sets(runs_root)
+    sets = data_sets(runs_root)
     data_build_form(runs_root, bool(sets))
     c1, c2, c3 = st.columns(3)
     name = c1.text_input("run name (folder under the runs folder)", value=f"exittrain-{time.strftime('%m%d-%H%M')}",
@@ -151,7 +171,7 @@ with tab_new:
                         key="et_data")
     s1, s2, s3 = st.columns([3, 2, 1])
     starts = [*([str(trainruns.DEFAULT_DRAFTER)] if trainruns.DEFAULT_DRAFTER.is_dir() else []),
-              *(str(p) for r in trainruns.list_runs(runs_root) for p in r.checkpoints), START_NEW,
+              *(str(p) for r in list_runs(runs_root) for p in r.checkpoints), START_NEW,
               *([] if room_ui.in_room() else [START_OTHER])]  # a room: no drafter folder is typed
     start_from = s1.selectbox("start from", starts, key="et_init", format_func=start_label,
                               help="the drafter whose weights training begins with (`--init`): the committed "
@@ -204,13 +224,13 @@ with tab_new:
         command_error = f"No distillation set under {runs_root}: build one first (`python -m tevcore build-data`)."
     else:
         try:
-            command = trainruns.build_command(folder, values)
+            command = train_command(folder, values)
         except ValueError as err:
             command_error = f"Cannot build the training command: {err}"
     if command_error:
         st.error(command_error)
     elif command:
-        ok_plan, plan_text = trainruns.plan(command)
+        ok_plan, plan_text = plan(command)
         st.markdown("**Plan (the CLI's dry run)**")
         if ok_plan:
             st.code(plan_text, language="text")
@@ -220,25 +240,19 @@ with tab_new:
     if command:
         st.code("python " + " ".join(command[1:]), language="bash")
     if st.button("▶ Start training", type="primary", disabled=command is None, key="et_start"):
-        room_ui.check(room_ui.guarded.check_training, int(steps), int(batch))
-        procs = started_processes()
-        reason = trainruns.busy_reason(folder, procs.get(str(folder.resolve())))
-        if reason:
-            st.error(f"Refused: {reason}.")
+        try:  # the service checks the caps on what the command runs, a busy folder, and the job board
+            job = control.start_training(me, folder, command)
+        except ValueError as err:
+            start_refused(err)
+        except OSError as err:
+            st.error(f"Could not start the training process: {err}")
         else:
-            try:
-                proc = room_ui.launch("train", folder, command, folder / trainruns.LOG_NAME,
-                                      lambda: trainruns.launch(command, folder))
-            except OSError as err:
-                st.error(f"Could not start the training process: {err}")
-            else:
-                procs[str(folder.resolve())] = proc
-                ss.et_watch = str(folder)
-                st.success(f"Started process {proc.pid}, writing into {folder} (log: {folder / trainruns.LOG_NAME}). "
-                           "Follow it in the Runs tab.")
+            ss.et_watch = str(folder)
+            st.success(f"Started process {job.pid}, writing into {folder} (log: {folder / LOG_NAME}). "
+                       "Follow it in the Runs tab.")
 
 # ------------------------------------------------------------------ runs
-def progress_label(info: trainruns.RunInfo, launched: bool = False) -> str:
+def progress_label(info: RunInfo, launched: bool = False) -> str:
     """State, step, the run's time on the clock over all its processes, and (only while it runs) the ETA.
 
     `launched`: this app started a process on the run that has not written its status yet (it loads the target).
@@ -248,7 +262,7 @@ def progress_label(info: trainruns.RunInfo, launched: bool = False) -> str:
     return label + (f" · ETA {fmt_seconds(info.eta_seconds)}" if info.state == "running" else "")
 
 
-def show_progress(info: trainruns.RunInfo, launched: bool) -> None:
+def show_progress(info: RunInfo, launched: bool) -> None:
     folder = info.folder
     st.progress(info.fraction, text=progress_label(info, launched))
     if info.error:  # the status holds only its own process's error: a resume or an end clears it
@@ -258,7 +272,7 @@ def show_progress(info: trainruns.RunInfo, launched: bool) -> None:
         st.plotly_chart(figures.training_curves_figure(metrics), key=f"et_curves_{folder.name}")
         last = metrics.iloc[-1].dropna().to_dict()
         st.caption(" · ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in last.items()))
-    tail = trainruns.log_tail(folder)
+    tail = log_tail(folder)
     if tail:
         with st.expander("log (last lines)"):
             st.code(tail)
@@ -267,12 +281,8 @@ def show_progress(info: trainruns.RunInfo, launched: bool) -> None:
 @st.fragment(run_every=REFRESH_SECONDS)
 def show_runs(root: Path) -> None:
     """The runs under `root`, re-read every few seconds: new runs, states, checkpoints and Stop follow by themselves."""
-    procs = started_processes()
-    for folder, code in trainruns.reap(procs):  # finished children are waited for, never left as zombies
-        procs.pop(folder, None)
-        if code:
-            ss.setdefault("et_exits", {})[folder] = code
-    runs = trainruns.list_runs(root)
+    control.refresh()  # finished children are waited for, never left as zombies
+    runs = list_runs(root)
     offered = trainruns.checkpoints_signature(runs)
     if ss.setdefault("et_offered", offered) != offered:  # a checkpoint or an end: redraw the Compare tab too
         ss.et_offered = offered
@@ -290,33 +300,32 @@ def show_runs(root: Path) -> None:
         ss.et_pick = names[0]
     pick = st.selectbox("run", names, key="et_pick")
     chosen = runs[names.index(pick)]
-    own = procs.get(str(chosen.folder.resolve()))
-    show_progress(chosen, own is not None and own.poll() is None)
+    job = job_of(control, chosen.folder, "train")  # the newest process this app started on the run, if any
+    own_running = job is not None and job.running
+    show_progress(chosen, own_running)
+    if own_running:
+        found_again_note(job)
     if chosen.running:
         st.caption(f"refreshing every {REFRESH_SECONDS:g} s")
-    key = str(chosen.folder.resolve())
-    code = ss.get("et_exits", {}).get(key)
-    if code and chosen.state not in (*trainruns.STOPPED_STATES, "finished"):  # a stop is no failure
+    code = job.exit_code if job is not None else None
+    if code and chosen.state not in (*STOPPED_STATES, "finished"):  # a stop is no failure
         st.error(f"The training process of {chosen.folder.name} exited with status {code}: see its log.")
     r1, r2 = st.columns(2)
-    in_charge = room_ui.may_control(chosen.folder)  # a room: the run's starter or the host
+    in_charge = control.may_control(chosen.folder, me)  # a room: the run's starter or the host
     if chosen.resumable and in_charge and r1.button("↻ Resume this run", key="et_resume"):
-        reason = trainruns.busy_reason(chosen.folder, own)
-        if reason:
-            st.error(f"Refused: {reason}.")
-        else:
-            try:
-                cmd = trainruns.build_command(chosen.folder, {"config": chosen.folder / "config.json"})
-                procs[key] = room_ui.launch("train", chosen.folder, cmd, chosen.folder / trainruns.LOG_NAME,
-                                            lambda: trainruns.launch(cmd, chosen.folder))
-                ss.get("et_exits", {}).pop(key, None)  # the earlier process's exit is no news of this one
-                st.success("resumed from its newest checkpoint")
-            except (ValueError, OSError) as err:
-                st.error(f"Could not resume: {err}")
-    if own is not None and own.poll() is None and in_charge and r2.button("■ Stop (started from this app)",
-                                                                          key="et_stop"):
-        own.terminate()  # SIGTERM: the trainer ends as on Ctrl-C, with status "interrupted" (resumable)
-        st.info(f"sent a stop signal to process {own.pid}; the run can be resumed from its newest checkpoint")
+        try:
+            control.resume(me, chosen.folder)
+            st.success("resumed from its newest checkpoint")
+        except (FolderBusy, JobRefused, CapExceeded) as err:
+            start_refused(err)
+        except (ValueError, OSError) as err:  # a saved config the CLI no longer reads
+            st.error(f"Could not resume: {err}")
+    if own_running and in_charge and r2.button("■ Stop (started from this app)", key="et_stop"):
+        try:  # SIGTERM: the trainer ends as on Ctrl-C, with status "interrupted" (resumable)
+            control.stop(me, chosen.folder)
+            st.info(f"sent a stop signal to process {job.pid}; the run can be resumed from its newest checkpoint")
+        except JobRefused as err:
+            st.error(f"Refused: {err}")
     if chosen.checkpoints:
         ck = st.selectbox("checkpoint", [str(p) for p in chosen.checkpoints], key="et_ckpt")
         if st.button("Make this the explorer's drafter", key="et_activate"):

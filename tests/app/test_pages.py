@@ -230,13 +230,13 @@ def test_exittrain_lists_runs_and_reports_broken_ones(tmp_path):
 
 
 def test_exittrain_refuses_a_second_trigger_on_a_busy_folder(tmp_path):
-    import trainruns
+    from tevcore.train.runs import busy_reason
 
     _fake_runs(tmp_path)
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / ".lock").write_text(str(os.getpid()))  # a live process holds the lock
-    assert "in use" in trainruns.busy_reason(busy)
+    assert "in use" in busy_reason(busy)
     at = page("3_ExitTrain.py").run()
     at.text_input(key="et_root").set_value(str(tmp_path)).run()
     at.text_input(key="et_name").set_value("busy").run()

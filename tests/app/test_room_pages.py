@@ -87,3 +87,41 @@ def test_the_single_user_profile_keeps_its_path_boxes(monkeypatch):
     at = page("3_ExitTrain.py").run()
     assert not at.exception and "et_root" in typed_boxes(at)
     st.cache_resource.clear()
+
+
+def test_on_ones_own_machine_a_job_of_an_earlier_server_is_found_again_and_can_be_stopped(monkeypatch, tmp_path):
+    """The single-user profile: a data build and a training run an earlier server started (recorded by its job
+    board in the runs folder) still run; the page says they were found again and offers their Stop, which works."""
+    import json
+    import sys
+
+    from tevcore.room.jobs import HOST, JobBoard
+    from tevcore.room.training import REGISTRY
+
+    monkeypatch.delenv("TEV_ROOM", raising=False)
+    st.cache_resource.clear()
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    earlier = JobBoard(tmp_path / REGISTRY, 4, None)  # the server before the restart
+    build = earlier.start(HOST, "data", tmp_path / "data-small", sleep, tmp_path / "data-small" / "build-data.log",
+                          unlocked=False, is_host=True)
+    run = tmp_path / "run-a"
+    train = earlier.start(HOST, "train", run, sleep, run / "train.log", unlocked=False, is_host=True)
+    (run / "config.json").write_text(json.dumps({"data": "x", "steps": 10}))
+    (run / "status.json").write_text(json.dumps({"state": "running", "pid": train.pid, "step": 3, "total_steps": 10,
+                                                 "updated": 1.0}))
+    try:
+        at = page("3_ExitTrain.py").run()
+        at.text_input(key="et_root").set_value(str(tmp_path)).run()
+        assert not at.exception
+        notes = [c.value for c in at.caption if "found again" in c.value]
+        assert notes == [f"process {build.pid} was started from this app before a server restart and found again",
+                         f"process {train.pid} was started from this app before a server restart and found again"]
+        at.button(key="et_dstop").click().run()
+        assert any(f"sent a stop signal to the build of data-small (process {build.pid})" in i.value for i in at.info)
+        assert build.process.wait(timeout=20) is not None
+        at.button(key="et_stop").click().run()
+        assert any(f"sent a stop signal to process {train.pid}" in i.value for i in at.info)
+        assert train.process.wait(timeout=20) is not None
+    finally:
+        earlier.end_all(wait_s=5)
+        st.cache_resource.clear()

@@ -91,3 +91,16 @@ def test_the_server_ending_ends_its_jobs(board, tmp_path):
                for i in range(2)]
     jobs.end_all(wait_s=10)
     assert not any(job.running for job in started) and jobs.running() == []
+
+
+def test_two_live_servers_on_one_registry_keep_each_others_jobs_recorded(board, tmp_path):
+    """Two servers on one runs folder (two apps of one user): each one's save keeps the other's running jobs, so a
+    third server started later finds both."""
+    first, second = board(cap=2), board(cap=2)
+    a = first.start("p", "train", tmp_path / "a", SLEEP, tmp_path / "la", unlocked=True)
+    b = second.start("p", "train", tmp_path / "b", SLEEP, tmp_path / "lb", unlocked=True)
+    deadline = time.time() + 10  # (a record is b's once its process runs b's command line)
+    while not all(_same_process_alive(job.pid, SLEEP) for job in (a, b)) and time.time() < deadline:
+        time.sleep(0.01)
+    first.start("p", "train", tmp_path / "c", SLEEP, tmp_path / "lc", unlocked=True)  # saved after b's start
+    assert {job.folder for job in board(cap=2).running()} == {str((tmp_path / name).resolve()) for name in "abc"}

@@ -163,6 +163,7 @@ class JobBoard:
 
     # -------------------------------------------------------------- the registry
     def _found_again(self) -> list[Job]:
+        """The registry's jobs that still run (started by an earlier server, or by another one on this folder)."""
         try:
             records = json.loads(self.registry.read_text())
         except (OSError, json.JSONDecodeError, UnicodeDecodeError):
@@ -182,9 +183,14 @@ class JobBoard:
             self._save_locked()
 
     def _save_locked(self) -> None:
+        known = {job.id for job in self._jobs}  # another live server's jobs on this folder stay recorded
+        records = [job.record() for job in self._jobs if job.running]
+        records += [job.record() for job in self._found_again() if job.id not in known]
+        if not records and not self.registry.exists():  # a folder merely looked at is left as it was
+            return
         self.registry.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.registry.with_suffix(".tmp")
-        temporary.write_text(json.dumps([job.record() for job in self._jobs if job.running], indent=1))
+        temporary.write_text(json.dumps(records, indent=1))
         temporary.replace(self.registry)
 
 

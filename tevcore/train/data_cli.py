@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 
 import torch
 
-from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
+from tevcore.flags import add_target_arguments, field_flag, flag_word, seed_value, target_from_args, thread_count
 from tevcore.parsing import comma_list
 from tevcore.train.data import GREEDY, DataConfig, build_dataset, plan_jobs
+
+
+THREADS_FLAG = "--threads"
+MAX_SHARDS_FLAG = "--max-shards"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="folder for the shards (resumes when it exists)")
     add_target_arguments(parser)
-    parser.add_argument("--threads", type=thread_count, default=1, help="torch CPU threads (1 leaves cores for others)")
-    parser.add_argument("--max-shards", type=int, default=None, help="stop after the first N shards of the plan")
+    parser.add_argument(THREADS_FLAG, type=thread_count, default=1, help="torch CPU threads (1 leaves cores for others)")
+    parser.add_argument(MAX_SHARDS_FLAG, type=int, default=None, help="stop after the first N shards of the plan")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     parser.add_argument("--greedy", action="store_true",
                         help="the greedy-regenerated set: the target's own T = 0 response to each training prompt "
@@ -26,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for f in fields(DataConfig):
         if f.name == "target":
             continue
-        flag = "--" + f.name.replace("_", "-")
+        flag = field_flag(f.name)
         if f.type in ("bool", bool):
             parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=None)
         elif str(f.type).startswith("tuple"):
@@ -34,6 +39,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             kind = float if f.type in ("float", float) else seed_value if f.name == "seed" else int
             parser.add_argument(flag, type=kind, default=None)
+
+
+def command_line(out: Path, values: Mapping[str, object], max_shards: int | None = None,
+                 threads: int | None = None) -> list[str]:
+    """The words after `tevcore build-data` that build `values` (DataConfig fields) into `out`, spelled by the flags
+    `add_arguments` declares; a name that is no DataConfig field is a ValueError naming it."""
+    unknown = sorted(set(values) - {f.name for f in fields(DataConfig)})
+    if unknown:
+        raise ValueError(f"build-data has no option for {', '.join(unknown)}")
+    words = [str(out)]
+    for flag, value in ((MAX_SHARDS_FLAG, max_shards), (THREADS_FLAG, threads),
+                        *((field_flag(name), value) for name, value in values.items())):
+        if value is not None:
+            words += [flag, flag_word(value)]
+    return words
 
 
 def _tuple(kind: str, text: str) -> tuple:

@@ -6,7 +6,7 @@ dropout). A run that starts from the committed drafter with them undoes part of
 its training: that drafter's last stage ran at 1e-4 with dropout 0.1 and weight
 decay 0.05 (`assets/drafter/how_made.json`), so fine-tuning keeps its
 regularisation at a smaller rate.
-The app's ExitTrain page opens with `recipe(...)`; every number stays settable.
+The app's ExitTrain page opens with `recipe(...)`, and its Build makes a `SMALL_SET`; every number stays settable.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ EXIT_TRAIN = {"tree_lambda": 0.1, "tree_anchors": 8}  # the paper's ExitTrain: Î
 FINE_TUNE = {"lr": 2e-5, "warmup": 20, "dropout": 0.1, "weight_decay": 0.05}
 SHORT_RUN = {"steps": 200, "checkpoint_every": 50, "max_shards": 8}  # a run that fits minutes on a CPU
 SHORT_FINE_TUNE = {"steps": 100, "warmup": 10}  # a short fine-tune: about 1.2 passes over the page's default set
+# the page's default set (DataConfig fields): the target's own responses only, no teacher-forced text; the kind the
+# committed drafter's last stages trained on, and the kind FINE_TUNE was measured on
+SMALL_SET = {"text_pairs": False, "python_files": 0}
 
 
 def recipe(fine_tune: bool, short: bool = False) -> dict[str, Any]:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 
 import torch
 
-from tevcore.flags import add_target_arguments, seed_value, target_from_args, thread_count
+from tevcore.flags import add_target_arguments, field_flag, flag_word, seed_value, target_from_args, thread_count
 from tevcore.proposers import block_training
 from tevcore.proposers.block import read_config
 from tevcore.proposers.block_training import drafter_folder
@@ -22,21 +23,60 @@ from tevcore.ranks import device_for_rank, is_first
 from tevcore.train.config import TrainConfig
 
 
+CONFIG_FLAG = "--config"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="run folder (resumes when it holds a checkpoint)")
-    parser.add_argument("--config", type=Path, default=None, help="JSON training config; flags override it")
+    parser.add_argument(CONFIG_FLAG, type=Path, default=None, help="JSON training config; flags override it")
     add_target_arguments(parser, target_default=None)  # None: the config's target (TrainConfig.target)
     parser.add_argument("--dry-run", action="store_true", help="print the validated config and plan, then exit")
     parser.add_argument("--export", type=Path, default=None, help="also write an fp16 copy of the final drafter here")
     for f in fields(TrainConfig):
-        if f.name == "target":
+        if f.name == "target":  # `--target`, declared with the other target flags
             continue
-        flag = "--" + f.name.replace("_", "-")
+        flag = field_flag(f.name)
         kind = {"int": int, "float": float, "int | None": int, "str | None": str, "bool": _true_or_false}.get(
             str(f.type), str)
         kind = {"seed": seed_value, "threads": thread_count}.get(f.name, kind)
         helps = {"init": f"the drafter to start from: {trainable_specs()} (default: a fresh block drafter)"}
         parser.add_argument(flag, type=kind, default=None, help=helps.get(f.name, f"TrainConfig.{f.name}"))
+
+
+def command_line(out: Path, values: Mapping[str, object], config: Path | None = None) -> list[str]:
+    """The words after `tevcore train` that train `values` (TrainConfig fields; None leaves a field to the config
+    and its default) into `out`, spelled by the flags `add_arguments` declares; a name that is no TrainConfig
+    field is a ValueError naming it."""
+    unknown = sorted(set(values) - {f.name for f in fields(TrainConfig)})
+    if unknown:
+        raise ValueError(f"the train CLI has no option for {', '.join(unknown)}")
+    words = [str(out), *([CONFIG_FLAG, str(config)] if config is not None else [])]
+    for name, value in values.items():
+        if value is not None:
+            words += [field_flag(name), flag_word(value)]
+    return words
+
+
+class OptionsRefused(ValueError):
+    """Options the CLI's parser refused; the message is argparse's one line."""
+
+
+class _RefusingParser(argparse.ArgumentParser):
+    """The CLI's parser, but a refused option raises instead of printing to the process's stderr and exiting."""
+
+    def error(self, message: str):
+        raise OptionsRefused(message)
+
+    def exit(self, status: int = 0, message: str | None = None):
+        raise OptionsRefused(message or f"the training options were refused (status {status})")
+
+
+def parse_words(words: list[str]) -> argparse.Namespace:
+    """`words` (what follows `tevcore train`) read by the CLI's own parser, in a server: a refused option is an
+    OptionsRefused, and nothing is printed."""
+    parser = _RefusingParser(prog="tevcore train", add_help=False)
+    add_arguments(parser)
+    return parser.parse_args(words)
 
 
 def _true_or_false(text: str) -> bool:
