@@ -158,6 +158,7 @@ class ExplorerSession:
     rows: dict[int, tuple[torch.Tensor, float | None]] = field(default_factory=dict)  # round -> (logits, drift)
     row_errors: dict[int, str] = field(default_factory=dict)  # round -> why re-scoring failed (not tried again)
     kept: dict[str, object] = field(default_factory=dict)  # the settings widgets' last values
+    active_drafter: str | None = None  # a checkpoint the ExitTrain page made this session's drafter (offered first)
 
     @classmethod
     def of(cls, state: MutableMapping) -> "ExplorerSession":

@@ -23,7 +23,7 @@ shared_ui.page_header("Tree explorer", "One speculative round at a time: the dra
 ss = st.session_state
 session = ExplorerSession.of(ss)
 session.restore(ss)  # the settings this session chose here before it visited another page
-settings, input_problems = explorer_sidebar.settings_sidebar(ss.get("active_drafter"))
+settings, input_problems = explorer_sidebar.settings_sidebar(session.active_drafter)
 session.keep(ss)
 
 # ------------------------------------------------------------------ controls

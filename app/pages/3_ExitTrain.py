@@ -21,6 +21,7 @@ from tevcore.train.runs import (DATA_LOG, LOG_NAME, STOPPED_STATES, RunInfo, dat
 
 from exittrain_ablation import ablation_tab  # noqa: E402
 from exittrain_compare import compare_tab  # noqa: E402
+from explorer_state import ExplorerSession  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
 import room_ui  # noqa: E402
@@ -329,12 +330,12 @@ def show_runs(root: Path) -> None:
     if chosen.checkpoints:
         ck = st.selectbox("checkpoint", [str(p) for p in chosen.checkpoints], key="et_ckpt")
         if st.button("Make this the explorer's drafter", key="et_activate"):
-            ss.active_drafter = ck
+            ExplorerSession.of(ss).active_drafter = ck
             st.success(f"The tree explorer will now offer {ck} as its drafter.")
     else:
         st.caption("no checkpoint yet")
-    if ss.get("active_drafter"):
-        st.caption(f"active drafter of the explorer: {ss.active_drafter}")
+    if ExplorerSession.of(ss).active_drafter:
+        st.caption(f"active drafter of the explorer: {ExplorerSession.of(ss).active_drafter}")
 
 
 with tab_runs:

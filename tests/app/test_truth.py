@@ -145,7 +145,7 @@ def test_a_replayed_trace_shows_its_own_prompt_temperature_builder_budget_and_se
 
 def test_a_drafter_trained_on_the_page_runs_with_the_context_lookup_in_the_explorer():
     at = page("1_Tree_explorer.py")
-    at.session_state["active_drafter"] = "runs/x/checkpoint-50"
+    put_explorer(at, active_drafter="runs/x/checkpoint-50")  # what the ExitTrain page's "Make this..." sets
     at.run()
     assert {"runs/x/checkpoint-50", "runs/x/checkpoint-50+lookup"} <= set(at.selectbox(key="ex_proposer").options)
 

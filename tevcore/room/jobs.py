@@ -127,9 +127,9 @@ class JobBoard:
                 raise JobRefused(f"{Path(key).name} was started by another participant: only they or the host "
                                  "may resume it")
             if len(running) >= self.cap:
-                raise JobRefused(f"this server runs at most {self.cap} job{'s' if self.cap != 1 else ''} at once "
-                                 f"and {len(running)} {'is' if len(running) == 1 else 'are'} running: wait for it "
-                                 "to end or ask the host")
+                raise JobRefused(f"the runs folder {self.registry.parent.name} runs at most {self.cap} "
+                                 f"job{'s' if self.cap != 1 else ''} at once and {len(running)} "
+                                 f"{'is' if len(running) == 1 else 'are'} running: wait for it to end or ask the host")
             Path(log).parent.mkdir(parents=True, exist_ok=True)
             with open(log, "a", encoding="utf-8") as out:
                 env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
