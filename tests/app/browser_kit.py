@@ -93,6 +93,17 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     page.wait_for_function("!document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
 
 
+def draw_and_verify_fresh_rounds(page, rounds: int, timeout: float) -> None:
+    """On the verifier comparison's sampled-trees sources: draw `rounds` fresh trees, then verify every round."""
+    set_number(page, "rounds (fresh trees)", rounds)
+    page.get_by_role("button", name="▶ Draw the trees").click()
+    page.get_by_text(f"{rounds} independent draws of sampled:", exact=False).wait_for(timeout=timeout)
+    wait_idle(page)
+    page.get_by_role("button", name="▶ Verify every round").click()
+    page.get_by_text("across rounds: each rule's E[L]", exact=False).first.wait_for(timeout=timeout)
+    wait_idle(page)
+
+
 def set_number(page, label: str, value: float) -> None:
     box = page.get_by_label(label, exact=True)
     box.fill(str(value))
