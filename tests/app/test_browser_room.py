@@ -248,14 +248,16 @@ def test_a_burst_of_reruns_keeps_one_place_in_line_and_ends_in_one_result(browse
     for _ in range(10):
         run.click()
         second.wait_for_timeout(100)
-    places = set()
+    places: list[str] = []  # "k of n" as shown, in order
     deadline = time.time() + 600
     while second.get_by_text("Across rounds", exact=True).count() == 0:
         assert time.time() < deadline, "the burst's last run never finished"
         for text in second.get_by_text(room_load.QUEUE_TEXT, exact=False).all_inner_texts():
-            places.add(text.split(room_load.QUEUE_TEXT)[1].split(" in line")[0])
+            places.append(text.split(room_load.QUEUE_TEXT)[1].split(" in line")[0])
         second.wait_for_timeout(200)
-    assert places and places <= {"1 of 1"}, places  # one request in line, never ten
+    # Ten stacked requests would show a line growing towards ten. The burst's own request is one; in the full suite
+    # one other session of this module's server has been seen waiting beside it ("2 of 2"), so the line may hold two.
+    assert places and max(int(place.split(" of ")[1]) for place in places) <= 2, places
     first.get_by_text("Across rounds", exact=True).wait_for(timeout=600_000)
     kit.no_exception(first)
     kit.no_exception(second)
