@@ -4,8 +4,6 @@ Shape, budget and draw record; the proposal of every try; traces that keep
 the fixed flags; the pairings the registry allows and the one-line refusals.
 """
 
-import gzip
-import json
 
 import pytest
 import torch
@@ -21,6 +19,7 @@ from tevcore.verify.scored import scored_round
 from tevcore.engine.tree import DRAWN, DRAWN_CHAIN
 from tevcore.verify.registry import RULES
 from tevcore.verify.verifiers import check_pairing, get_verifier, rules_for
+from test_sampled_builders import assert_edited_trace_is_refused
 
 ROOT, VOCAB = 7, 12
 
@@ -125,16 +124,7 @@ def test_trace_keeps_the_fixed_flags_and_the_trail_shows_them(tmp_path):
 ])
 def test_corrupt_fixed_flags_in_a_trace_are_one_line_errors(tmp_path, edit, message):
     record, _ = _mixed_record()
-    path = write_trace(tmp_path / "m.jsonl.gz", [record])
-    with gzip.open(path, "rt") as handle:
-        header, line = handle.read().splitlines()
-    data = json.loads(line)
-    edit(data["tree"])
-    with gzip.open(path, "wt") as handle:
-        handle.write(header + "\n" + json.dumps(data) + "\n")
-    with pytest.raises(ValueError, match=message) as err:
-        read_trace(path)
-    assert "\n" not in str(err.value)
+    assert_edited_trace_is_refused(tmp_path / "m.jsonl.gz", record, edit, message)
 
 
 def test_a_drawn_sibling_cannot_repeat_the_fixed_child():

@@ -107,7 +107,12 @@ def test_corrupt_draws_in_a_trace_are_one_line_errors(tmp_path, edit, message):
     record = _sampled_record()
     record.token_texts = [str(t) for t in record.tree.tokens.tolist()]
     record.missing_texts = [[] for _ in range(record.tree.num_nodes)]
-    path = write_trace(tmp_path / "s.jsonl.gz", [record])
+    assert_edited_trace_is_refused(tmp_path / "s.jsonl.gz", record, edit, message)
+
+
+def assert_edited_trace_is_refused(path, record, edit, message) -> None:
+    """Write `record` as a trace, apply `edit` to its saved tree, and expect reading it back to fail in one line."""
+    write_trace(path, [record])
     with gzip.open(path, "rt") as handle:
         header, line = handle.read().splitlines()
     data = json.loads(line)

@@ -17,6 +17,19 @@ def wait_until(condition, timeout=5.0):
         time.sleep(0.005)
 
 
+def hold_a_turn(queue: ComputeQueue, owner: str) -> tuple[threading.Thread, threading.Event]:
+    """A thread holding `owner`'s turn (once granted) until the returned event is set."""
+    release = threading.Event()
+
+    def holder():
+        with queue.turn(owner):
+            release.wait(5)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    return thread, release
+
+
 def test_at_most_k_turns_run_at_once_and_every_request_gets_one():
     queue = ComputeQueue(2)
     lock = threading.Lock()
@@ -43,20 +56,14 @@ def test_at_most_k_turns_run_at_once_and_every_request_gets_one():
 
 def test_waiting_requests_are_told_their_place_and_served_in_order():
     queue = ComputeQueue(1, clock=lambda: 0.0)
-    release = threading.Event()
     places: dict[str, list[Place]] = {"b": [], "c": []}
     order = []
-
-    def holder():
-        with queue.turn("a"):
-            release.wait(5)
 
     def waiter(owner):
         with queue.turn(owner, on_wait=places[owner].append, poll_s=0.01):
             order.append(owner)
 
-    first = threading.Thread(target=holder)
-    first.start()
+    first, release = hold_a_turn(queue, "a")
     wait_until(lambda: queue.running == 1)
     b = threading.Thread(target=waiter, args=("b",))
     b.start()
@@ -74,12 +81,7 @@ def test_waiting_requests_are_told_their_place_and_served_in_order():
 
 def test_a_participants_new_request_replaces_their_queued_one_in_its_place():
     queue = ComputeQueue(1)
-    release = threading.Event()
     outcome = {}
-
-    def holder():
-        with queue.turn("host"):
-            release.wait(5)
 
     def ask(name, owner):
         try:
@@ -88,7 +90,7 @@ def test_a_participants_new_request_replaces_their_queued_one_in_its_place():
         except Replaced as err:
             outcome[name] = str(err)
 
-    threading.Thread(target=holder).start()
+    _, release = hold_a_turn(queue, "host")
     wait_until(lambda: queue.running == 1)
     threads = [threading.Thread(target=ask, args=("old", "p"))]
     threads[0].start()
@@ -108,14 +110,7 @@ def test_a_participants_new_request_replaces_their_queued_one_in_its_place():
 
 def test_a_waiter_stopped_by_its_page_leaves_the_line():
     queue = ComputeQueue(1)
-    release = threading.Event()
-
-    def holder():
-        with queue.turn("a"):
-            release.wait(5)
-
-    thread = threading.Thread(target=holder)
-    thread.start()
+    thread, release = hold_a_turn(queue, "a")
     wait_until(lambda: queue.running == 1)
 
     def stopped(place):
@@ -135,15 +130,8 @@ def test_the_estimate_follows_the_measured_turns():
     queue = ComputeQueue(1, clock=lambda: now[0])
     with queue.turn("a"):
         now[0] += 4.0
-    release = threading.Event()
     seen = []
-
-    def holder():
-        with queue.turn("a"):
-            release.wait(5)
-
-    thread = threading.Thread(target=holder)
-    thread.start()
+    thread, release = hold_a_turn(queue, "a")
     wait_until(lambda: queue.running == 1)
 
     def look(place):
