@@ -12,7 +12,7 @@ import shared_ui  # noqa: E402
 import streamlit as st  # noqa: E402
 from tevcore.room.jobs import Job, JobRefused  # noqa: E402
 from tevcore.room.limits import CapExceeded  # noqa: E402
-from tevcore.room.training import FolderBusy, TrainingControl, plan, train_command  # noqa: E402
+from tevcore.room.training import Caller, FolderBusy, TrainingControl, plan, train_command  # noqa: E402
 from tevcore.train.config import TrainConfig  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 from tevcore.train.recipes import recipe  # noqa: E402
@@ -74,6 +74,44 @@ def found_again_note(job: Job) -> None:
         st.caption(f"process {job.pid} was started from this app before a server restart and found again")
 
 
+# The run and build controls act in their on_click callbacks: Streamlit runs those before the next script run starts.
+# Read as `if st.button(...)` in the body, a click could be dropped: the fragments below rerun the whole app when a
+# checkpoint appears (every few seconds in a fast run), and a rerun made before the button's line resets its click.
+# A callback's outcome waits in `et_said_<slot>` until the fragment that owns the button shows it.
+def say_later(slot: str, kind: str, text: str) -> None:
+    ss[f"et_said_{slot}"] = (kind, text)
+
+
+def said(slot: str) -> None:
+    """Show (once) what a control's callback did in `slot`."""
+    kind, text = ss.pop(f"et_said_{slot}", (None, None))
+    if kind is not None:
+        getattr(st, kind)(text)
+
+
+def stop_job(control: TrainingControl, caller: Caller, folder: Path, slot: str, what: str) -> None:
+    try:  # SIGTERM: a trainer ends as on Ctrl-C, resumable; a data build keeps its shards
+        job = control.stop(caller, folder)
+        say_later(slot, "info", what.format(pid=job.pid))
+    except JobRefused as err:
+        say_later(slot, "error", f"Refused: {err}")
+
+
+def resume_run(control: TrainingControl, caller: Caller, folder: Path) -> None:
+    try:
+        control.resume(caller, folder)
+        say_later("runs", "success", "resumed from its newest checkpoint")
+    except (FolderBusy, JobRefused, CapExceeded) as err:
+        say_later("runs", "error", f"Refused: {err}")
+    except (ValueError, OSError) as err:  # a saved config the CLI no longer reads
+        say_later("runs", "error", f"Could not resume: {err}")
+
+
+def activate_checkpoint() -> None:
+    ExplorerSession.of(ss).active_drafter = ss.et_ckpt
+    say_later("runs", "success", f"The tree explorer will now offer {ss.et_ckpt} as its drafter.")
+
+
 def start_refused(err: ValueError) -> None:
     """A start the service refused: a busy folder is said and the page goes on; a cap or the job board's refusal
     ends this run with its line."""
@@ -121,17 +159,15 @@ def show_data_build(folder: Path) -> None:
                 else f"building {folder.name}: loading the target and planning the shards")
         st.progress(done / planned if planned else 0.0, text=text)
         found_again_note(job)
-        if control.may_control(folder, me) and st.button("■ Stop this build", key="et_dstop"):
-            try:  # the manifest's plan stays: ▶ Build resumes from the shards written
-                control.stop(me, folder)
-                st.info(f"sent a stop signal to the build of {folder.name} (process {job.pid})")
-            except JobRefused as err:
-                st.error(f"Refused: {err}")
+        if control.may_control(folder, me):  # the manifest's plan stays: ▶ Build resumes from the shards written
+            st.button("■ Stop this build", key="et_dstop", on_click=stop_job, args=(
+                control, me, folder, "data", f"sent a stop signal to the build of {folder.name} (process {{pid}})"))
     elif progress is not None:
         st.info(f"{folder.name}: {done}/{planned} shards written, and no build of it runs from this app "
                 "(▶ Build resumes it).")
     else:
         st.info(f"{folder.name} has no plan yet (no manifest); its log: {folder / DATA_LOG}")
+    said("data")
 
 
 def data_build_form(root: Path, have_sets: bool) -> None:
@@ -313,25 +349,16 @@ def show_runs(root: Path) -> None:
         st.error(f"The training process of {chosen.folder.name} exited with status {code}: see its log.")
     r1, r2 = st.columns(2)
     in_charge = control.may_control(chosen.folder, me)  # a room: the run's starter or the host
-    if chosen.resumable and in_charge and r1.button("↻ Resume this run", key="et_resume"):
-        try:
-            control.resume(me, chosen.folder)
-            st.success("resumed from its newest checkpoint")
-        except (FolderBusy, JobRefused, CapExceeded) as err:
-            start_refused(err)
-        except (ValueError, OSError) as err:  # a saved config the CLI no longer reads
-            st.error(f"Could not resume: {err}")
-    if own_running and in_charge and r2.button("■ Stop (started from this app)", key="et_stop"):
-        try:  # SIGTERM: the trainer ends as on Ctrl-C, with status "interrupted" (resumable)
-            control.stop(me, chosen.folder)
-            st.info(f"sent a stop signal to process {job.pid}; the run can be resumed from its newest checkpoint")
-        except JobRefused as err:
-            st.error(f"Refused: {err}")
+    if chosen.resumable and in_charge:
+        r1.button("↻ Resume this run", key="et_resume", on_click=resume_run, args=(control, me, chosen.folder))
+    if own_running and in_charge:
+        r2.button("■ Stop (started from this app)", key="et_stop", on_click=stop_job, args=(
+            control, me, chosen.folder, "runs",
+            "sent a stop signal to process {pid}; the run can be resumed from its newest checkpoint"))
+    said("runs")
     if chosen.checkpoints:
-        ck = st.selectbox("checkpoint", [str(p) for p in chosen.checkpoints], key="et_ckpt")
-        if st.button("Make this the explorer's drafter", key="et_activate"):
-            ExplorerSession.of(ss).active_drafter = ck
-            st.success(f"The tree explorer will now offer {ck} as its drafter.")
+        st.selectbox("checkpoint", [str(p) for p in chosen.checkpoints], key="et_ckpt")
+        st.button("Make this the explorer's drafter", key="et_activate", on_click=activate_checkpoint)
     else:
         st.caption("no checkpoint yet")
     if ExplorerSession.of(ss).active_drafter:

@@ -89,6 +89,48 @@ def test_the_single_user_profile_keeps_its_path_boxes(monkeypatch):
     st.cache_resource.clear()
 
 
+def test_a_stop_click_is_not_lost_when_a_new_checkpoint_redraws_the_page(monkeypatch, tmp_path):
+    """A fast run writes a checkpoint every few seconds, and the Runs fragment then reruns the whole app to offer it.
+    A Stop clicked in that window was read after the rerun had reset the click: the run went on to its end. The
+    click must stop it, and say so once."""
+    import json
+    import sys
+
+    from tevcore.room.jobs import HOST, JobBoard
+    from tevcore.room.training import REGISTRY
+    from tevcore.train import rundir
+
+    monkeypatch.delenv("TEV_ROOM", raising=False)
+    st.cache_resource.clear()
+    board = JobBoard(tmp_path / REGISTRY, 4, None)
+    run = tmp_path / "fast-run"
+    train = board.start(HOST, "train", run, [sys.executable, "-c", "import time; time.sleep(60)"], run / "train.log",
+                        unlocked=False, is_host=True)
+    (run / "config.json").write_text(json.dumps({"data": "x", "steps": 40}))
+    (run / "status.json").write_text(json.dumps({"state": "running", "pid": train.pid, "step": 7, "total_steps": 40,
+                                                 "updated": 1.0}))
+    try:
+        at = page("3_ExitTrain.py").run()
+        at.text_input(key="et_root").set_value(str(tmp_path)).run()
+        assert not at.exception and at.button(key="et_stop")
+        checkpoint = run / "checkpoint-12"  # written between the page's last draw and the click
+        checkpoint.mkdir()
+        (checkpoint / "config.json").write_text("{}")
+        (checkpoint / rundir.TRAINER_STATE).write_bytes(b"")
+        (run / rundir.LATEST).write_text(json.dumps({"checkpoint": checkpoint.name, "step": 12}))
+        at.button(key="et_stop").click().run()
+        assert not at.exception
+        assert train.process.wait(timeout=20) is not None, "the Stop click was lost: the run still runs"
+        said = [i.value for i in at.info if "sent a stop signal" in i.value]
+        assert said == [f"sent a stop signal to process {train.pid}; the run can be resumed from its newest "
+                        "checkpoint"], said
+        at.run()
+        assert not [i.value for i in at.info if "sent a stop signal" in i.value]  # said once
+    finally:
+        board.end_all(wait_s=5)
+        st.cache_resource.clear()
+
+
 def test_on_ones_own_machine_a_job_of_an_earlier_server_is_found_again_and_can_be_stopped(monkeypatch, tmp_path):
     """The single-user profile: a data build and a training run an earlier server started (recorded by its job
     board in the runs folder) still run; the page says they were found again and offers their Stop, which works."""
