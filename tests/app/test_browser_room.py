@@ -261,3 +261,41 @@ def test_a_burst_of_reruns_keeps_one_place_in_line_and_ends_in_one_result(browse
     first.get_by_text("Across rounds", exact=True).wait_for(timeout=600_000)
     kit.no_exception(first)
     kit.no_exception(second)
+
+
+def builds_into(folder: Path) -> list[int]:
+    """The running build-data processes that write under `folder`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"build-data" in words and any(str(folder).encode() in word for word in words):
+            found.append(int(cmdline.parent.name))
+    return found
+
+
+def test_stopping_the_room_server_ends_the_jobs_it_started(browser, tmp_path):
+    """A room's jobs are the server's: the host stops the server (as `bash scripts/app.sh --room` is stopped, by
+    SIGTERM) while a data build it started runs, and the build ends with it instead of running on unowned."""
+    server = room_load.start_room_server(tmp_path / "room", secret=SECRET, slots=1,
+                                         config='targets = ["default"]\ndrafters = ["rollout"]\n')
+    try:
+        host = session(browser, server, "ExitTrain")
+        unlock_as_host(host)
+        open_build_form(host)
+        name = host.get_by_label(DATA_NAME)
+        name.fill("set-end")
+        name.press("Enter")
+        kit.set_number(host, "shards (target-generated: 1-3 min each on one CPU core)", 8)
+        host.get_by_role("button", name="▶ Build").click()
+        host.get_by_role("button", name="■ Stop this build").wait_for(timeout=60_000)
+        assert len(builds_into(server.folder)) == 1
+        host.context.close()
+    finally:
+        server.stop()
+    deadline = time.time() + 30
+    while builds_into(server.folder) and time.time() < deadline:
+        time.sleep(0.5)
+    assert builds_into(server.folder) == [], f"the build outlived its room's server:\n{server.log.read_text()[-2000:]}"
