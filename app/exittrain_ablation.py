@@ -7,6 +7,7 @@ from pathlib import Path
 
 import figures
 import pandas as pd
+import room_ui
 import streamlit as st
 
 from tevcore.results import read_result
@@ -14,11 +15,15 @@ from tevcore.results import read_result
 DEFAULT = Path(__file__).resolve().parents[1] / "assets" / "exit_ablation.json"
 
 
-def ablation_tab() -> None:
+def ablation_tab(runs_root: Path) -> None:
     st.caption("What ExitTrain's gain is made of: anchor loss soft or hard x tree term lambda 0 or 0.1, every "
                "checkpoint scored paired against the starting drafter and against its lambda-0 twin "
                "(`bash scripts/exit_train_ablation.sh` writes ablation.json).")
-    path = Path(st.text_input("ablation.json", value=str(DEFAULT), key="et_ablation_path"))
+    if room_ui.in_room():  # no server path is typed in a room: the committed result, or one in the host's runs
+        offered = [str(p) for p in (DEFAULT, *sorted(Path(runs_root).glob("*/ablation.json")))]
+        path = Path(st.selectbox("ablation.json", offered, key="et_ablation_path"))
+    else:
+        path = Path(st.text_input("ablation.json", value=str(DEFAULT), key="et_ablation_path"))
     try:
         rows = read_result(path).rows
     except ValueError as err:

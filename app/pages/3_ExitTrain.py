@@ -373,4 +373,4 @@ with tab_compare:
     compare_tab(runs_root)
 
 with tab_ablation:
-    ablation_tab()
+    ablation_tab(runs_root)

@@ -16,7 +16,7 @@ from explorer_kit import put_explorer
 APP = Path(__file__).resolve().parents[2] / "app"
 PAGES = APP / "pages"
 PATH_BOXES = {"ex_target", "ex_open_folder", "ex_save_folder", "vc_bench_folder", "et_root", "et_init_other",
-              "et_cmp_extra"}
+              "et_cmp_extra", "et_ablation_path"}
 
 
 @pytest.fixture
@@ -79,6 +79,8 @@ def test_training_is_locked_until_the_host_secret_and_then_no_path_is_typed(room
     assert not at.exception
     assert [b for b in at.button if b.key == "et_start"] and typed_boxes(at) == set()
     assert "other" not in at.selectbox(key="et_init").options  # no drafter folder typed beside it
+    # the Ablation tab opens the committed result or one in the host's runs folder, never a typed path
+    assert at.selectbox(key="et_ablation_path").options == [str(APP.parent / "assets" / "exit_ablation.json")]
 
 
 def test_the_single_user_profile_keeps_its_path_boxes(monkeypatch):
