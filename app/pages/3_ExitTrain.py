@@ -89,12 +89,17 @@ def said(slot: str) -> None:
         getattr(st, kind)(text)
 
 
-def stop_job(control: TrainingControl, caller: Caller, folder: Path, slot: str, what: str) -> None:
+def stop_job(control: TrainingControl, caller: Caller, folder: Path, slot: str) -> None:
     try:  # SIGTERM: a trainer ends as on Ctrl-C, resumable; a data build keeps its shards
         job = control.stop(caller, folder)
-        say_later(slot, "info", what.format(pid=job.pid))
     except JobRefused as err:
         say_later(slot, "error", f"Refused: {err}")
+        return
+    if job.kind == "data":
+        say_later(slot, "info", f"sent a stop signal to the build of {folder.name} (process {job.pid})")
+    else:
+        say_later(slot, "info", f"sent a stop signal to process {job.pid}; the run can be resumed from its newest "
+                  "checkpoint")
 
 
 def resume_run(control: TrainingControl, caller: Caller, folder: Path) -> None:
@@ -160,8 +165,7 @@ def show_data_build(folder: Path) -> None:
         st.progress(done / planned if planned else 0.0, text=text)
         found_again_note(job)
         if control.may_control(folder, me):  # the manifest's plan stays: ▶ Build resumes from the shards written
-            st.button("■ Stop this build", key="et_dstop", on_click=stop_job, args=(
-                control, me, folder, "data", f"sent a stop signal to the build of {folder.name} (process {{pid}})"))
+            st.button("■ Stop this build", key="et_dstop", on_click=stop_job, args=(control, me, folder, "data"))
     elif progress is not None:
         st.info(f"{folder.name}: {done}/{planned} shards written, and no build of it runs from this app "
                 "(▶ Build resumes it).")
@@ -352,9 +356,8 @@ def show_runs(root: Path) -> None:
     if chosen.resumable and in_charge:
         r1.button("↻ Resume this run", key="et_resume", on_click=resume_run, args=(control, me, chosen.folder))
     if own_running and in_charge:
-        r2.button("■ Stop (started from this app)", key="et_stop", on_click=stop_job, args=(
-            control, me, chosen.folder, "runs",
-            "sent a stop signal to process {pid}; the run can be resumed from its newest checkpoint"))
+        r2.button("■ Stop (started from this app)", key="et_stop", on_click=stop_job,
+                  args=(control, me, chosen.folder, "runs"))
     said("runs")
     if chosen.checkpoints:
         st.selectbox("checkpoint", [str(p) for p in chosen.checkpoints], key="et_ckpt")
