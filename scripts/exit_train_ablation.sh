@@ -41,7 +41,8 @@ train_arm() {  # train_arm FOLDER ANCHOR LAMBDA STEPS [extra flags]
     $PY -m tevcore train "$folder" --init "$INIT" --data "$DATA" --steps "$steps" --batch-size "${BATCH:-32}" \
         --tree-share "${SHARE:-0.25}" --tree-pool "${POOL:-64}" --tree-budget "${BUDGET:-32}" --tree-norm node \
         --anchor-loss "$anchor" --tree-lambda "$lambda" --tree-weight path --lr "${LR:-1e-4}" \
-        --warmup "$(( ${WARMUP:-20} < steps ? ${WARMUP:-20} : steps ))" --seed "${SEED:-0}" "$@" "${common[@]}"
+        --warmup "$(( ${WARMUP:-20} < steps ? ${WARMUP:-20} : steps ))" --seed "${SEED:-0}" \
+        --max-shards "${SHARDS:-16}" "$@" "${common[@]}"  # the arms' shards, whatever a later build adds
 }
 
 ARMS=(soft:0 soft:${LAMBDA:-0.1} hard:0 hard:${LAMBDA:-0.1})
