@@ -121,6 +121,17 @@ def unlock_as_host(page) -> None:
     kit.wait_idle(page)
 
 
+def start_a_long_build(host, name: str) -> None:
+    """As the host: a data build of the room's most shards, running (its Stop is shown) when this returns."""
+    open_build_form(host)
+    box = host.get_by_label(DATA_NAME)
+    box.fill(name)
+    box.press("Enter")
+    kit.set_number(host, "shards (target-generated: 1-3 min each on one CPU core)", 8)
+    host.get_by_role("button", name="▶ Build").click()
+    host.get_by_role("button", name="■ Stop this build").wait_for(timeout=60_000)
+
+
 def test_no_box_takes_a_server_path_and_a_typed_folder_name_is_refused(browser, room):
     page = session(browser, room, "Tree explorer")
     page.get_by_text("Open a trace (replay without a model)").click()
@@ -186,15 +197,9 @@ def test_another_sessions_build_cannot_be_stopped_and_job_starts_stay_under_the_
     unlock_as_host(host)
     host.get_by_text("let participants start training and data builds", exact=False).click()
     kit.wait_idle(host)
-    open_build_form(host)
-    name = host.get_by_label(DATA_NAME)
-    name.fill("set-a")
-    name.press("Enter")
     # the room's most shards, so the build outlasts the fifty refused starts below (the host stops it at the end;
     # a finished build would collapse the guest's form and lift the cap the test is about)
-    kit.set_number(host, "shards (target-generated: 1-3 min each on one CPU core)", 8)
-    host.get_by_role("button", name="▶ Build").click()
-    host.get_by_role("button", name="■ Stop this build").wait_for(timeout=60_000)
+    start_a_long_build(host, "set-a")
 
     guest = session(browser, room, "ExitTrain")
     open_build_form(guest)
@@ -284,13 +289,7 @@ def test_stopping_the_room_server_ends_the_jobs_it_started(browser, tmp_path):
     try:
         host = session(browser, server, "ExitTrain")
         unlock_as_host(host)
-        open_build_form(host)
-        name = host.get_by_label(DATA_NAME)
-        name.fill("set-end")
-        name.press("Enter")
-        kit.set_number(host, "shards (target-generated: 1-3 min each on one CPU core)", 8)
-        host.get_by_role("button", name="▶ Build").click()
-        host.get_by_role("button", name="■ Stop this build").wait_for(timeout=60_000)
+        start_a_long_build(host, "set-end")
         assert len(builds_into(server.folder)) == 1
         host.context.close()
     finally:

@@ -4,6 +4,8 @@ the room profile, which had a text box for every path and no lock."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,9 @@ from streamlit.testing.v1 import AppTest
 
 import appdata
 from explorer_kit import put_explorer
+from tevcore.room.jobs import HOST, Job, JobBoard
+from tevcore.room.training import REGISTRY
+from tevcore.train import rundir
 
 APP = Path(__file__).resolve().parents[2] / "app"
 PAGES = APP / "pages"
@@ -38,6 +43,18 @@ def page(name: str) -> AppTest:
 
 def typed_boxes(at: AppTest) -> set[str]:
     return {box.key for box in at.text_input} & PATH_BOXES
+
+
+SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
+def sleeping_run(board: JobBoard, run: Path, step: int, steps: int) -> Job:
+    """A training job of `board` on `run` as the page reads one: a process that sleeps, and a running status."""
+    job = board.start(HOST, "train", run, SLEEP, run / "train.log", unlocked=False, is_host=True)
+    (run / "config.json").write_text(json.dumps({"data": "x", "steps": steps}))
+    (run / "status.json").write_text(json.dumps({"state": "running", "pid": job.pid, "step": step,
+                                                 "total_steps": steps, "updated": 1.0}))
+    return job
 
 
 def test_the_explorer_offers_the_hosts_models_and_no_path_box(room):
@@ -95,22 +112,11 @@ def test_a_stop_click_is_not_lost_when_a_new_checkpoint_redraws_the_page(monkeyp
     """A fast run writes a checkpoint every few seconds, and the Runs fragment then reruns the whole app to offer it.
     A Stop clicked in that window was read after the rerun had reset the click: the run went on to its end. The
     click must stop it, and say so once."""
-    import json
-    import sys
-
-    from tevcore.room.jobs import HOST, JobBoard
-    from tevcore.room.training import REGISTRY
-    from tevcore.train import rundir
-
     monkeypatch.delenv("TEV_ROOM", raising=False)
     st.cache_resource.clear()
     board = JobBoard(tmp_path / REGISTRY, 4, None)
     run = tmp_path / "fast-run"
-    train = board.start(HOST, "train", run, [sys.executable, "-c", "import time; time.sleep(60)"], run / "train.log",
-                        unlocked=False, is_host=True)
-    (run / "config.json").write_text(json.dumps({"data": "x", "steps": 40}))
-    (run / "status.json").write_text(json.dumps({"state": "running", "pid": train.pid, "step": 7, "total_steps": 40,
-                                                 "updated": 1.0}))
+    train = sleeping_run(board, run, step=7, steps=40)
     try:
         at = page("3_ExitTrain.py").run()
         at.text_input(key="et_root").set_value(str(tmp_path)).run()
@@ -136,23 +142,12 @@ def test_a_stop_click_is_not_lost_when_a_new_checkpoint_redraws_the_page(monkeyp
 def test_on_ones_own_machine_a_job_of_an_earlier_server_is_found_again_and_can_be_stopped(monkeypatch, tmp_path):
     """The single-user profile: a data build and a training run an earlier server started (recorded by its job
     board in the runs folder) still run; the page says they were found again and offers their Stop, which works."""
-    import json
-    import sys
-
-    from tevcore.room.jobs import HOST, JobBoard
-    from tevcore.room.training import REGISTRY
-
     monkeypatch.delenv("TEV_ROOM", raising=False)
     st.cache_resource.clear()
-    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
     earlier = JobBoard(tmp_path / REGISTRY, 4, None)  # the server before the restart
-    build = earlier.start(HOST, "data", tmp_path / "data-small", sleep, tmp_path / "data-small" / "build-data.log",
+    build = earlier.start(HOST, "data", tmp_path / "data-small", SLEEP, tmp_path / "data-small" / "build-data.log",
                           unlocked=False, is_host=True)
-    run = tmp_path / "run-a"
-    train = earlier.start(HOST, "train", run, sleep, run / "train.log", unlocked=False, is_host=True)
-    (run / "config.json").write_text(json.dumps({"data": "x", "steps": 10}))
-    (run / "status.json").write_text(json.dumps({"state": "running", "pid": train.pid, "step": 3, "total_steps": 10,
-                                                 "updated": 1.0}))
+    train = sleeping_run(earlier, tmp_path / "run-a", step=3, steps=10)
     try:
         at = page("3_ExitTrain.py").run()
         at.text_input(key="et_root").set_value(str(tmp_path)).run()
