@@ -86,14 +86,17 @@ def text_boxes(page) -> list[str]:
         e => e.getAttribute('aria-label') || '')""")
 
 
-def build_data_processes() -> int:
+def build_data_processes(under: Path | None = None) -> int:
+    """The running `tevcore build-data` processes, or only those writing under the folder `under`."""
     count = 0
-    for status in Path("/proc").glob("[0-9]*/cmdline"):
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if b"build-data" in status.read_bytes() and b"tevcore" in status.read_bytes():
-                count += 1
+            words = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
+        if b"build-data" in words and b"tevcore" in words and (
+                under is None or any(str(under).encode() in word for word in words)):
+            count += 1
     return count
 
 
@@ -268,19 +271,6 @@ def test_a_burst_of_reruns_keeps_one_place_in_line_and_ends_in_one_result(browse
     kit.no_exception(second)
 
 
-def builds_into(folder: Path) -> list[int]:
-    """The running build-data processes that write under `folder`."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            words = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"build-data" in words and any(str(folder).encode() in word for word in words):
-            found.append(int(cmdline.parent.name))
-    return found
-
-
 def test_stopping_the_room_server_ends_the_jobs_it_started(browser, tmp_path):
     """A room's jobs are the server's: the host stops the server (as `bash scripts/app.sh --room` is stopped, by
     SIGTERM) while a data build it started runs, and the build ends with it instead of running on unowned."""
@@ -290,11 +280,12 @@ def test_stopping_the_room_server_ends_the_jobs_it_started(browser, tmp_path):
         host = session(browser, server, "ExitTrain")
         unlock_as_host(host)
         start_a_long_build(host, "set-end")
-        assert len(builds_into(server.folder)) == 1
+        assert build_data_processes(server.folder) == 1
         host.context.close()
     finally:
         server.stop()
     deadline = time.time() + 30
-    while builds_into(server.folder) and time.time() < deadline:
+    while build_data_processes(server.folder) and time.time() < deadline:
         time.sleep(0.5)
-    assert builds_into(server.folder) == [], f"the build outlived its room's server:\n{server.log.read_text()[-2000:]}"
+    assert build_data_processes(server.folder) == 0, \
+        f"the build outlived its room's server:\n{server.log.read_text()[-2000:]}"

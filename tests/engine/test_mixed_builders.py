@@ -4,7 +4,6 @@ Shape, budget and draw record; the proposal of every try; traces that keep
 the fixed flags; the pairings the registry allows and the one-line refusals.
 """
 
-
 import pytest
 import torch
 
