@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import streamlit as st  # noqa: E402
 
-from tevcore.room.settings import env_whole  # noqa: E402
+from tevcore.parsing import env_whole  # noqa: E402
 
 EXAMPLE_PROMPTS = {
     "Explain speculative decoding": "Explain speculative decoding to a curious high-school student in three sentences.",

@@ -130,6 +130,22 @@ def _fill(flag: str, places: dict[str, str]) -> str:
     return flag
 
 
+@pytest.mark.parametrize("name, value", [("WORLD_SIZE", "two"), ("WORLD_SIZE", "0"), ("LOCAL_RANK", "first")])
+def test_a_bad_launcher_variable_is_named_in_its_one_line(name, value, tmp_path, capsys, monkeypatch):
+    """Issue 51: a WORLD_SIZE that is no number said only "invalid literal for int() with base 10"."""
+    from tevcore import ranks
+
+    monkeypatch.setenv("WORLD_SIZE", "2" if name == "LOCAL_RANK" else value)
+    monkeypatch.setenv(name, value)
+    monkeypatch.setattr(ranks.torch.cuda, "is_available", lambda: True)  # where LOCAL_RANK is read
+    with pytest.raises(ValueError, match=f"the environment variable {name} must be a whole number >= "
+                                         f"{0 if name == 'LOCAL_RANK' else 1}, got '{value}'"):
+        ranks.device_for_rank("auto")
+    if name == "WORLD_SIZE":
+        code, err = run_cli(["bench", "--target", "some-org/some-model", "--out", str(tmp_path / "b.json")], capsys)
+        assert code == 2 and "Traceback" not in err and f"environment variable WORLD_SIZE must be" in err
+
+
 def test_a_second_train_on_a_busy_folder_is_refused_before_any_work(tmp_path, capsys):
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

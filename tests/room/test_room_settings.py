@@ -117,6 +117,7 @@ def _app_sh_python(tmp_path: Path) -> dict:
     ("colour = \"red\"\n", {}, "has unknown settings colour"),
     ("", {"TEV_APP_THREADS": "many"}, "the environment variable TEV_APP_THREADS must be a whole number"),
     ("", {"TEV_ROOM_PORT": "http"}, "the environment variable TEV_ROOM_PORT must be a whole number"),
+    ("", {"TEV_APP_DEVICE": "gpu"}, "the environment variable TEV_APP_DEVICE: unknown device 'gpu'"),
     ('space_root = "/"\n', {}, "space_root / is a system folder"),
 ])
 def test_app_sh_room_refuses_bad_settings_in_one_line_before_the_server(tmp_path, text, extra, message):

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tevcore.parsing import env_whole
 from tevcore.room.limits import ROOM, SINGLE_USER, Limits
 from tevcore.room.spaces import space_root_problem
 
@@ -91,21 +92,6 @@ def _folder(values: dict, key: str, default: str) -> Path:
     return Path(value).expanduser()
 
 
-def env_whole(env: Mapping[str, str], name: str, default: int | None, minimum: int = 1) -> int | None:
-    """The environment variable `name` as a whole number >= `minimum` (`default` when unset or empty); anything
-    else is a ValueError naming the variable."""
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < minimum:
-        raise ValueError(f"the environment variable {name} must be a whole number >= {minimum}, got {text!r}")
-    return value
-
-
 def load_settings(env: Mapping[str, str] = os.environ) -> RoomSettings:
     """The settings this server runs with; a bad config file is a ValueError naming the file and setting, a bad
     environment variable one naming the variable, and a space root that could hold anything but the room's own
@@ -135,6 +121,18 @@ def load_settings(env: Mapping[str, str] = os.environ) -> RoomSettings:
                         host_secret=env.get("TEV_ROOM_SECRET") or None)
 
 
+def check_device_setting(env: Mapping[str, str]) -> None:
+    """TEV_APP_DEVICE, when set, names a device this machine has (a ValueError naming the variable)."""
+    device = env.get("TEV_APP_DEVICE", "").strip()
+    if device:
+        from tevcore.target.devices import pick_device
+
+        try:
+            pick_device(device)
+        except ValueError as err:
+            raise ValueError(f"the environment variable TEV_APP_DEVICE: {err}") from None
+
+
 def summary(settings: RoomSettings) -> str:
     """The line `scripts/app.sh --room` prints before the server starts."""
     return (f"room: targets {list(settings.targets)}, drafters {list(settings.drafters)}, {settings.compute_slots} "
@@ -148,6 +146,7 @@ def main(env: Mapping[str, str] = os.environ) -> int:
         settings = load_settings(env)
         for name in ("TEV_ROOM_PORT", "TEV_ROOM_UPLOAD_MB"):  # read by streamlit, checked here first
             env_whole(env, name, None)
+        check_device_setting(env)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
