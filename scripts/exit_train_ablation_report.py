@@ -70,11 +70,15 @@ def arm_summary(folder: Path) -> dict:
     (none before its first logged step)."""
     config = _json_file(folder / "config.json")
     status = _json_file(folder / "status.json")
-    if not isinstance(status, dict) or not isinstance(status.get("step"), int) or "state" not in status:
-        raise ValueError(f"{folder / 'status.json'} is not a run's status (no step and state)")
+    clock = ("start_step", "steps_began", "updated")
+    if not isinstance(status, dict) or not isinstance(status.get("step"), int) or "state" not in status or any(
+            isinstance(status.get(key), bool) or not isinstance(status.get(key, 0), (int, float, type(None)))
+            for key in clock):
+        raise ValueError(f"{folder / 'status.json'} is not a run's status (a whole step, a state and a clock of "
+                         "numbers)")
     metrics = _metrics(folder / "metrics.jsonl")
     tail = metrics[-max(1, len(metrics) // 10):]
-    steps = status["step"] - status.get("start_step", 0)
+    steps = status["step"] - (status.get("start_step") or 0)
     began, updated = status.get("steps_began"), status.get("updated")
     return {"config": config, "state": status["state"], "steps": status["step"],
             "seconds_per_step": (updated - began) / steps if began and updated and steps else None,
