@@ -10,9 +10,24 @@ import pandas as pd
 import room_ui
 import streamlit as st
 
-from tevcore.results import read_result
+from tevcore.results import ResultRecord, read_result
 
 DEFAULT = Path(__file__).resolve().parents[1] / "assets" / "exit_ablation.json"
+COMMAND = "exit-train-ablation"  # what scripts/exit_train_ablation_report.py writes
+ROW_KEYS = ("arm", "step", "against", "temperature", "budget", "prompts", "positions", "baseline_length",
+            "other_length", "gain_pct", "gain_se_pct")
+
+
+def ablation_rows(record: ResultRecord, path: Path) -> list[dict]:
+    """The rows of an ablation result; another command's result, or rows without the figures drawn here, are a
+    ValueError naming the file."""
+    if record.command != COMMAND:
+        raise ValueError(f"{path} is a {record.command} result, not an ablation (scripts/exit_train_ablation.sh)")
+    for number, row in enumerate(record.rows):
+        missing = [key for key in ROW_KEYS if key not in row]
+        if missing:
+            raise ValueError(f"{path}, row {number}: no {', '.join(missing)}")
+    return record.rows
 
 
 def ablation_tab(runs_root: Path) -> None:
@@ -25,7 +40,7 @@ def ablation_tab(runs_root: Path) -> None:
     else:
         path = Path(st.text_input("ablation.json", value=str(DEFAULT), key="et_ablation_path"))
     try:
-        rows = read_result(path).rows
+        rows = ablation_rows(read_result(path), path)
     except ValueError as err:
         st.info(f"No ablation result to show: {err}. Run the script, then give its ablation.json here.")
         return

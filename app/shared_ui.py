@@ -23,6 +23,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import streamlit as st  # noqa: E402
 
+from tevcore.parsing import env_whole  # noqa: E402
+
 EXAMPLE_PROMPTS = {
     "Explain speculative decoding": "Explain speculative decoding to a curious high-school student in three sentences.",
     "Haiku": "Write a haiku about autumn leaves falling on a quiet river.",
@@ -49,10 +51,8 @@ def default_proposer_spec() -> str:
 
 
 def cpu_threads() -> int:
-    try:
-        return max(1, int(os.environ["TEV_APP_THREADS"]))
-    except (KeyError, ValueError):
-        return max(1, min(4, (os.cpu_count() or 2) // 2))
+    """TEV_APP_THREADS (checked by scripts/app.sh before the server starts), else half the cores, at most 4."""
+    return env_whole(os.environ, "TEV_APP_THREADS", None) or max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
 MODELS_KEPT = 3  # loaded targets (and, apiece, drafters) a server keeps; the least recently used goes first

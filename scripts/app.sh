@@ -24,9 +24,10 @@ if [ "$room" = 1 ]; then
     export TEV_ROOM_SECRET
     echo "host secret (enter it on the ExitTrain page to train; keep it to yourself): $TEV_ROOM_SECRET"
   fi
-  "$PYTHON" -c 'from tevcore.room.settings import load_settings; s = load_settings(); print(f"room: targets {list(s.targets)}, drafters {list(s.drafters)}, {s.compute_slots} computation(s) at once, spaces in {s.space_root}")'
+  "$PYTHON" -m tevcore.room.settings || exit 2   # bad settings: one line naming them, and no server
   exec "$PYTHON" -m streamlit run app/Home.py --server.headless true --browser.gatherUsageStats false \
     --server.port "${TEV_ROOM_PORT:-8501}" --server.maxUploadSize "${TEV_ROOM_UPLOAD_MB:-5}" \
     --server.fileWatcherType none --client.toolbarMode viewer ${args[@]+"${args[@]}"}
 fi
+"$PYTHON" -m tevcore.room.settings || exit 2
 exec "$PYTHON" -m streamlit run app/Home.py --server.headless true --browser.gatherUsageStats false ${args[@]+"${args[@]}"}

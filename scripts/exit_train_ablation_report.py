@@ -5,17 +5,25 @@ Every figure is read from what the runs wrote: each arm's config.json, status.js
 twin, or an older file per pair). Nothing is recomputed here but percentages of those paired differences.
 
     python scripts/exit_train_ablation_report.py runs/exit-ablation
+
+A folder it cannot read (missing, a file, nothing evaluated yet, an arm's damaged status.json, an eval file that
+is not a paired eval-drafter result) ends in one line naming the problem and status 2, and writes nothing.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from pathlib import Path
 
 from tevcore.results import ResultRecord, RunMeta, read_result, write_result
 
+EVAL_COMMAND = "eval-drafter"
+CELL_KEYS = ("temperature", "budget", "prompts", "positions", "baseline", "other", "baseline_length",
+             "other_length", "difference", "difference_se")
+ARM = re.compile(r"(soft|hard)-[0-9.]+")
 CHECKPOINT = re.compile(r"(?:^|/)(?P<arm>(soft|hard)-[0-9.]+)/checkpoint-(?P<step>\d+)/?(?:,|$)")  # name, dtype
 
 
@@ -28,24 +36,87 @@ def compared(cell: dict) -> tuple[str, int, str] | None:
     return other["arm"], int(other["step"]), "start" if baseline is None else "twin"
 
 
+def _json_file(path: Path) -> object:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} cannot be read: {err}") from None
+    except (json.JSONDecodeError, RecursionError):
+        raise ValueError(f"{path} is not valid JSON (cut short or damaged)") from None
+
+
+def _metrics(path: Path) -> list[dict]:
+    """metrics.jsonl's steps; a last line still being written is left out, a damaged earlier one refused."""
+    try:
+        lines = [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} cannot be read: {err}") from None
+    metrics = []
+    for number, line in enumerate(lines, 1):
+        try:
+            step = json.loads(line)
+        except json.JSONDecodeError:
+            step = None
+        if not isinstance(step, dict) or not all(isinstance(v, (int, float)) for v in step.values()):
+            if number == len(lines):
+                break  # the line a running arm is writing
+            raise ValueError(f"{path}, line {number}: not a metrics line (damaged)")
+        metrics.append(step)
+    return metrics
+
+
 def arm_summary(folder: Path) -> dict:
-    """An arm's training config, its clock, and the mean of its logged losses over the last tenth of the run."""
-    config = json.loads((folder / "config.json").read_text())
-    status = json.loads((folder / "status.json").read_text())
-    metrics = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line]
+    """An arm's training config, its clock, and the mean of its logged losses over the last tenth of the run
+    (none before its first logged step)."""
+    config = _json_file(folder / "config.json")
+    status = _json_file(folder / "status.json")
+    clock = ("start_step", "steps_began", "updated")
+    if not isinstance(status, dict) or not isinstance(status.get("step"), int) or "state" not in status or any(
+            isinstance(status.get(key), bool) or not isinstance(status.get(key, 0), (int, float, type(None)))
+            for key in clock):
+        raise ValueError(f"{folder / 'status.json'} is not a run's status (a whole step, a state and a clock of "
+                         "numbers)")
+    metrics = _metrics(folder / "metrics.jsonl")
     tail = metrics[-max(1, len(metrics) // 10):]
-    steps = status["step"] - status.get("start_step", 0)
-    began = status.get("steps_began")
+    steps = status["step"] - (status.get("start_step") or 0)
+    began, updated = status.get("steps_began"), status.get("updated")
     return {"config": config, "state": status["state"], "steps": status["step"],
-            "seconds_per_step": (status["updated"] - began) / steps if began and steps else None,
-            "last_tenth": {k: sum(m[k] for m in tail) / len(tail) for k in tail[0] if k not in ("step", "lr")}}
+            "seconds_per_step": (updated - began) / steps if began and updated and steps else None,
+            "last_tenth": {k: sum(m[k] for m in tail if k in m) / len(tail) for k in tail[0]
+                           if k not in ("step", "lr")} if tail else {}}
+
+
+def _paired_cells(path: Path) -> ResultRecord:
+    """The eval-drafter --compare result at `path`, every cell of it holding the paired figures this report
+    reads; anything else (another command's result, an older shape, a zero baseline) is one line naming it."""
+    record = read_result(path)
+    if record.command != EVAL_COMMAND:
+        raise ValueError(f"{path} is a {record.command} result, not an eval-drafter --compare one; move it out "
+                         f"of {path.parent}")
+    for number, cell in enumerate(record.rows):
+        missing = [key for key in CELL_KEYS if key not in cell]
+        if missing:
+            raise ValueError(f"{path}, row {number}: no {', '.join(missing)}: not a paired comparison "
+                             "(eval-drafter --compare) of this tevcore")
+        wrong = [key for key in CELL_KEYS if key != "budget" and (isinstance(cell[key], bool) or not isinstance(
+            cell[key], str if key in ("baseline", "other") else (int, float)))]
+        if cell["budget"] != "chain" and (isinstance(cell["budget"], bool) or not isinstance(cell["budget"], int)):
+            wrong.append("budget")
+        if wrong:
+            raise ValueError(f"{path}, row {number}: {', '.join(wrong)} of the wrong type: not a paired comparison "
+                             "(eval-drafter --compare) of this tevcore")
+        base = cell["baseline_length"]
+        if not math.isfinite(base) or base <= 0:
+            raise ValueError(f"{path}, row {number}: baseline_length {base!r} is not a measured E (a positive "
+                             "number), so no gain can be taken from it")
+    return record
 
 
 def gather(out: Path, command_line: str) -> ResultRecord:
     """The ablation as the one result record: a row per (arm, checkpoint, baseline, temperature, budget)."""
     found, evals = {}, []
     for path in sorted((out / "eval").glob("*.json"), key=lambda p: p.stat().st_mtime):  # a later pass wins
-        record = read_result(path)
+        record = _paired_cells(path)
         evals.append(record)
         for cell in record.rows:
             pair = compared(cell)
@@ -60,9 +131,9 @@ def gather(out: Path, command_line: str) -> ResultRecord:
                 "difference_se": cell["difference_se"],
                 "gain_pct": 100 * cell["difference"] / cell["baseline_length"],
                 "gain_se_pct": 100 * cell["difference_se"] / cell["baseline_length"]}
-    rows = [found[key] for key in sorted(found)]
+    rows = [found[key] for key in sorted(found, key=lambda k: (*k[:4], budget_order(k[4])))]
     arms = {p.name: arm_summary(p) for p in sorted(out.iterdir())
-            if p.is_dir() and re.fullmatch(r"(soft|hard)-[0-9.]+", p.name) and (p / "status.json").is_file()}
+            if p.is_dir() and ARM.fullmatch(p.name) and (p / "status.json").is_file()}
     first = evals[0] if evals else None
     settings = {"what": "ExitTrain ablation (issue 44): anchor soft|hard x lambda 0|0.1, paired E = 1 + C gains",
                 "model": first.settings.get("model") if first else None,
@@ -73,9 +144,14 @@ def gather(out: Path, command_line: str) -> ResultRecord:
     return ResultRecord("exit-train-ablation", meta, rows, settings=settings)
 
 
+def budget_order(budget: int | str) -> tuple[bool, int]:
+    """Node budgets in order, then eval-drafter's 'chain'."""
+    return (budget == "chain", 0 if budget == "chain" else budget)
+
+
 def table(result: ResultRecord) -> str:
     rows = result.rows
-    budgets = sorted({r["budget"] for r in rows})
+    budgets = sorted({r["budget"] for r in rows}, key=budget_order)
     lines = [f"{'arm':<9} {'step':>5} {'vs':<5} {'T':>3} " + " ".join(f"{'B=' + str(b) + ' gain% (s.e.)':>20}"
                                                                      for b in budgets)]
     keys = sorted({(r["arm"], r["step"], r["against"], r["temperature"]) for r in rows})
@@ -88,15 +164,32 @@ def table(result: ResultRecord) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    out = Path(argv[0] if argv else "runs/exit-ablation")
+def report(out: Path, argv: list[str]) -> ResultRecord:
+    """The ablation of folder `out`, printed and written to out/ablation.json; a ValueError (written: nothing)
+    when the folder is missing, a file, or holds no arm and no evaluated checkpoint."""
+    if not out.exists():
+        raise ValueError(f"{out}: no such folder; give the ablation's folder (bash scripts/exit_train_ablation.sh "
+                         "writes it)")
+    if not out.is_dir():
+        raise ValueError(f"{out} is a file; give the ablation's folder")
     result = gather(out, " ".join(["python", "scripts/exit_train_ablation_report.py", *argv]))
+    if not result.rows and not result.settings["arms"]:
+        raise ValueError(f"{out} holds no ablation arm and no evaluated checkpoint yet: nothing to report")
     print(table(result))
     for name, arm in result.settings["arms"].items():
         pace = arm["seconds_per_step"]
         print(f"{name}: {arm['state']} at step {arm['steps']}, "
               f"{'-' if pace is None else f'{pace:.2f}'} s/step (this process), last-tenth losses {arm['last_tenth']}")
     write_result(out / "ablation.json", result, force=True)  # a summary of the folder, remade from it each time
+    return result
+
+
+def main(argv: list[str]) -> int:
+    try:
+        report(Path(argv[0] if argv else "runs/exit-ablation"), argv)
+    except (ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

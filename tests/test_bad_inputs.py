@@ -67,7 +67,13 @@ CLI_CASES = [
     ("round", DECODE + ["--out", "{dir}"], "is a folder"),
     ("round", DECODE + ["--out", "/no/such/dir/t.jsonl"], "the folder /no/such/dir does not exist"),
     ("round", DECODE + ["--out", "{dir}/t.txt"], "ends in .jsonl"),
-    ("round", DECODE + ["--out", "{file}/t.jsonl"], "does not exist"),
+    ("round", DECODE + ["--out", "{file}/t.jsonl"], "plain.txt is a file, so {file} cannot be a folder"),  # issue 51
+    ("generate", DECODE + ["--out", "{file}/sub/t.jsonl"], "plain.txt is a file, so {file}/sub cannot be a folder"),
+    # issue 51: a trailing '/' named a file after the folder (a later bad flag ends the old code's run early)
+    ("bench", ["--out", "{dir}/new/", "--dataset", "nonsense"], "{dir}/new/ ends in '/', so it names a folder"),
+    ("bench", ["--out", "{dir}/", "--dataset", "nonsense"], "ends in '/', so it names a folder"),
+    ("bench-verifiers", ["--out", "{dir}/v/", "--budgets", "0"], "ends in '/', so it names a folder"),
+    ("eval-drafter", ["--json", "{dir}/e/", "--budgets", "0"], "ends in '/', so it names a folder"),
     ("round", DECODE + ["--device", "bogus"], "unknown device 'bogus'"),
     ("round", DECODE + ["--device", "cuda"] if not torch.cuda.is_available() else DECODE + ["--device", "bogus:9"],
      "device"),
@@ -114,7 +120,7 @@ def test_a_bad_flag_exits_2_with_one_line_that_names_it(command, flags, message,
     before = files_under(tmp_path)
     code, err = run_cli(argv, capsys)
     assert code == 2
-    assert message in err and "Traceback" not in err
+    assert _fill(message, places) in err and "Traceback" not in err
     assert files_under(tmp_path) == before  # nothing written half-way
 
 
@@ -122,6 +128,22 @@ def _fill(flag: str, places: dict[str, str]) -> str:
     for key, value in places.items():
         flag = flag.replace(key, value)
     return flag
+
+
+@pytest.mark.parametrize("name, value", [("WORLD_SIZE", "two"), ("WORLD_SIZE", "0"), ("LOCAL_RANK", "first")])
+def test_a_bad_launcher_variable_is_named_in_its_one_line(name, value, tmp_path, capsys, monkeypatch):
+    """Issue 51: a WORLD_SIZE that is no number said only "invalid literal for int() with base 10"."""
+    from tevcore import ranks
+
+    monkeypatch.setenv("WORLD_SIZE", "2" if name == "LOCAL_RANK" else value)
+    monkeypatch.setenv(name, value)
+    monkeypatch.setattr(ranks.torch.cuda, "is_available", lambda: True)  # where LOCAL_RANK is read
+    with pytest.raises(ValueError, match=f"the environment variable {name} must be a whole number >= "
+                                         f"{0 if name == 'LOCAL_RANK' else 1}, got '{value}'"):
+        ranks.device_for_rank("auto")
+    if name == "WORLD_SIZE":
+        code, err = run_cli(["bench", "--target", "some-org/some-model", "--out", str(tmp_path / "b.json")], capsys)
+        assert code == 2 and "Traceback" not in err and f"environment variable WORLD_SIZE must be" in err
 
 
 def test_a_second_train_on_a_busy_folder_is_refused_before_any_work(tmp_path, capsys):

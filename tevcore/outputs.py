@@ -59,12 +59,18 @@ def _check_creatable(folder: Path, flag: str) -> None:
 
 
 def check_output_file(path: str | Path, flag: str, make_parents: bool) -> None:
-    """Refuse an output file path that is a folder, lies in a missing folder (unless made) or is not writable."""
+    """Refuse an output file path that is a folder (or written as one, ending in '/'), lies under a file, in a
+    missing folder (unless made) or is not writable."""
+    if isinstance(path, str) and path.endswith(("/", os.sep)):
+        raise ValueError(f"{flag} {path} ends in '/', so it names a folder: give a file name inside it")
     path = Path(path).expanduser()
     if path.is_dir():
         raise ValueError(f"{flag} {path} is a folder: give a file name inside it")
     if path.exists() and not os.access(path, os.W_OK):
         raise ValueError(f"{flag} {path} is not writable")
+    existing = _nearest_existing(path.parent)
+    if not existing.is_dir():  # a file on the way is named as such, not as a missing folder
+        raise ValueError(f"{flag} {path}: {existing} is a file, so {path.parent} cannot be a folder")
     if not make_parents and not path.parent.is_dir():
         raise ValueError(f"{flag} {path}: the folder {path.parent} does not exist")
     _check_creatable(path.parent, flag)

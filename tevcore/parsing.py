@@ -1,4 +1,5 @@
-"""Plain text parsers shared by every command and spec: comma-separated lists, one evaluation budget.
+"""Plain text parsers shared by every command and spec: comma-separated lists, one evaluation budget, a whole
+number from an environment variable.
 
 They sit below every other module so that the engine can parse a builder spec
 (`width:4,2`) the way the command line parses `--budgets 4,8,16`.
@@ -6,6 +7,7 @@ They sit below every other module so that the engine can parse a builder spec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -42,3 +44,18 @@ def budget_or_chain(text: str) -> str | int:
     if budget < 1:
         raise ValueError("a budget must be an integer >= 1 or 'chain'")
     return budget
+
+
+def env_whole(env: Mapping[str, str], name: str, default: int | None, minimum: int = 1) -> int | None:
+    """The environment variable `name` as a whole number >= `minimum` (`default` when unset or empty); anything
+    else is a ValueError naming the variable."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise ValueError(f"the environment variable {name} must be a whole number >= {minimum}, got {text!r}")
+    return value

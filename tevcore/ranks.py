@@ -17,16 +17,27 @@ from typing import TypeVar
 import torch
 import torch.distributed as dist
 
+from tevcore.parsing import env_whole
+
 T = TypeVar("T")
+
+
+def _world_size() -> int:
+    """WORLD_SIZE as torchrun sets it (1 when unset); a bad value is one line naming the variable."""
+    return env_whole(os.environ, "WORLD_SIZE", 1)
+
+
+def _local_rank() -> int:
+    return env_whole(os.environ, "LOCAL_RANK", 0, minimum=0)
 
 
 def world() -> tuple[int, int]:
     """(rank, world size); joins the process group when launched by torchrun (or spawned with its variables)."""
-    size = int(os.environ.get("WORLD_SIZE", "1"))
+    size = _world_size()
     if size > 1 and not dist.is_initialized():
         cuda = torch.cuda.is_available()
         if cuda:
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(_local_rank())
         dist.init_process_group("nccl" if cuda else "gloo")
     return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
 
@@ -38,8 +49,8 @@ def is_first() -> bool:
 
 def device_for_rank(device: str) -> str:
     """'auto' becomes this rank's own GPU under a multi-GPU launch; any other choice stays."""
-    if device == "auto" and torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    if device == "auto" and torch.cuda.is_available() and _world_size() > 1:
+        return f"cuda:{_local_rank()}"
     return device
 
 

@@ -31,3 +31,18 @@ def test_an_ablation_result_is_opened_and_drawn(tmp_path):
                                                         ("soft-0", 40)]
     at.selectbox(key="et_ablation_against").set_value("twin").run()
     assert list(at.dataframe[-1].value["arm"]) == ["hard-0.1", "hard-0.1"]
+
+
+def test_another_commands_result_or_an_old_row_is_one_line_not_a_traceback(tmp_path):
+    """Issue 51: a bench result (or an ablation row without its figures) given to the tab raised a KeyError."""
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps(ResultRecord("bench", RunMeta.now("x", "cpu", 0),
+                                             [{"dataset": "mt-bench", "mean_emitted": 2.0}]).to_dict()))
+    old = tmp_path / "old.json"
+    row = _row("soft-0", 20, "start", 1.0)
+    del row["gain_se_pct"]
+    old.write_text(json.dumps(ResultRecord("exit-train-ablation", RunMeta.now("x", "cpu", 0), [row]).to_dict()))
+    at = page("3_ExitTrain.py").run()
+    for path, message in ((bench, "is a bench result, not an ablation"), (old, "row 0: no gain_se_pct")):
+        at.text_input(key="et_ablation_path").set_value(str(path)).run()
+        assert not at.exception and any(message in i.value for i in at.info), [i.value for i in at.info]

@@ -27,6 +27,22 @@ def test_valid_pairs_keep_each_rule_on_trees_the_registry_pairs_it_with():
         valid_pairs(parse_builder_list("chain"), ["rrs"])
 
 
+def test_bench_lists_the_pairs_it_skips_and_why_before_any_model_work(tmp_path, capsys):
+    """Issue 51: the pairs the registry leaves out were dropped silently; a table lacked the column asked for."""
+    from tevcore.cli import main
+
+    code = main(["bench", "--builders", "best_first,sampled:2,1", "--verifiers", "tev,rrs,block", "--target",
+                 "some-org/some-model", "--out", str(tmp_path / "b.json")])  # an offline target ends the run there
+    err = capsys.readouterr().err.splitlines()
+    skipped = [line for line in err if line.startswith("skipped: ")]
+    assert code == 2 and [line.split(":", 2)[1].strip() for line in skipped] == [
+        "best_first + rrs", "best_first + block", "sampled"]  # "sampled:2,1 + block" splits at its own colon
+    assert "verifier rrs divides by the q each child was drawn from; the trees of builder 'best_first' are not " \
+           "drawn" in skipped[0]
+    assert skipped[2].startswith("skipped: sampled:2,1 + block: verifier block verifies a chain drawn one draw per "
+                                 "node; the trees of builder 'sampled:2,1' are not a chain")
+
+
 def _record(tree: DraftTree, path: list[int]) -> RoundRecord:
     logits = torch.zeros(tree.num_nodes, 9)
     return RoundRecord(index=0, proposer="t", builder="t", budget=tree.size, temperature=1.0, context_length=1,

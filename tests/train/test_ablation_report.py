@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from tevcore.results import ResultRecord, RunMeta, write_result
 
@@ -40,3 +45,93 @@ def test_one_pass_gives_each_checkpoint_against_the_start_and_its_twin(tmp_path)
                                                                    ("soft-0.1", 20, "twin")]
     assert [r["gain_pct"] for r in rows] == [1.0, 2.0, 1.0]
     assert json.loads(json.dumps(rows))[2]["difference_se"] == 0.01
+
+
+# ---------------------------------------------------------------- issue 51: a folder it cannot read is one line
+
+def _arm(out: Path, name: str = "soft-0", status: str | None = None, metrics: str | None = None) -> Path:
+    arm = out / name
+    arm.mkdir(parents=True)
+    (arm / "config.json").write_text(json.dumps({"steps": 20}))
+    (arm / "status.json").write_text(status if status is not None else json.dumps(
+        {"state": "finished", "step": 20, "start_step": 0, "steps_began": 1.0, "updated": 11.0}))
+    (arm / "metrics.jsonl").write_text(metrics if metrics is not None else "".join(
+        json.dumps({"step": s, "loss": 1.0 / s, "lr": 1e-4}) + "\n" for s in range(1, 21)))
+    return arm
+
+
+def _eval(out: Path, rows: list[dict], command: str = "eval-drafter", name: str = "pass.json") -> Path:
+    (out / "eval").mkdir(parents=True, exist_ok=True)
+    return write_result(out / "eval" / name, ResultRecord(command, RunMeta.now("x", "cpu", 0), rows,
+                                                          settings={"model": "tiny"}), force=True)
+
+
+def _good_cells(out: Path) -> list[dict]:
+    return [_cell("assets/drafter, bfloat16", f"{out}/soft-0/checkpoint-20, bfloat16", 0.02)]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _cut(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+def _old_shape(out: Path) -> None:  # an eval-drafter result of before the paired cells: E per drafter only
+    _eval(out, [{"temperature": 1.0, "budget": 8, "prompts": 3, "block_length": 2.1}])
+
+
+BROKEN_FOLDERS = [
+    ("missing", lambda out: None, "no such folder"),
+    ("a-file", lambda out: out.parent.mkdir(parents=True, exist_ok=True) or out.write_text("x"), "is a file"),
+    ("empty", lambda out: out.mkdir(parents=True), "holds no ablation arm and no evaluated checkpoint"),
+    ("empty-status", lambda out: _arm(out, status=""), "status.json is not valid JSON"),
+    ("cut-status", lambda out: _cut(_arm(out) / "status.json"), "status.json is not valid JSON"),
+    ("status-not-a-run", lambda out: _arm(out, status="[1, 2]"), "status.json is not a run's status"),
+    ("status-clock-text", lambda out: _arm(out, status=json.dumps({"state": "running", "step": 3, "updated": "now",
+                                                                   "steps_began": 1.0})),
+     "status.json is not a run's status"),
+    ("damaged-metrics", lambda out: _arm(out, metrics='{"step": 1, "loss": 1}\n{"st\n{"step": 3, "loss": 1}\n'),
+     "metrics.jsonl, line 2: not a metrics line"),
+    ("cut-eval", lambda out: _cut(_eval(out, _good_cells(out))), "is not a JSON file"),
+    ("old-shape-eval", _old_shape, "row 0: no positions, baseline, other, baseline_length"),
+    ("another-command", lambda out: _eval(out, [{"dataset": "mt-bench", "mean_emitted": 2.0}], command="bench"),
+     "is a bench result, not an eval-drafter --compare one"),
+    ("zero-baseline", lambda out: _eval(out, [dict(_good_cells(out)[0], baseline_length=0.0)]),
+     "baseline_length 0.0 is not a measured E"),
+    ("text-difference", lambda out: _eval(out, [dict(_good_cells(out)[0], difference="0.02")]),
+     "difference of the wrong type"),
+]
+
+
+@pytest.mark.parametrize("make, message", [case[1:] for case in BROKEN_FOLDERS], ids=[c[0] for c in BROKEN_FOLDERS])
+def test_a_folder_the_report_cannot_read_is_one_line_and_status_2(tmp_path, capsys, make, message):
+    out = tmp_path / "abl"
+    make(out)
+    before = _snapshot(tmp_path)
+    capsys.readouterr()  # what making the folder printed
+    code = _report().main([str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+    assert _snapshot(tmp_path) == before  # no ablation.json, nothing touched
+
+
+@pytest.mark.parametrize("metrics", ["", '{"step": 1, "loss": 1.0}\n{"step": 2, "lo'],
+                         ids=["empty-metrics", "last-line-being-written"])
+def test_an_arm_that_has_logged_nothing_yet_or_is_writing_a_line_is_reported(tmp_path, capsys, metrics):
+    out = tmp_path / "abl"
+    _arm(out, metrics=metrics)
+    _eval(out, _good_cells(out))
+    assert _report().main([str(out)]) == 0
+    arm = json.loads((out / "ablation.json").read_text())["settings"]["arms"]["soft-0"]
+    assert arm["last_tenth"] == ({} if not metrics else {"loss": 1.0})
+
+
+def test_the_script_itself_ends_an_empty_folder_in_one_line(tmp_path):
+    (tmp_path / "abl").mkdir()
+    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "abl")], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(SCRIPT.parents[1])))
+    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == ""
+    assert done.stderr.strip().startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
+    assert list((tmp_path / "abl").iterdir()) == []

@@ -64,3 +64,17 @@ def test_feature_layers_past_the_target_are_refused(tiny_model_folder, tmp_path,
                  "--hidden-layers", "8,16,24,30"])  # SmolLM2's layers; the default is derived from the target
     assert code == 2 and "--hidden-layers" in capsys.readouterr().err
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("budget", [511, 100000])
+def test_a_tree_budget_the_context_cannot_hold_is_refused_naming_it(pipeline, tmp_path, capsys, budget):
+    """Issue 51: the pool's sequences were cut to nothing and the run failed with "the prompt has no tokens"."""
+    folder, data, _ = pipeline
+    code = main(["train", str(tmp_path / "run"), "--data", str(data), "--target", str(folder), "--device", "cpu",
+                 "--depth", "3", "--context", "4", "--heads", "4", "--ffn", "32", "--draft-vocab", "64", "--steps", "1",
+                 "--batch-size", "4", "--tree-anchors", "2", "--tree-lambda", "0.1", "--tree-budget", str(budget)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "no tokens" not in err
+    assert f"tree_budget {budget} (--tree-budget)" in err and "exceeds the model's context of 512 tokens; give at " \
+        "most 510" in err
+    assert not (tmp_path / "run").exists()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -252,7 +255,8 @@ def test_a_full_disk_while_building_is_one_line_leaves_no_temporary_and_the_same
     disk_full_on(monkeypatch, match, times)
     with pytest.raises(WriteFailed, match=f"^cannot write {folder}/.*{match}.*No space left on device"):
         build_dataset(tiny_target, config, folder, plan=plan)
-    assert not [p for p in folder.iterdir() if p.name.endswith((".tmp", ".partial"))]
+    # a build that failed before writing anything takes back the folder it made
+    assert not [p for p in (folder.iterdir() if folder.exists() else []) if p.name.endswith((".tmp", ".partial"))]
     monkeypatch.undo()
     assert build_dataset(tiny_target, config, folder, plan=plan) == 3
     assert _shards(folder) == shards
@@ -303,3 +307,31 @@ def test_the_greedy_set_holds_the_targets_own_t0_responses_to_training_prompts_o
     assert checked == sum(len(shard) for shard in plan[:2])
     with pytest.raises(ValueError, match="--greedy sets --temperatures"):
         data_cli.config_from_args(parser.parse_args(["out", "--greedy", "--temperatures", "1"]))
+
+
+def test_a_second_build_into_a_folder_being_built_is_refused_before_any_work(tiny_target, tiny_data_setup, tmp_path):
+    """Issue 51: two builds into one folder both built every shard (and each swept the other's temporaries)."""
+    config, plan = tiny_data_setup
+    folder = tmp_path / "set"
+    folder.mkdir()
+    hold = "import sys, time; from tevcore.train.rundir import RunLock; RunLock(sys.argv[1], 'data build').acquire(); " \
+           "print('held', flush=True); time.sleep(60)"
+    owner = subprocess.Popen([sys.executable, "-c", hold, str(folder)], stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        assert owner.stdout.readline().strip() == "held"
+        with pytest.raises(ValueError, match=f"{folder} is in use by data build process {owner.pid}; wait for it"):
+            build_dataset(tiny_target, config, folder, plan=plan)
+        assert [p.name for p in folder.iterdir()] == [".lock"]  # no manifest, no shard: nothing was built
+    finally:
+        owner.kill()
+        owner.wait()
+    assert build_dataset(tiny_target, config, folder, plan=plan) == len(plan)  # the owner gone, the build runs
+    assert not (folder / ".lock").exists()
+
+
+def test_a_build_that_fails_before_writing_leaves_no_folder_it_made(tiny_target, tiny_data_setup, tmp_path):
+    config, plan = tiny_data_setup
+    with pytest.raises(ValueError):
+        build_dataset(tiny_target, dataclasses.replace(config, hidden_layers=(1, 99)), tmp_path / "new", plan=plan)
+    assert not (tmp_path / "new").exists()

@@ -86,7 +86,7 @@ def _draw_on_another_node(data):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (_drop_draws, "rrs divides by the q each child was drawn from; this round's tree is not drawn"),
+    (_drop_draws, "builder .* draws its trees, but this round.s tree has no draw record"),
     (_q_zero, "has q = 0"),
     (_q_off_the_draft_logp, "the draws and the tree disagree"),
     (_draw_on_another_node, "not a child of the node it was drawn at"),
@@ -104,6 +104,7 @@ def test_a_block_round_needs_a_chain_drawn_once_per_node(tmp_path):
     read_trace(_written(tmp_path, record))  # the chain it verified
 
     def second_draw(data):  # the root drew its child twice: no longer a chain of single draws
+        data["builder"] = "sampled:2,1,1"  # a builder whose shape allows it (sampled:1,1,1's is refused first)
         draws = data["tree"]["draws"]
         for key in ("parents", "children", "q"):
             draws[key].insert(1, draws[key][0])
@@ -149,3 +150,71 @@ def test_a_block_round_on_a_mixed_chain_is_refused(tmp_path):
 
     with pytest.raises(ValueError, match="block verifies a chain drawn one draw per node; this round's tree is not"):
         read_trace(_written(tmp_path, record, as_block))
+
+
+# ---------------------------------------------------------------- issue 51: a round has its builder's shape
+
+def _fixed_flags(value):
+    def edit(data):
+        draws = data["tree"]["draws"]
+        if value is None:
+            draws.pop("fixed")
+        else:
+            draws["fixed"] = [value(i, parent, draws["parents"]) for i, parent in enumerate(draws["parents"])]
+    return edit
+
+
+def _relabel(builder):
+    def edit(data):
+        data["builder"] = builder
+    return edit
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_fixed_flags(None), "builder mixed:3,2 fixes exactly one child per node, its first; node 0 has 0 fixed"),
+    (_fixed_flags(lambda i, parent, parents: True), "fixes exactly one child per node, its first; node 0 has 3 fixed"),
+    (_fixed_flags(lambda i, parent, parents: False), "fixes exactly one child per node, its first; node 0 has 0 fixed"),
+    (_relabel("sampled:3,2"), "builder sampled:3,2 fixes no child, but node 0 has 1 fixed"),
+    (_relabel("mixed-wor:3,2"), "builder mixed-wor:3,2 draws wor, but this round's draws are iid"),
+    (_relabel("mixed:2,2"), "node 0 \\(depth 0\\) drew 3 children; builder mixed:2,2 draws at most 2 there"),
+    (_relabel("mixed:3"), "builder mixed:3 draws at most 0 there"),
+    (_relabel("best_first"), "builder best_first makes fixed trees, but this round's tree carries a draw record"),
+])
+def test_a_mixed_round_whose_draws_contradict_its_builder_is_refused(tmp_path, edit, message):
+    """Each edit was read as a valid round before: the reader checked the draws against the tree, not against
+    the shape the round's builder gives (one fixed child per node, first, in a mixed tree; none in a sampled)."""
+    record = _sampled_record("mixed:3,2", seed=3)
+    assert [int(n) for n in torch.bincount(record.tree.draws.parents)][:1] == [3]  # the root drew three
+    with pytest.raises(ValueError, match=message) as raised:
+        read_trace(_written(tmp_path, record, edit))
+    assert "line 2 (round 0)" in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_sampled_tev_round_without_its_draw_record_is_refused(tmp_path):
+    tev = _sampled_record("sampled:3,2", verifier="tev")  # tev runs on any tree: only the builder tells
+    with pytest.raises(ValueError, match="builder sampled:3,2 draws its trees, but this round's tree has no draw"):
+        read_trace(_written(tmp_path, tev, _drop_draws))
+
+
+def test_an_rrs_round_that_drafted_but_kept_no_draw_record_is_refused_as_the_app_refuses_its_trail(tmp_path):
+    """The root alone with no draw record: the old reader took it (a root-only tree has every trait), while the
+    app's trail refuses it ("has a fixed tree"). A round that drafted (budget > 0) under a sampled builder always
+    records its draws, empty when none were made; a budget-0 round drafted nothing and reads as before."""
+    from tevcore.engine.tree import DraftTree
+
+    record = _sampled_record("sampled:3,2")
+    root = DraftTree.root_only(int(record.tree.tokens[0]))
+
+    def root_alone(budget):
+        def edit(data):
+            data["tree"] = root.to_dict()
+            flow = target_flow(root, torch.randn(1, VOCAB), record.temperature, 3).to_dict()
+            data["flow"], data["budget"] = flow, budget
+            data["token_texts"], data["missing_texts"] = ["r"], [["m"] * 3]
+            data["path"], data["exit_node"] = [0], 0
+            data["emitted_tokens"] = [data["bonus_token"]]
+        return edit
+
+    with pytest.raises(ValueError, match="builder sampled:3,2 draws its trees, but this round's tree has no draw"):
+        read_trace(_written(tmp_path, record, root_alone(6)))
+    assert read_trace(_written(tmp_path, record, root_alone(0))).rounds[0].tree.size == 0

@@ -3,7 +3,9 @@
 A trace is plain JSON anyone can edit, so `read_trace` checks every round in
 full: the flow's shapes match the tree, its probabilities are finite and lie
 in [0, 1], the accepted path is a root-to-exit chain of the tree, the bonus
-is a token id and a sampled tree's draws agree with it (`DrawRecord`). What
+is a token id, a sampled tree's draws agree with it (`DrawRecord`) and the tree
+has its builder's shape (`check_builder_shape`: a mixed tree fixes exactly one
+child per drawing node, first; a plain sampled one none). What
 depends on the rule that verified the round (may it run on this tree, may
 its bonus be a child of the exit) is the rule registry's to say: `read_trace`
 takes its check (`tevcore.verify.trace_checks`). A record that passes can be
@@ -17,6 +19,7 @@ from typing import Any
 
 import torch
 
+from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import TargetFlow
 from tevcore.engine.tree import MAX_TOKEN_ID, DraftTree
 
@@ -115,3 +118,41 @@ def check_order(previous_index: int | None, index: int) -> None:
     if previous_index is not None and index <= previous_index:
         kind = "repeats" if index == previous_index else "comes after"
         raise ValueError(f"round index {index} {kind} round {previous_index}: rounds must be in increasing order")
+
+
+def check_builder_shape(builder: Any, budget: int, tree: DraftTree) -> None:
+    """The tree is one its builder could have made. A drawn family's tree carries its draw record (the engine
+    writes one, empty when nothing was drawn, in every round that drafted: budget > 0), in the family's draw mode,
+    with at most its depth's count of draws at each node and none below its last depth; a mixed family's drawing
+    node has exactly one fixed child, drawn first; a plain sampled tree fixes none; a fixed family's tree records
+    no draws. A builder name the parser does not know is left unchecked (its shape is unknown)."""
+    if not isinstance(builder, str):
+        raise ValueError(f"builder must be a builder name, got {builder!r}")
+    try:
+        spec = parse_builder(builder)
+    except ValueError:
+        return
+    draws = tree.draws
+    if not spec.sampled:
+        if draws is not None:
+            raise ValueError(f"builder {builder} makes fixed trees, but this round's tree carries a draw record")
+        return
+    if draws is None:
+        if tree.size or budget > 0:
+            raise ValueError(f"builder {builder} draws its trees, but this round's tree has no draw record")
+        return
+    mode = "iid" if spec.replace else "wor"
+    if draws.mode != mode:
+        raise ValueError(f"builder {builder} draws {mode}, but this round's draws are {draws.mode}")
+    counts = spec.counts
+    for node in torch.unique(draws.parents).tolist():
+        depth, flags = int(tree.depths[node]), draws.fixed[draws.parents == node]
+        if depth >= len(counts) or flags.numel() > counts[depth]:
+            allowed = counts[depth] if depth < len(counts) else 0
+            raise ValueError(f"node {node} (depth {depth}) drew {flags.numel()} children; builder {builder} draws at "
+                             f"most {allowed} there")
+        if spec.family.fixes_top1 and (not bool(flags[0]) or bool(flags[1:].any())):
+            raise ValueError(f"builder {builder} fixes exactly one child per node, its first; node {node} has "
+                             f"{int(flags.sum())} fixed of {flags.numel()} (flags {flags.tolist()})")
+        if not spec.family.fixes_top1 and bool(flags.any()):
+            raise ValueError(f"builder {builder} fixes no child, but node {node} has {int(flags.sum())} fixed")

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from tevcore.engine.flow import TargetFlow
-from tevcore.engine.record_checks import (check_counts, check_flow, check_order, check_texts, check_timings,
-                                          check_verdict)
+from tevcore.engine.record_checks import (check_builder_shape, check_counts, check_flow, check_order, check_texts,
+                                          check_timings, check_verdict)
 from tevcore.engine.tree import DraftTree
 from tevcore.outputs import write_output
 
@@ -109,6 +109,7 @@ class RoundRecord:
         check_timings(timings, STAGES)
         data["timings"] = StageTimings(**timings)
         check_counts(data)
+        check_builder_shape(data.get("builder"), data["budget"], tree)
         check_flow(tree, flow)
         check_texts(tree, flow, data.get("token_texts"), data.get("missing_texts"))
         check_verdict(tree, data)

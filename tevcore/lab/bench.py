@@ -45,7 +45,7 @@ from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.results import ResultRecord, RunMeta, write_result
 from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
 from tevcore.timing import seconds_of
-from tevcore.verify.registry import get_rule, rules_for
+from tevcore.verify.registry import get_rule, pairing_problem, rules_for
 
 PROMPT_LOOKUP_TOKENS = 10
 
@@ -245,6 +245,14 @@ def valid_pairs(builders: list[BuilderSpec], verifiers: list[str]) -> list[tuple
     return pairs
 
 
+def skipped_pairs(builders: list[BuilderSpec], verifiers: list[str]) -> list[str]:
+    """A line per (builder, verifier) of the flags that `valid_pairs` leaves out, saying why (the registry's
+    `pairing_problem`), so a table without a column the user asked for is never a surprise."""
+    return [f"skipped: {builder.name} + {verifier}: " + pairing_problem(
+                verifier, builder.traits, f"the trees of builder {builder.name!r} are")
+            for builder in builders for verifier in verifiers if verifier not in rules_for(builder)]
+
+
 def check_configs(pairs: list[tuple[BuilderSpec, str]], budgets: list[int], trims: list[str]) -> None:
     """Every configuration the run would decode, built once: what the config refuses (a trim of a sampled tree)
     is refused in its one line before any model work, as `round` refuses it."""
@@ -300,6 +308,8 @@ def run(args: argparse.Namespace) -> int:
     verifiers = comma_list(args.verifiers, str, "verifiers")
     builders = parse_builder_list(args.builders)
     pairs = valid_pairs(builders, verifiers)
+    for line in skipped_pairs(builders, verifiers) if is_first() else []:
+        print(line, file=sys.stderr)  # a report; stdout keeps the table
     # every configuration before the model loads ('auto' chooses among AUTO_BUDGETS: checked at the largest)
     check_configs(pairs, [max(AUTO_BUDGETS)] if args.budgets == "auto" else comma_list(args.budgets, int, "budgets"),
                   trim_specs)

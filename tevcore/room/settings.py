@@ -7,12 +7,16 @@ host's file; `TEV_ROOM_SECRET` is the host's secret (kept out of the file, so th
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tevcore.parsing import env_whole
 from tevcore.room.limits import ROOM, SINGLE_USER, Limits
+from tevcore.room.spaces import space_root_problem
 
 THREADS_PER_COMPUTATION = 1  # torch threads one queued computation uses in the room (TEV_APP_THREADS)
 KNOWN_KEYS = {"targets", "drafters", "compute_slots", "space_root", "space_ttl_minutes", "runs", "caps"}
@@ -63,29 +67,93 @@ def _names(values: dict, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(n.strip() for n in names)
 
 
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive_whole(values: dict, key: str, default: int) -> int:
+    value = values.get(key, default)
+    if not _whole(value) or value < 1:
+        raise ValueError(f"room setting {key} must be a positive whole number, got {value!r}")
+    return value
+
+
+def _positive_number(values: dict, key: str, default: float) -> float:
+    value = values.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"room setting {key} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _folder(values: dict, key: str, default: str) -> Path:
+    value = values.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"room setting {key} must be a folder path (a quoted string), got {value!r}")
+    return Path(value).expanduser()
+
+
 def load_settings(env: Mapping[str, str] = os.environ) -> RoomSettings:
-    """The settings this server runs with; a bad config file is a ValueError naming the file and setting."""
+    """The settings this server runs with; a bad config file is a ValueError naming the file and setting, a bad
+    environment variable one naming the variable, and a space root that could hold anything but the room's own
+    (`spaces.space_root_problem`) one saying why."""
     room = env.get("TEV_ROOM", "").lower() in ("1", "true", "yes")
     values = _file_settings(env.get("TEV_ROOM_CONFIG")) if room else {}
     caps = values.get("caps", {})
     if not isinstance(caps, dict):
         raise ValueError("room setting caps must be a table of cap = number")
     limits = (ROOM if room else SINGLE_USER).with_caps(**caps)
-    threads = int(env.get("TEV_APP_THREADS", THREADS_PER_COMPUTATION if room else 0) or 0) or None
-    slots = values.get("compute_slots", default_slots(os.cpu_count(), threads or THREADS_PER_COMPUTATION)
-                       if room else default_slots(os.cpu_count(), 1))
-    if not isinstance(slots, int) or slots < 1:
-        raise ValueError(f"room setting compute_slots must be a positive whole number, got {slots!r}")
-    ttl = values.get("space_ttl_minutes", 120)
-    if not isinstance(ttl, (int, float)) or ttl <= 0:
-        raise ValueError(f"room setting space_ttl_minutes must be a positive number, got {ttl!r}")
+    threads = env_whole(env, "TEV_APP_THREADS", THREADS_PER_COMPUTATION if room else None)
+    slots = _positive_whole(values, "compute_slots", default_slots(os.cpu_count(), threads or THREADS_PER_COMPUTATION)
+                            if room else default_slots(os.cpu_count(), 1))
+    ttl = _positive_number(values, "space_ttl_minutes", 120)
+    space_root = _folder(values, "space_root", env.get("TEV_ROOM_SPACES") or "/tmp/tev-room-spaces")
+    runs = _folder(values, "runs", "runs")
     default_proposer = env.get("TEV_APP_PROPOSER", "default")
-    return RoomSettings(
-        room=room, limits=limits,
-        targets=_names(values, "targets", (env.get("TEV_APP_TARGET", "default"),)),
-        drafters=_names(values, "drafters", (default_proposer,) if default_proposer == "rollout"
-                        else (default_proposer, "rollout")),
-        compute_slots=slots,
-        space_root=Path(values.get("space_root", env.get("TEV_ROOM_SPACES", "/tmp/tev-room-spaces"))),
-        space_ttl_s=float(ttl) * 60, runs=Path(values.get("runs", "runs")),
-        host_secret=env.get("TEV_ROOM_SECRET") or None)
+    targets = _names(values, "targets", (env.get("TEV_APP_TARGET", "default"),))
+    drafters = _names(values, "drafters", (default_proposer,) if default_proposer == "rollout"
+                      else (default_proposer, "rollout"))
+    if room:  # last: every setting is well formed, so this line is about the folder only
+        problem = space_root_problem(space_root, runs)
+        if problem:
+            raise ValueError(problem)
+    return RoomSettings(room=room, limits=limits, targets=targets, drafters=drafters, compute_slots=slots,
+                        space_root=space_root, space_ttl_s=ttl * 60, runs=runs,
+                        host_secret=env.get("TEV_ROOM_SECRET") or None)
+
+
+def check_device_setting(env: Mapping[str, str]) -> None:
+    """TEV_APP_DEVICE, when set, names a device this machine has (a ValueError naming the variable)."""
+    device = env.get("TEV_APP_DEVICE", "").strip()
+    if device:
+        from tevcore.target.devices import pick_device
+
+        try:
+            pick_device(device)
+        except ValueError as err:
+            raise ValueError(f"the environment variable TEV_APP_DEVICE: {err}") from None
+
+
+def summary(settings: RoomSettings) -> str:
+    """The line `scripts/app.sh --room` prints before the server starts."""
+    return (f"room: targets {list(settings.targets)}, drafters {list(settings.drafters)}, {settings.compute_slots} "
+            f"computation(s) at once, spaces in {settings.space_root}")
+
+
+def main(env: Mapping[str, str] = os.environ) -> int:
+    """`python -m tevcore.room.settings`: check the settings before the server starts (scripts/app.sh): 0 (and
+    in a room its summary line), or one line naming what is wrong and 2."""
+    try:
+        settings = load_settings(env)
+        for name in ("TEV_ROOM_PORT", "TEV_ROOM_UPLOAD_MB"):  # read by streamlit, checked here first
+            env_whole(env, name, None)
+        check_device_setting(env)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if settings.room:
+        print(summary(settings))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,6 +17,8 @@ import math
 import os
 import random
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -35,6 +37,7 @@ from tevcore.target.loading import Target, encode_prompt
 from tevcore.train import shard_ledger
 from tevcore.train.generation import features_forward, generate_sequences, top_k_rows
 from tevcore.train.prompts import all_training_prompts
+from tevcore.train.rundir import RunLock
 
 MANIFEST = "manifest.json"
 MANIFEST_KEYS = ("target_name", "shards")
@@ -246,6 +249,31 @@ def build_dataset(target: Target, config: DataConfig, folder: Path, max_shards: 
     plan = plan_jobs(target, config) if plan is None else plan
     if max_shards is not None:
         plan = plan[:max_shards]
+    with held_data_folder(folder):
+        return _build_shards(target, config, folder, plan)
+
+
+@contextmanager
+def held_data_folder(folder: Path) -> Iterator[Path]:
+    """The data folder, made and locked for one build (`rundir.RunLock`): a second build into it is refused in one
+    line instead of building every shard again beside the first; a folder this build made and left empty goes."""
+    made = not folder.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise write_failure(folder, err) from None
+    lock = RunLock(folder, "data build")
+    try:
+        lock.acquire()
+        yield folder
+    finally:
+        lock.release()
+        if made and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _build_shards(target: Target, config: DataConfig, folder: Path, plan: list[list[Job]]) -> int:
+    """The missing shards of `plan` written into the locked `folder`; how many exist."""
     _check_manifest(folder, target, config, len(plan))
     shard_ledger.remove_stale_temporaries(folder)
     done = _done_shards(folder, len(plan))

@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --compare: the differences to report, B - A for each A:B, numbering this drafter 0 "
                              "and the --compare drafters 1, 2, ... in order (default: 0:1,0:2,...)")
     parser.add_argument("--by-set", action="store_true", help="also report each held-out set's share of the prompts")
-    parser.add_argument("--json", type=Path, default=None, help="write the cells here")
+    parser.add_argument("--json", default=None, help="write the cells here (a file name)")
 
 
 def paired_argv(baseline: str, other: str, budgets: list[int], per_set: int, temperature: float,

@@ -99,6 +99,20 @@ def pool_members(config: TrainConfig, anchors: AnchorSet,
     return sequences, torch.nonzero(torch.tensor(inside)).flatten()
 
 
+def builds_trees(config: TrainConfig) -> bool:
+    """Whether the run scores draft trees on the target: a pool of sequences, and anchors with a tree term."""
+    return bool(config.tree_anchors or config.tree_share) and bool(config.tree_anchors or config.exit_train)
+
+
+def check_tree_budget(config: TrainConfig, target: Target) -> None:
+    """A tree of `tree_budget` nodes is scored after its root and at least one token of context: refuse a budget
+    the target's context cannot hold, before any work (the pool's sequences would be cut to nothing)."""
+    if builds_trees(config) and config.tree_budget > target.max_context - 2:
+        raise ValueError(f"tree_budget {config.tree_budget} (--tree-budget): a tree of that many nodes after a root "
+                         f"and one token of context exceeds the model's context of {target.max_context} tokens; "
+                         f"give at most {target.max_context - 2}")
+
+
 def tree_pool(config: TrainConfig, anchors: AnchorSet,
               target: Target) -> tuple[PooledContexts | None, torch.Tensor | None]:
     """The pool's prefilled target contexts (None when no tree is built) and its anchor rows (None when unused).
@@ -109,8 +123,7 @@ def tree_pool(config: TrainConfig, anchors: AnchorSet,
     if not (config.tree_anchors or config.tree_share):
         return None, None
     sequences, rows = pool_members(config, anchors, target)
-    builds = config.tree_anchors or config.exit_train
-    return (PooledContexts(target, sequences) if builds else None), rows
+    return (PooledContexts(target, sequences) if builds_trees(config) else None), rows
 
 
 def tree_terms(adapter: TrainingAdapter, logq: torch.Tensor, batch: AnchorBatch, anchors: AnchorSet,
@@ -154,6 +167,7 @@ def train(config: TrainConfig, out: Path, target: Target,
     _, trainer, source = trainer_for(config.init)
     checked = trainer.check(source, config, target)  # before the run folder: a bad start leaves nothing
     check_data_target(config.data, target)
+    check_tree_budget(config, target)
     rank, size = world()
     if config.batch_size % size or config.tree_anchor_count % size:
         raise ValueError(f"batch_size and the tree anchors per step ({config.tree_anchor_count}) must be divisible "

@@ -74,13 +74,14 @@ class RunLock:
     holds no flock (an older tevcore) is still respected.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, work: str = "training") -> None:
         self.path = Path(folder) / ".lock"
+        self.work = work  # what holds the folder, for the refusal: "training", "data build"
         self._fd: int | None = None
 
     def _refuse(self, pid: int) -> None:
-        raise RunFolderBusy(f"{self.path.parent} is in use by training process {pid}; "
-                            "wait for it, stop it, or choose another run folder")
+        raise RunFolderBusy(f"{self.path.parent} is in use by {self.work} process {pid}; "
+                            "wait for it, stop it, or choose another folder")
 
     def acquire(self) -> None:
         for _ in range(5):
