@@ -37,6 +37,7 @@ from tevcore.target.loading import Target
 from tevcore.train.anchors import AnchorBatch, AnchorSet
 from tevcore.train.config import TrainConfig
 from tevcore.train.data import check_data_target
+from tevcore.train.how_made import HOW_MADE, how_made
 from tevcore.train.losses import anchor_loss, tree_objective
 from tevcore.train.rundir import (
     RunClock,
@@ -207,8 +208,12 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
                disable=not writes)
     device = target.device
 
+    record = how_made(config, anchors)
+
     def save(_, folder: Path) -> Path:
-        return adapter.save(folder)
+        saved = adapter.save(folder)
+        write_json(Path(folder) / HOW_MADE, record, overwrite=True)  # the drafter says what it was trained on
+        return saved
 
     clock.steps_begin()
     with reported_end(out, config.steps, clock, writes=writes):
