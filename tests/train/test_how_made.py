@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from tevcore.train.data import build_dataset
-from tevcore.train.how_made import HOW_MADE, lineage_saw_generated
+from tevcore.train.how_made import HOW_MADE, lineage_saw_generated, start_record
 from tevcore.train.loop import train
 
 from test_loop import tiny_config
@@ -88,3 +88,11 @@ def test_the_export_carries_the_record(tiny_target, text_only_data, tmp_path, mo
     assert train_cli.run(args) == 0
     assert _record(tmp_path / "export") == _record(tmp_path / "run" / "drafter")
     assert _record(tmp_path / "export")["saw_generated_responses"] is False
+
+
+def test_the_committed_drafter_s_record_says_it_saw_generated_responses_as_its_data_shows():
+    """A fine-tune from the committed drafter inherits a known answer (its hand-kept record states it)."""
+    record = start_record("drafter")
+    generated = [d for d in record["data"].values() if d.get("stored_tokens", {}).get("gen", 0) > 0]
+    assert generated and record["saw_generated_responses"] is True and "gen" in record["kinds_seen"]
+    assert lineage_saw_generated({"text"}, "drafter", record) is True
