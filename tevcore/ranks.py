@@ -84,6 +84,16 @@ def mean_over_ranks(values: dict[str, float]) -> dict[str, float]:
     return {k: float(v) / size for k, v in zip(keys, summed.tolist())}
 
 
+def mean_tensor_over_ranks(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor averaged over the ranks (one process: `tensor` itself), e.g. a gradient of each rank's share."""
+    _, size = world()
+    if size == 1:
+        return tensor
+    summed = tensor.clone()
+    dist.all_reduce(summed)
+    return summed / size
+
+
 def from_first(value: T) -> T:
     """Rank 0's `value` on every rank: a choice that must not differ between ranks (one measured on a clock)."""
     _, size = world()

@@ -92,6 +92,9 @@ BROKEN_FOLDERS = [
     ("status-clock-text", lambda out: _arm(out, status=json.dumps({"state": "running", "step": 3, "updated": "now",
                                                                    "steps_began": 1.0})),
      "status.json is not a run's status"),
+    ("config-not-a-run", lambda out: (_arm(out) / "config.json").write_text("[]"), "config.json is not a run's config"),
+    ("null-loss", lambda out: _arm(out, metrics='{"step": 1, "loss": 1}\n{"step": 2, "loss": null}\n{"step": 3}\n'),
+     "metrics.jsonl, line 2: not a metrics line"),
     ("damaged-metrics", lambda out: _arm(out, metrics='{"step": 1, "loss": 1}\n{"st\n{"step": 3, "loss": 1}\n'),
      "metrics.jsonl, line 2: not a metrics line"),
     ("cut-eval", lambda out: _cut(_eval(out, _good_cells(out))), "is not a JSON file"),
@@ -135,3 +138,56 @@ def test_the_script_itself_ends_an_empty_folder_in_one_line(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == ""
     assert done.stderr.strip().startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
     assert list((tmp_path / "abl").iterdir()) == []
+def _probed_arm(out: Path, name: str, init: str, probes: dict[int, tuple[float, float | None]]) -> None:
+    """An arm folder as `train` leaves it: probed lines carry the probe's fields, the others do not."""
+    folder = out / name
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"init": init}))
+    (folder / "status.json").write_text(json.dumps({"state": "finished", "step": 4, "start_step": 0, "updated": 9.0,
+                                                    "steps_began": 1.0}))
+    lines = [{"step": s, "lr": 1e-4, "distill": 1.0, "loss": 1.0,
+              **({"probe_tree_E": probes[s][0], "probe_grad_cosine": probes[s][1], "probe_anchor_grad_norm": 2.0,
+                  "probe_tree_grad_norm": 0.5} if s in probes else {})} for s in range(1, 5)]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_t1_arms_a_reference_and_the_gradient_probe_with_its_twin_differences(tmp_path):
+    out = tmp_path / "abl"
+    (out / "eval").mkdir(parents=True)
+    start = f"{out}/naive-start/run/drafter"
+    _probed_arm(out, "soft-0", start, {2: (1.50, 0.10), 4: (1.60, 0.20)})
+    _probed_arm(out, "soft-0.1", start, {2: (1.55, 0.30), 4: (1.70, -0.10)})
+    _probed_arm(out, "t1-soft-0", start, {4: (1.40, 0.05)})
+    _probed_arm(out, "t1-soft-0.1", start, {2: (1.45, 0.50), 4: (1.48, 0.40)})
+    t1_0, t1_1 = f"{out}/t1-soft-0/checkpoint-4, bfloat16", f"{out}/t1-soft-0.1/checkpoint-4, bfloat16"
+    cells = [_cell(f"{start}, bfloat16", "assets/drafter, bfloat16", 0.2), _cell(f"{start}, bfloat16", t1_0, 0.04),
+             _cell(t1_0, t1_1, 0.02), _cell("assets/drafter, bfloat16", "other/drafter, bfloat16", 0.3)]
+    write_result(out / "eval" / "pass-4.json", ResultRecord("eval-drafter", RunMeta.now("x", "cpu", 0), cells,
+                                                           settings={"model": "tiny"}), force=False)
+    result = _report().gather(out, "report")
+    assert [(r["arm"], r["step"], r["against"]) for r in result.rows] == [
+        ("reference", 0, "start"), ("t1-soft-0", 4, "start"), ("t1-soft-0.1", 4, "twin")]
+    assert result.rows[0]["drafter"] == "assets/drafter" and result.rows[0]["gain_pct"] == 10.0
+    probes = {(r["arm"], r["step"]): r for r in result.settings["gradient_probe"]}
+    assert probes[("soft-0.1", 4)]["tree_E_minus_twin"] == pytest.approx(0.10)
+    assert probes[("soft-0.1", 2)]["tree_E_minus_twin"] == pytest.approx(0.05)
+    assert probes[("t1-soft-0.1", 2)]["tree_E_minus_twin"] is None  # its twin did not probe step 2
+    assert probes[("t1-soft-0.1", 4)]["tree_E_minus_twin"] == pytest.approx(0.08)
+    assert probes[("soft-0", 4)]["tree_E_minus_twin"] is None and probes[("soft-0", 4)]["grad_cosine"] == 0.20
+    assert result.settings["arms"]["soft-0"]["last_tenth"] == {"distill": 1.0, "loss": 1.0}  # probe fields left out
+    assert "+0.1000" in _report().probe_table(result)
+
+
+def test_a_probe_with_no_cosine_is_read_as_a_probe_not_refused_as_damage(tmp_path, capsys):
+    """A zero gradient leaves the cosine null (None): that line is a probe, and the report still runs."""
+    out = tmp_path / "abl"
+    _probed_arm(out, "t1-hard-0", "start/drafter", {2: (1.30, None), 4: (1.35, 0.25)})
+    _probed_arm(out, "t1-hard-0.1", "start/drafter", {2: (None, None)})  # a probe that measured no tree E
+    (out / "t1-hard-0" / "metrics.jsonl").write_text((out / "t1-hard-0" / "metrics.jsonl").read_text().replace(
+        '"probe_grad_cosine": 0.25', '"probe_grad_cosine": null'))  # the last line has no cosine either
+    assert _report().main([str(out)]) == 0
+    probes = json.loads((out / "ablation.json").read_text())["settings"]["gradient_probe"]
+    assert [(r["arm"], r["step"], r["grad_cosine"], r["tree_E_minus_twin"]) for r in probes] == [
+        ("t1-hard-0", 2, None, None), ("t1-hard-0", 4, None, None), ("t1-hard-0.1", 2, None, None)]
+    shown = capsys.readouterr().out
+    assert "t1-hard-0 " in shown and "t1-hard-0.1 " in shown

@@ -1,7 +1,9 @@
-"""Two gloo processes (DDP) end with the weights of one process trained on the same global batches."""
+"""Two gloo processes (DDP) end with the weights of one process trained on the same global batches, and log the
+gradient probe of the global batch."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -23,7 +25,7 @@ pytestmark = [pytest.mark.ddp, pytest.mark.slow]
 
 CONFIG = dict(target="tiny", depth=3, context=4, layers=1, heads=4, ffn=64, draft_vocab=40, steps=4,
               batch_size=8, warmup=1, lr=3e-3, tree_lambda=0.1, tree_anchors=2, tree_pool=3, checkpoint_every=2,
-              known_prob=0.5)
+              known_prob=0.5, probe_every=2)
 
 
 def _worker(rank: int, world: int, port: int, model_dir: str, data: str, out: str) -> None:
@@ -54,3 +56,8 @@ def test_two_process_ddp_equals_single_process(tiny_target, tiny_data, tmp_path,
     assert a.keys() == b.keys()
     for key in a:
         assert torch.allclose(a[key], b[key], atol=1e-5, rtol=0), (key, float((a[key] - b[key]).abs().max()))
+    probes = [[{k: v for k, v in json.loads(line).items() if k.startswith("probe_")}
+               for line in (run / "metrics.jsonl").read_text().splitlines()] for run in (single.parent, tmp_path / "ddp")]
+    assert [sorted(p) for p in probes[0]] == [sorted(p) for p in probes[1]] and probes[0][1]
+    for one, two in zip(*probes):
+        assert all(abs(one[k] - two[k]) <= 1e-4 * max(1.0, abs(one[k])) for k in one), (one, two)

@@ -152,3 +152,65 @@ def test_keep_checkpoints_keeps_every_checkpoint_folder(tiny_target, tiny_data, 
           tiny_target)
     assert sorted(p.name for p in (tmp_path / "kept").glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
     assert [p.name for p in (tmp_path / "one").glob("checkpoint-*")] == ["checkpoint-4"]
+
+
+def _probed(data, **changes) -> TrainConfig:
+    """A tree-share run (the ablation's shape) that probes the gradients every second step."""
+    return tiny_config(data, **{**dict(tree_anchors=0, tree_share=0.5, steps=4, checkpoint_every=2,
+                                       keep_checkpoints=True, probe_every=2), **changes})
+
+
+def test_the_gradient_probe_logs_the_cosine_a_direct_computation_gives(tiny_target, tiny_data, tmp_path, one_thread):
+    """Checkpoint 2's weights on step 2's batch, by two separate backward passes: the logged cosine and norms.
+    The probe's tree E and anchor term are the ones step 3 itself logs (the same weights, the same batch)."""
+    from tevcore.proposers.registry import trainer_for
+    from tevcore.train.anchors import AnchorSet
+    from tevcore.train.loop import tree_pool, tree_terms
+    from tevcore.train.losses import anchor_loss
+
+    config = _probed(tiny_data)
+    train(config, tmp_path, tiny_target)
+    rows = _metrics(tmp_path)
+    assert [("probe_grad_cosine" in r) for r in rows] == [False, True, False, True]
+    assert all(-1 <= r["probe_grad_cosine"] <= 1 for r in rows[1::2])
+    assert rows[1]["probe_tree_E"] == pytest.approx(rows[2]["tree_E"], abs=1e-9)
+    assert rows[1]["probe_distill"] == pytest.approx(rows[2]["distill"], abs=1e-6)
+
+    adapter = trainer_for(None)[1].load(tmp_path / "checkpoint-2", config, tiny_target)
+    anchors = AnchorSet(config.data, config.context, config.depth)
+    pool, pool_rows = tree_pool(config, anchors, tiny_target)
+    batch_rows, tree_rows, known = step_rows(config, 2, anchors, pool_rows, 0, 1)
+    batch = anchors.batch(batch_rows, adapter.vocab_map)
+    params = [p for p in adapter.network.parameters() if p.requires_grad]
+
+    def gradient(term_of) -> torch.Tensor:
+        adapter.network.zero_grad(set_to_none=True)
+        logq, teacher = adapter.rows(adapter.network, batch, anchors, known)
+        term_of(logq, teacher).backward()
+        return torch.cat([(torch.zeros_like(p) if p.grad is None else p.grad).flatten() for p in params])
+
+    anchor = gradient(lambda logq, teacher: anchor_loss("soft", logq, batch.teacher_ids, teacher))
+    first = len(tree_rows)
+    tree_batch = type(batch)(**{k: v[:first] for k, v in batch.__dict__.items()})
+    tree = gradient(lambda logq, _: tree_terms(adapter, logq[:first], tree_batch, anchors, pool, config)[0])
+    assert rows[1]["probe_grad_cosine"] == pytest.approx(float(torch.cosine_similarity(anchor, tree, dim=0)), abs=1e-5)
+    assert rows[1]["probe_anchor_grad_norm"] == pytest.approx(float(anchor.norm()), rel=1e-5)
+    assert rows[1]["probe_tree_grad_norm"] == pytest.approx(float(tree.norm()), rel=1e-5)
+
+
+@pytest.mark.parametrize("tree_lambda", [0.0, 0.1])
+def test_the_probe_leaves_the_run_as_it_was(tiny_target, tiny_data, tmp_path, tree_lambda, one_thread):
+    """A probed run (the lambda-0 twin builds its trees only for the probe) trains exactly as an unprobed one."""
+    probed = train(_probed(tiny_data, tree_lambda=tree_lambda, dropout=0.1), tmp_path / "probed", tiny_target)
+    plain = train(_probed(tiny_data, tree_lambda=tree_lambda, dropout=0.1, probe_every=0), tmp_path / "plain",
+                  tiny_target)
+    a, b = _weights(probed), _weights(plain)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    unprobed = [{k: v for k, v in r.items() if not k.startswith("probe_")} for r in _metrics(tmp_path / "probed")]
+    assert unprobed == _metrics(tmp_path / "plain")
+    assert all("probe_tree_E" in r for r in _metrics(tmp_path / "probed")[1::2])
+
+
+def test_a_probe_without_trees_is_refused(tiny_data):
+    with pytest.raises(ValueError, match="probe_every needs trees"):
+        tiny_config(tiny_data, tree_lambda=0.0, tree_anchors=0, probe_every=5)

@@ -45,6 +45,7 @@ class TrainConfig:
     tree_pool: int = 32  # sequences whose target KV cache is kept for tree scoring
     max_shards: int | None = None
     checkpoint_every: int = 100
+    probe_every: int = 0  # every this many steps: cosine of the tree and anchor terms' gradients (metrics.jsonl)
     keep_checkpoints: bool = False  # keep every checkpoint folder (to evaluate the run at several points), not only the newest
     threads: int = 1
 
@@ -59,7 +60,7 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("warmup", "tree_anchors"):
+        for name in ("warmup", "tree_anchors", "probe_every"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {getattr(self, name)!r}")
         for name in ("lr", "tree_alpha"):
@@ -88,6 +89,8 @@ class TrainConfig:
             raise ValueError("give tree_anchors (extra anchors) or tree_share (a share of the batch), not both")
         if self.tree_share and self.tree_anchor_count == 0:
             raise ValueError(f"tree_share {self.tree_share} of batch_size {self.batch_size} gives no tree anchor")
+        if self.probe_every and self.tree_anchor_count == 0:
+            raise ValueError("probe_every needs trees to probe: tree_anchors >= 1 or tree_share > 0")
         if self.tree_lambda > 0 and self.tree_anchor_count == 0:
             raise ValueError("tree_lambda > 0 needs tree_anchors >= 1 or tree_share > 0")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file
 from tqdm import tqdm
 
@@ -302,6 +303,13 @@ def shard_files(folder: Path) -> list[Path]:
     if not paths:
         raise FileNotFoundError(f"no shards in {folder}; build them with `python -m tevcore build-data`")
     return paths
+
+
+def shard_kind(path: Path) -> str:
+    """What a shard holds, from its own header: "gen" (responses the target generated) or "text" (teacher-forced
+    text); "unknown" for a shard written without the record."""
+    with safe_open(str(path), framework="pt") as handle:
+        return (handle.metadata() or {}).get("kind", "unknown")
 
 
 def load_shards(folder: Path) -> list[dict[str, torch.Tensor]]:

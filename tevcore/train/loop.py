@@ -32,11 +32,12 @@ from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.outputs import write_json
 from tevcore.proposers.kind import TrainingAdapter
 from tevcore.proposers.registry import trainer_for
-from tevcore.ranks import barrier, gather, mean_over_ranks, world
+from tevcore.ranks import barrier, gather, mean_over_ranks, mean_tensor_over_ranks, world
 from tevcore.target.loading import Target
 from tevcore.train.anchors import AnchorBatch, AnchorSet
 from tevcore.train.config import TrainConfig
 from tevcore.train.data import check_data_target
+from tevcore.train.how_made import HOW_MADE, how_made
 from tevcore.train.losses import anchor_loss, tree_objective
 from tevcore.train.rundir import (
     RunClock,
@@ -64,16 +65,18 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 
 
 def step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: torch.Tensor | None,
-              rank: int, world_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+              rank: int, world_size: int, trees: bool | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """This rank's distillation rows, tree rows, and which distillation rows get their depth-1 token.
 
     With `tree_share` every row comes from the tree pool and the tree rows are the batch's first rows (this
-    rank's are then the first of its own rows); otherwise the tree rows are `tree_anchors` extra rows.
+    rank's are then the first of its own rows) when `trees` (default: when the run trains on trees, lambda > 0;
+    the gradient probe asks for them at lambda 0 too); otherwise the tree rows are `tree_anchors` extra rows.
     """
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
     if config.tree_share:
         rows = pool_rows[torch.randint(len(pool_rows), (config.batch_size,), generator=generator)]
-        tree_rows = rows[:config.tree_anchor_count] if config.exit_train else torch.zeros(0, dtype=torch.long)
+        wanted = config.exit_train if trees is None else trees
+        tree_rows = rows[:config.tree_anchor_count] if wanted else torch.zeros(0, dtype=torch.long)
     else:
         rows = torch.randint(len(anchors), (config.batch_size,), generator=generator)
         tree_rows = torch.zeros(0, dtype=torch.long)
@@ -100,8 +103,10 @@ def pool_members(config: TrainConfig, anchors: AnchorSet,
 
 
 def builds_trees(config: TrainConfig) -> bool:
-    """Whether the run scores draft trees on the target: a pool of sequences, and anchors with a tree term."""
-    return bool(config.tree_anchors or config.tree_share) and bool(config.tree_anchors or config.exit_train)
+    """Whether the run scores draft trees on the target: a pool of sequences, and anchors with a tree term (or a
+    gradient probe, which builds trees for lambda-0 runs too)."""
+    pooled = bool(config.tree_anchors or config.tree_share)
+    return pooled and bool(config.tree_anchors or config.exit_train or config.probe_every)
 
 
 def check_tree_budget(config: TrainConfig, target: Target) -> None:
@@ -142,6 +147,61 @@ def tree_terms(adapter: TrainingAdapter, logq: torch.Tensor, batch: AnchorBatch,
         stats["tree_E"] += flow.expected_length
     n = max(1, len(losses))
     return torch.stack(losses).mean(), {k: v / n for k, v in stats.items()}
+
+
+def step_terms(adapter: TrainingAdapter, model: torch.nn.Module, config: TrainConfig, step: int,
+               anchors: AnchorSet, pool: PooledContexts | None, pool_rows: torch.Tensor | None, rank: int, size: int,
+               device: torch.device, trees: bool | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float], AnchorBatch, torch.Tensor]:
+    """Step `step`'s anchor term and tree term (None without tree rows) on this rank's share of its batch, with
+    the trees' diagnostics, the batch and the drafter's rows. The forward runs under the step's own seed, so
+    dropout draws the same masks after a resume, and the gradient probe sees what training sees."""
+    rows, tree_rows, known = step_rows(config, step, anchors, pool_rows, rank, size, trees)
+    shared = bool(config.tree_share)  # the tree rows are the batch's first rows, not extra ones
+    batch = anchors.batch(rows if shared else torch.cat([rows, tree_rows]), adapter.vocab_map)
+    n = len(rows)
+    if not shared:
+        known = torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)])
+    with seeded_torch_rng(config.seed * 1_000_003 + step * 101 + rank, device):
+        logq, teacher_probs = adapter.rows(model, batch, anchors, known)
+    distill = anchor_loss(config.anchor_loss, logq[:n], batch.teacher_ids[:n].to(device), teacher_probs[:n].to(device))
+    if not len(tree_rows):
+        return distill, None, {}, batch, logq
+    first = 0 if shared else n
+    tree_batch = _slice_batch(batch, first, first + len(tree_rows))
+    tree, stats = tree_terms(adapter, logq[first:first + len(tree_rows)], tree_batch, anchors, pool, config)
+    return distill, tree, stats, batch, logq
+
+
+def gradient_probe(adapter: TrainingAdapter, config: TrainConfig, step: int, anchors: AnchorSet,
+                   pool: PooledContexts, pool_rows: torch.Tensor | None, rank: int, size: int,
+                   device: torch.device) -> dict[str, float]:
+    """Where the tree term's gradient goes, at the weights after `step` updates (checkpoint `step`'s) on the
+    batch step `step` draws (one they have not trained on): the cosine between the gradients of the tree term and
+    of the anchor term over the drafter's trainable parameters, both norms, both terms and the batch's tree E.
+
+    It builds the trees at lambda 0 too, so twin arms are probed on the same batches. It leaves the run as it
+    was: the gradients come from `torch.autograd.grad` (nothing gathers in `.grad`, the optimizer never sees
+    them), the forward runs under the step's own seed with the random state given back, and under DDP each
+    rank's gradient is averaged into the global batch's before the cosine.
+    """
+    params = [p for p in adapter.network.parameters() if p.requires_grad]
+    distill, tree, stats, _, _ = step_terms(adapter, adapter.network, config, step, anchors, pool, pool_rows, rank,
+                                            size, device, trees=True)
+
+    def flat_gradient(term: torch.Tensor, keep: bool) -> torch.Tensor:
+        grads = torch.autograd.grad(term, params, retain_graph=keep, allow_unused=True)
+        flat = torch.cat([(torch.zeros_like(p) if g is None else g).flatten().double() for p, g in zip(params, grads)])
+        return mean_tensor_over_ranks(flat)
+
+    anchor_grad, tree_grad = flat_gradient(distill, True), flat_gradient(tree, False)
+    norms = float(anchor_grad.norm()), float(tree_grad.norm())
+    values = mean_over_ranks({"probe_distill": distill.item(), "probe_tree": tree.item(),
+                              **{f"probe_{k}": v for k, v in stats.items()}})
+    values.update(probe_anchor_grad_norm=norms[0], probe_tree_grad_norm=norms[1])
+    if norms[0] > 0 and norms[1] > 0:
+        values["probe_grad_cosine"] = float(anchor_grad @ tree_grad) / (norms[0] * norms[1])
+    return values
 
 
 def optimizer_step(optimizer: torch.optim.Optimizer, params: list, loss: torch.Tensor, lr: float,
@@ -221,28 +281,20 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
                disable=not writes)
     device = target.device
 
+    record = how_made(config, anchors)
+
     def save(_, folder: Path) -> Path:
-        return adapter.save(folder)
+        saved = adapter.save(folder)
+        write_json(Path(folder) / HOW_MADE, record, overwrite=True)  # the drafter says what it was trained on
+        return saved
 
     clock.steps_begin()
     with reported_end(out, config.steps, clock, writes=writes):
         for step in bar:
-            rows, tree_rows, known = step_rows(config, step, anchors, pool_rows, rank, size)
-            shared = bool(config.tree_share)  # the tree rows are the batch's first rows, not extra ones
-            batch = anchors.batch(rows if shared else torch.cat([rows, tree_rows]), adapter.vocab_map)
-            n = len(rows)
-            if not shared:
-                known = torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)])
-            with seeded_torch_rng(config.seed * 1_000_003 + step * 101 + rank, device):  # dropout: same masks after a resume
-                logq, teacher_probs = adapter.rows(model, batch, anchors, known)
-            distill = anchor_loss(config.anchor_loss, logq[:n], batch.teacher_ids[:n].to(device),
-                                  teacher_probs[:n].to(device))
+            distill, tree, stats, batch, logq = step_terms(adapter, model, config, step, anchors, pool, pool_rows,
+                                                           rank, size, device)
             loss, values = distill, {"distill": distill.item()}
-            if len(tree_rows):
-                first = 0 if shared else n
-                tree_batch = _slice_batch(batch, first, first + len(tree_rows))
-                tree, stats = tree_terms(adapter, logq[first:first + len(tree_rows)], tree_batch, anchors, pool,
-                                         config)
+            if tree is not None:
                 loss = loss + config.tree_lambda * tree
                 values.update(tree=tree.item(), **stats)
             values = mean_over_ranks({**values, "loss": loss.item()})  # the global batch's, not rank 0's share
@@ -250,6 +302,8 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
                 _fail(step, values["loss"], batch, logq, anchors)
             optimizer_step(optimizer, params, loss, learning_rate(config, step), config.grad_clip)
             metrics = {"step": step + 1, "lr": learning_rate(config, step), **values}
+            if config.probe_every and (step + 1) % config.probe_every == 0:  # the weights just saved as step + 1
+                metrics.update(gradient_probe(adapter, config, step + 1, anchors, pool, pool_rows, rank, size, device))
             if writes:
                 append_metrics(out, metrics)
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", **({"E": f"{metrics['tree_E']:.2f}"}

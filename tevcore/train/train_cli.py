@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 from collections.abc import Mapping
 from dataclasses import fields
@@ -143,6 +144,7 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tevcore.train.how_made import HOW_MADE
     from tevcore.train.loop import train
     from tevcore.train.rundir import done_steps
 
@@ -162,5 +164,6 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     if args.export and is_first():
         trainer_for(config.init)[1].load(final, config, target).save(args.export, dtype=torch.float16)
+        shutil.copyfile(final / HOW_MADE, args.export / HOW_MADE)
         print(f"exported fp16 drafter to {args.export}")
     return 0
