@@ -189,7 +189,7 @@ class ChoiceAnswer:
 
     def parse(self, raw: object) -> str:
         if raw not in self.choices:
-            raise ValueError(f"the prediction must be one of {', '.join(map(repr, self.choices))}")
+            raise ValueError(f"the prediction must be one of the {len(self.choices)} choices, got {raw!r}")
         return str(raw)
 
     def correct(self, prediction: float | str, truth: float | str) -> bool:
