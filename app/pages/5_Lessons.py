@@ -107,25 +107,22 @@ def host_view() -> None:
 
 @st.fragment(run_every=2)
 def room_answers() -> None:
-    """Per lesson: how many answered, the share right, their predictions against the truth; live."""
+    """Per lesson: how many answered and the share right (a table), then each answered lesson's predictions
+    against the truth; live."""
     board = answer_board()
-    for key in KEYS:
-        found = LESSONS[key]
-        answers = board.answers(ROOM, key)
-        truth = truths().cached(key)
-        with st.container(border=True):
-            st.markdown(f"**{found.title}** — {found.question}")
-            left, right = st.columns([1, 3])
-            left.metric("answered", len(answers))
-            left.metric("right", f"{sum(a.correct for a in answers) / len(answers):.0%}" if answers else "–")
-            if answers and truth is not None:
-                choices = found.answer.choices if isinstance(found.answer, ChoiceAnswer) else None
-                right.plotly_chart(figures.predictions_figure(
-                    [a.prediction for a in answers], truth.value, choices,
-                    getattr(found.answer, "tolerance", 0.0), title=f"predictions for “{found.title}”"),
-                    key=f"ls_room_{key}")
-            else:
-                right.caption("no answer checked yet")
+    answers = {key: board.answers(ROOM, key) for key in KEYS}
+    st.dataframe(pd.DataFrame({
+        "lesson": [f"{i + 1}. {LESSONS[k].title}" for i, k in enumerate(KEYS)],
+        "answered": [len(answers[k]) for k in KEYS],
+        "right": [f"{sum(a.correct for a in answers[k]) / len(answers[k]):.0%}" if answers[k] else "–" for k in KEYS]}),
+        hide_index=True, key="ls_room_table", column_config={"lesson": st.column_config.TextColumn(width="large")})
+    for key in [k for k in KEYS if answers[k]]:
+        found, truth = LESSONS[key], truths().truth(key, room_ui.participant())  # computed: someone checked it
+        choices = found.answer.choices if isinstance(found.answer, ChoiceAnswer) else None
+        st.plotly_chart(figures.predictions_figure(
+            [a.prediction for a in answers[key]], truth.value, choices, getattr(found.answer, "tolerance", 0.0),
+            title=f"predictions for “{found.title}”"), key=f"ls_room_{key}")
+        st.caption(f"{found.question} The truth is {shown(truth.value)}.")
 
 
 def host_gate() -> bool:

@@ -60,10 +60,6 @@ class TruthCache:
         self._truths: dict[str, Truth] = {}
         self.computations = 0  # truths computed so far (one per lesson at most)
 
-    def cached(self, key: str) -> Truth | None:
-        with self._lock:
-            return self._truths.get(key)
-
     def truth(self, key: str, owner: str, on_wait: Callable[[Place], None] | None = None) -> Truth:
         """The truth of lesson `key`: cached, or computed now (in a queue turn of `owner` when heavy)."""
         found = lesson(key)
