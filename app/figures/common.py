@@ -83,3 +83,9 @@ def p_value_text(value: float) -> str:
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """'1 round', '3 rounds' ('drew 1 time', 'drew 2 times'); `many` where the plural is not noun + 's'."""
     return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
+
+
+def node_name(node: int, text: str) -> str:
+    """How a node is named: '7: ' your'', and the root as what it is, the context's last token (the previous
+    round's bonus), not a draft token: "root (the context's last token ' the')"."""
+    return f"root (the context's last token {text!r})" if node == 0 else f"{node}: {text!r}"
