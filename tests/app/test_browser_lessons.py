@@ -65,7 +65,11 @@ def open_lessons(browser, url: str):
 def answer(page, lesson: str, prediction: float) -> None:
     """Pick `lesson`, type and commit `prediction`, press Run; waits for the check."""
     kit.pick_option(page, "lesson", lesson)
-    kit.set_number(page, "your prediction", prediction)
+    page.get_by_role("heading", name=lesson.split(". ", 1)[1]).first.wait_for(timeout=60_000)
+    box = page.get_by_role("spinbutton", name="your prediction", exact=True)  # the last lesson's radio may linger
+    box.fill(str(prediction))
+    box.press("Enter")
+    kit.wait_idle(page)
     page.get_by_role("button", name="🔒 Commit my prediction").click()
     page.get_by_text("Your prediction (locked)", exact=False).wait_for(timeout=60_000)
     kit.wait_idle(page)
