@@ -8,7 +8,6 @@ input and renders.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import streamlit as st  # noqa: E402
 
 import figures  # noqa: E402
 import room_ui  # noqa: E402
-from tevcore.room.answers import AnswerBoard  # noqa: E402
+from tevcore.room.answers import AnswerBoard, anonymous_name  # noqa: E402
 from tevcore.room.queue import Replaced  # noqa: E402
 from tevcore.studio.lesson_service import LessonRequest, LessonSession, ProgressError, TruthCache  # noqa: E402
 from tevcore.studio.lessons import LESSONS, ChoiceAnswer, Truth  # noqa: E402
@@ -45,8 +44,7 @@ def answer_board() -> AnswerBoard:
 
 
 def anonymous_id() -> str:
-    """A short id of this browser session that says nothing about it (its key stays secret)."""
-    return "p-" + hashlib.sha256(room_ui.participant().encode()).hexdigest()[:6]
+    return anonymous_name(room_ui.participant())
 
 
 def progress() -> LessonSession:
@@ -250,9 +248,13 @@ def participant_view() -> None:
                              max_chars=24, key="ls_name", help="the host sees your answers under it")
         if name.strip() != session.name:
             before = who(session)
-            session.name = name.strip()
-            answer_board().rename(ROOM, before, who(session))
-            save(session)
+            try:
+                answer_board().rename(ROOM, room_ui.participant(), before, name.strip() or anonymous_id())
+            except ValueError as err:
+                st.error(f"Refused: {err}")
+            else:
+                session.name = name.strip()
+                save(session)
         st.caption(f"You answer as **{who(session)}**.")
     keys = available()
     if session.current not in keys:

@@ -154,3 +154,12 @@ def test_a_room_going_together_offers_only_the_lessons_the_host_opened(room):
     host.button(key="ls_open_next").click().run()
     guest.run()
     assert len(guest.selectbox(key="ls_lesson").options) == 2
+
+
+def test_a_name_another_participant_holds_is_refused_in_one_line(room):
+    ada, bob = lessons_page().run(), lessons_page().run()
+    ada.text_input(key="ls_name").set_value("ada").run()
+    bob.text_input(key="ls_name").set_value("ada").run()
+    assert [e.value for e in bob.error] == ["Refused: the name 'ada' is taken in this room: choose another"]
+    assert any(c.value.startswith("You answer as **p-") for c in bob.caption)
+    assert any(c.value == "You answer as **ada**." for c in ada.run().caption)

@@ -9,11 +9,22 @@ lock guards it; it holds only the latest answer per participant and lesson, so i
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import re
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
+
+
+ANONYMOUS = re.compile(r"^p-[0-9a-f]{6}$")
+
+
+def anonymous_name(owner: str) -> str:
+    """The name a participant answers under until they choose one: a short id that says nothing of their session
+    key (which stays secret)."""
+    return "p-" + hashlib.sha256(owner.encode()).hexdigest()[:6]
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,7 @@ class AnswerBoard:
         self._lock = threading.Lock()
         self._answers: dict[str, dict[tuple[str, str], RoomAnswer]] = {}
         self._pace: dict[str, Pace] = {}
+        self._names: dict[str, dict[str, str]] = {}  # room -> chosen name -> the session key that holds it
 
     def record(self, room: str, participant: str, lesson: str, prediction: float | str, truth: float | str,
                correct: bool, attempt: int) -> RoomAnswer:
@@ -54,9 +66,16 @@ class AnswerBoard:
             self._answers.setdefault(room, {})[(participant, lesson)] = answer
         return answer
 
-    def rename(self, room: str, old: str, new: str) -> None:
-        """A participant chose another name: their answers follow it."""
+    def rename(self, room: str, owner: str, old: str, new: str) -> None:
+        """The participant whose session key is `owner` now answers as `new` instead of `old`: their answers
+        follow. A name another session holds is refused (ValueError), so nobody's answers can be overwritten."""
         with self._lock:
+            names = self._names.setdefault(room, {})
+            if names.get(new, owner) != owner or (ANONYMOUS.match(new) and new != anonymous_name(owner)):
+                raise ValueError(f"the name {new!r} is taken in this room: choose another")
+            for name in [n for n, holder in names.items() if holder == owner]:
+                del names[name]
+            names[new] = owner
             answers = self._answers.get(room, {})
             for key in [k for k in answers if k[0] == old]:
                 answer = answers.pop(key)
