@@ -112,7 +112,8 @@ def room_answers() -> None:
     st.dataframe(pd.DataFrame({
         "lesson": [f"{i + 1}. {LESSONS[k].title}" for i, k in enumerate(KEYS)],
         "answered": [len(answers[k]) for k in KEYS],
-        "right": [f"{sum(a.correct for a in answers[k]) / len(answers[k]):.0%}" if answers[k] else "–" for k in KEYS]}),
+        "right": [f"{sum(a.correct for a in answers[k]) / len(answers[k]):.0%}" if answers[k] else "–"
+                  for k in KEYS]}),
         hide_index=True, key="ls_room_table", column_config={"lesson": st.column_config.TextColumn(width="large")})
     for key in [k for k in KEYS if answers[k]]:
         found, truth = LESSONS[key], truths().truth(key, room_ui.participant())  # computed: someone checked it
@@ -214,8 +215,7 @@ def lesson_view(key: str) -> None:
         within = f" (within ±{tolerance:g})" if tolerance else ""
         st.warning(f"✗ Not this time. The truth is {shown(truth.value)}{within}; you said {shown(state.prediction)}.")
     st.markdown(f"**Why.** {found.explanation}")
-    st.dataframe(pd.DataFrame({"what": [f for f, _ in truth.facts], "value": [fact_text(f, v) for f, v in truth.facts]}),
-                 hide_index=True, key=f"ls_facts_{key}", column_config={"what": st.column_config.TextColumn(width="large")})
+    st.markdown("\n".join(f"- {what}: **{fact_text(what, value)}**" for what, value in truth.facts))  # wraps
     draw_truth(truth)
     st.button("↺ Retry this lesson", key="ls_retry", on_click=retry, args=(key,))
 
@@ -265,7 +265,8 @@ def participant_view() -> None:
         session.current = chosen
         save(session)
     st.caption(" ".join(f"{i + 1} {mark(k)}" for i, k in enumerate(keys)) + f" — {session.solved()} of "
-               f"{figures.plural(len(KEYS), 'lesson')} right so far (✓ right, ✗ not yet, 🔒 committed, · not started)")
+               f"{figures.plural(len(KEYS), 'lesson')} right so far "
+               "(✓ right, ✗ not yet, 🔒 committed, · not started)")
     if room_ui.in_room() and answer_board().pace(ROOM).together:
         follow_the_host(len(keys))
         if len(keys) < len(KEYS):

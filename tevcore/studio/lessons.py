@@ -444,9 +444,9 @@ LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (
            "token after each node; what a node's row leaves of 1 goes to tokens nobody wrote down.",
            largest_x_setting, "Which node has the largest exit mass X(v) = P(v)(1 − m(v))?",
            ChoiceAnswer(tuple(largest_x_setting().labels)), largest_x_truth,
-           "The bars are X(v): the target mass that reaches v and goes on into none of v's children. A node high in "
-           "the tree with a thin set of children loses more than a deep node, even when the deep node has no "
-           "children at all; the ring of each node in the tree is the same X, and the rings add up to 1."),
+           "The bars are X(v): the target mass that reaches v and goes on into none of v's children. A leaf passes "
+           "nothing on, so ' big' loses all of its P = 0.35 × 0.6 and edges out the root and ' a', whose children "
+           "catch most of the mass that reaches them; the rings in the tree are the same X, and they add up to 1."),
     Lesson("optimal-length", "E[L] = 1 + C for every optimal rule",
            "A tree of five draft tokens after *The weather today is*. Three exact rules verify it: TEV (one draw of "
            "the exit), predraw-and-follow (one target draw per level) and the sequential residual (children tried "
