@@ -187,26 +187,25 @@ def lesson_view(key: str) -> None:
         return
     st.info(f"Your prediction (locked): **{shown(state.prediction)}**")
     if not state.revealed:
-        if st.button("▶ Run", key="ls_run", type="primary"):
-            box = st.empty()
-            try:
-                check = truths().check(session.request(key), room_ui.participant(),
-                                       on_wait=lambda place: box.info(place.text()))
-            except Replaced:
-                box.info("This request was replaced by your newer one.")
-                st.stop()
-            except ProgressError as err:
-                st.error(f"Refused: {err}")
-                st.stop()
-            box.empty()
-            state = session.reveal(check)
-            save(session)
-            if room_ui.in_room():
-                answer_board().record(ROOM, who(session), key, check.prediction, check.truth.value, check.correct,
-                                      state.attempts)
-        else:
+        if not st.button("▶ Run", key="ls_run", type="primary"):
             st.caption("Press Run: the package computes the truth on this setting.")
             return
+        box = st.empty()
+        try:
+            check = truths().check(session.request(key), room_ui.participant(),
+                                   on_wait=lambda place: box.info(place.text()))
+        except Replaced:
+            box.info("This request was replaced by your newer one.")
+            st.stop()
+        except ProgressError as err:
+            st.error(f"Refused: {err}")
+            st.stop()
+        state = session.reveal(check)
+        save(session)
+        if room_ui.in_room():
+            answer_board().record(ROOM, who(session), key, check.prediction, check.truth.value, check.correct,
+                                  state.attempts)
+        st.rerun()  # drawn again as revealed: the progress marks updated, no Run button left
     truth = truths().truth(key, room_ui.participant())
     if state.correct:
         st.success(f"✓ Right. The truth is {shown(truth.value)}; you said {shown(state.prediction)}.")

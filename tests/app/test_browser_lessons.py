@@ -92,6 +92,8 @@ def test_a_prediction_is_committed_run_checked_and_still_there_after_a_page_swit
         page.screenshot(path=str(shots / "lesson-before-check.png"), full_page=True)
         check = run_and_check(page)
         assert check.startswith("✓ Right. The truth is 0.7500")
+        page.get_by_role("button", name="▶ Run").wait_for(state="detached", timeout=30_000)  # nothing left to run
+        page.get_by_text("4 ✓", exact=False).wait_for(timeout=30_000)  # the lesson's mark in the progress line
         kit.wait_for_plot(page, "probability that the one draft token is accepted")
         page.screenshot(path=str(shots / "lesson-after-check.png"), full_page=True)
         kit.open_page(page, "Exit law workshop")

@@ -163,3 +163,15 @@ def test_a_name_another_participant_holds_is_refused_in_one_line(room):
     assert [e.value for e in bob.error] == ["Refused: the name 'ada' is taken in this room: choose another"]
     assert any(c.value.startswith("You answer as **p-") for c in bob.caption)
     assert any(c.value == "You answer as **ada**." for c in ada.run().caption)
+
+
+def test_the_naive_rules_tiny_p_value_is_shown_in_scientific_notation_not_as_zero(single_user):
+    at = lessons_page().run()
+    at.selectbox(key="ls_lesson").set_value("naive-chi-square").run()
+    at.radio(key="ls_pred_naive-chi-square").set_value(LESSONS["naive-chi-square"].answer.choices[0]).run()
+    at.button(key="ls_commit").click().run()
+    at.button(key="ls_run").click().run()
+    facts = next(m.value for m in at.markdown if "χ² p-value of the naive" in m.value)
+    naive = facts.split("χ² p-value of the naive")[1].split("**")[1]
+    assert naive == "< 1e-300" or "e-" in naive, facts
+    assert "0.0000" not in facts
