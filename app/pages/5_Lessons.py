@@ -85,17 +85,23 @@ session = progress()
 
 
 # ------------------------------------------------------------------ the host's view (room only)
+PACES = ["each at their own pace", "together: I open the lessons one by one"]
+
+
+def set_pace() -> None:
+    """The host changed the pace (a callback: only a change by this host writes it, never a stale radio)."""
+    answer_board().set_pace(ROOM, ss.ls_pace == PACES[1])
+
+
 def host_view() -> None:
     board = answer_board()
     pace = board.pace(ROOM)
-    together = st.radio("pace", ["each at their own pace", "together: I open the lessons one by one"],
-                        index=int(pace.together), key="ls_pace", horizontal=True)
-    if (together != "each at their own pace") != pace.together:
-        pace = board.set_pace(ROOM, together != "each at their own pace")
+    ss.ls_pace = PACES[int(pace.together)]  # the board's pace, whichever host set it last
+    st.radio("pace", PACES, key="ls_pace", horizontal=True, on_change=set_pace)
     if pace.together:
         left, right = st.columns([1, 3])
-        if left.button("open the next lesson for everyone", key="ls_open_next", disabled=pace.opened >= len(KEYS)):
-            pace = board.open_next(ROOM, len(KEYS))
+        left.button("open the next lesson for everyone", key="ls_open_next", disabled=pace.opened >= len(KEYS),
+                    on_click=lambda: board.open_next(ROOM, len(KEYS)))
         right.caption(f"open: {figures.plural(pace.opened, 'lesson')} of {len(KEYS)} "
                       f"(up to “{LESSONS[KEYS[pace.opened - 1]].title}”)")
     st.download_button("⬇ the room's answers (CSV, anonymous)", board.csv(ROOM, KEYS),
