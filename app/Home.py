@@ -23,7 +23,7 @@ probabilities), and the rest, `X(v) = P(v)(1 - m(v))`, leaves the tree at `v`. A
 **Pages**
 """
 )
-cols = st.columns(4)
+cols = st.columns(5)
 pages = [
     ("pages/1_Tree_explorer.py", "Tree explorer", "Run the target live or step one round at a time; see each tree, "
      "its flow, the accepted path and the bonus; save and replay traces."),
@@ -34,6 +34,8 @@ pages = [
      "compare checkpoints and make one the explorer's drafter."),
     ("pages/4_Exit_law_workshop.py", "Exit-law workshop", "Edit a small tree and its target probabilities by "
      "hand; watch P, m, X and 1 + C change; step through two verifiers. No model needed."),
+    ("pages/5_Lessons.py", "Lessons", "Seven short lessons on the exit law: commit a prediction, run, check it and "
+     "see why. In a workshop room the host sees the room's answers. No model needed."),
 ]
 for col, (path, label, text) in zip(cols, pages):
     with col:

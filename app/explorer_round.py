@@ -81,7 +81,7 @@ def show_round(session: ExplorerSession, record, index: int, seed: int) -> None:
         texts = record.token_texts
         st.selectbox("node", list(range(num_nodes)), key=node_key, on_change=_pick_node,
                      args=(session, index, node_key, num_nodes),
-                     format_func=lambda v: f"{v}: {texts[v]!r} (depth {int(record.tree.depths[v])})",
+                     format_func=lambda v: f"{figures.node_name(v, texts[v])} (depth {int(record.tree.depths[v])})",
                      help="or click a node in the tree")
         drawn = figures.node_draws_text(record.tree, node)
         if drawn:

@@ -81,7 +81,8 @@ def show_view(session: ExplorerSession, settings: ExplorerSettings) -> None:
         return
     if session.proposer_note:
         st.caption(session.proposer_note)
-    st.caption(f"source: {session.source} · drafter: {records[-1].proposer} · {len(records)} rounds · "
+    st.caption(f"source: {session.source} · drafter: {records[-1].proposer} · "
+               f"{figures.plural(len(records), 'round')} · "
                f"{'finished' if session.done else 'in progress (Step or Run for more)'}")
     if session.is_trace:
         st.info(appdata.trace_settings_text(session.meta, records))
@@ -90,7 +91,8 @@ def show_view(session: ExplorerSession, settings: ExplorerSettings) -> None:
         explorer_round.show_round(session, records[index], index, session.seed_used(settings))
         show_across_rounds(records)
     except Exception as err:  # a broken view never loses the rounds: say what failed, reset the view only
-        st.error(f"This view failed ({type(err).__name__}: {err}). The {len(records)} rounds are kept; the view "
-                 "(round, chosen node) was reset, so the next action draws it afresh.")
+        st.error(f"This view failed ({type(err).__name__}: {err}). Every round is kept "
+                 f"({figures.plural(len(records), 'round')}); the view (round, chosen node) was reset, so the next "
+                 "action draws it afresh.")
         session.reset_view()
     save_rounds(records, session.meta)

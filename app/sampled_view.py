@@ -179,7 +179,11 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
     context = sampled.context_probs
     rows = [{"verifier": sampled_label(name), "standing": standing[name], **result.summary(context)}
             for name, result in found.items()]
-    st.dataframe(pd.DataFrame(rows).rename(columns=SUMMARY_COLUMNS), hide_index=True, key="vc_s_rounds_table")
+    p_column = SUMMARY_COLUMNS["first_token_p"]  # a tiny p-value in scientific notation, not as 0.0000
+    st.dataframe(pd.DataFrame(rows).rename(columns=SUMMARY_COLUMNS), hide_index=True, key="vc_s_rounds_table",
+                 column_config={p_column: st.column_config.NumberColumn(p_column, format="%.3g")})
+    st.caption("Standing in full (the table cuts long ones): " + " · ".join(
+        f"**{sampled_label(name)}**: {standing[name]}" for name in found))
     any_result = next(iter(found.values()))
     fixed = sampled.best_first_length
     st.plotly_chart(figures.rounds_length_figure({n: r.mean_emitted() for n, r in found.items()},

@@ -127,6 +127,7 @@ def prompt_items(set_name: str, n: int = 40) -> list[tuple[str, str]]:
 
 
 def decode_text(target, token: int) -> str:
-    if target.tokenizer is None:
-        return str(int(token))
-    return target.tokenizer.decode([int(token)])
+    """One token's text (a byte piece of a character marked as its bytes)."""
+    from tevcore.target.token_text import token_texts
+
+    return token_texts(target.tokenizer, [int(token)])[0]

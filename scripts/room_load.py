@@ -9,6 +9,13 @@ seen. Writes a JSON report and prints a table.
 
     HF_HUB_OFFLINE=1 python scripts/room_load.py --sessions 5 --out results/room-load-5.json
 
+`--mode lessons` drives the Lessons page instead: session i opens lesson i (mod the number of lessons), commits
+the right answer (the package's truth of that lesson), presses Run and reads the check; all sessions at once,
+no solo pass. Reported: completions, checks shown right, time from Run to the check p50/p95, the server's peak
+RSS, errors and tracebacks.
+
+    HF_HUB_OFFLINE=1 python scripts/room_load.py --mode lessons --sessions 20 --out results/room-load-lessons-20.json
+
 Uses the system Chromium at /usr/bin/chromium (no browser is downloaded). The server is started directly with
 `streamlit run` and the room settings `scripts/app.sh --room` sets (it would install packages first).
 """
@@ -19,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -306,8 +314,135 @@ def load_test(sessions: int, budget: int = 8, tokens: int = 16, slots: int | Non
     }
 
 
+# ---------------------------------------------------------------------- the lessons mode
+
+@dataclass
+class LessonSessionResult:
+    index: int
+    lesson: str
+    completed: bool = False
+    correct: bool = False  # the page's check said the (right) prediction is right
+    seconds: float | None = None  # Run pressed -> the check shown
+    errors: list[str] = field(default_factory=list)
+
+
+def right_answers() -> dict[str, tuple[object, str]]:
+    """Each lesson's truth, computed by the package here (the server computes its own): what the sessions type;
+    and its title."""
+    sys.path.insert(0, str(REPO))
+    from tevcore.studio.lessons import LESSONS
+
+    return {key: (lesson.truth().value, lesson.title) for key, lesson in LESSONS.items()}
+
+
+async def _pick_lesson(page, position: int, title: str, attempts: int = 4) -> None:
+    """Choose lesson `position` in the page's lesson box until its title shows (a click during a rerun is lost)."""
+    for _ in range(attempts):
+        await _idle(page)
+        await page.get_by_role("combobox", name="lesson", exact=True).click()
+        try:
+            await page.get_by_role("option", name=f"{position + 1}. {title}", exact=True).click(timeout=10_000)
+            await page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
+            await _idle(page)
+            return
+        except Exception:
+            await page.keyboard.press("Escape")
+    raise RuntimeError(f"the lesson {title!r} could not be opened")
+
+
+async def run_lesson_session(browser, url: str, index: int, keys: list[str], answers: dict[str, tuple[object, str]],
+                             timeout_s: float) -> LessonSessionResult:
+    """One participant: open the Lessons page, pick lesson `index` (mod the lessons), commit its right answer, Run,
+    read the check."""
+    key = keys[index % len(keys)]
+    result = LessonSessionResult(index, key)
+    context = await browser.new_context(viewport={"width": 1400, "height": 1400})
+    context.set_default_timeout(timeout_s * 1000)
+    page = await context.new_page()
+    try:
+        await page.goto(url, wait_until="domcontentloaded")
+        await page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=120_000)
+        await _idle(page)
+        await _open(page, "Lessons")
+        await page.get_by_text("Predict, run, check", exact=False).first.wait_for(timeout=300_000)
+        await _idle(page)
+        truth, title = answers[key]
+        await _pick_lesson(page, keys.index(key), title)
+        if isinstance(truth, str):
+            pattern = re.compile(f"^{re.escape(truth)}$")
+            await page.locator('[data-testid="stRadio"] label').filter(has_text=pattern).first.click()
+            await _idle(page)
+        else:  # the number box (a choice lesson's radio may still show until the lesson's first run ends)
+            box = page.get_by_role("spinbutton", name="your prediction", exact=True)
+            await box.fill(str(truth))
+            await box.press("Enter")
+            await _idle(page)
+        await page.get_by_role("button", name="🔒 Commit my prediction").click()
+        await page.get_by_text("Your prediction (locked)", exact=False).wait_for(timeout=300_000)
+        await _idle(page)
+        began = time.perf_counter()
+        await page.get_by_role("button", name="▶ Run").click()
+        check = page.locator('[data-testid="stAlert"]').filter(has_text="The truth is").first
+        await check.wait_for(timeout=timeout_s * 1000)
+        result.seconds = time.perf_counter() - began
+        result.correct = (await check.inner_text()).strip().startswith("✓ Right.")
+        result.completed = True
+        await _idle(page)
+        result.errors += await _errors(page)
+    except Exception as err:  # a session that breaks is a finding, reported beside the others
+        result.errors.append(f"{type(err).__name__}: {str(err)[:300]}")
+    finally:
+        await context.close()
+    return result
+
+
+async def _drive_lessons(url: str, sessions: int, timeout_s: float, stagger_s: float) -> list[LessonSessionResult]:
+    from playwright.async_api import async_playwright
+
+    answers = right_answers()
+    keys = list(answers)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+
+        async def staggered(index: int) -> LessonSessionResult:
+            await asyncio.sleep(index * stagger_s)
+            return await run_lesson_session(browser, url, index, keys, answers, timeout_s)
+
+        results = await asyncio.gather(*(staggered(i) for i in range(sessions)))
+        await browser.close()
+    return list(results)
+
+
+def lessons_load_test(sessions: int, slots: int | None = None, timeout_s: float = 900, folder: Path | None = None,
+                      stagger_s: float = 0.5) -> dict:
+    """Start a room server, let `sessions` participants each do one lesson at once; the report as a dict."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="room-load-lessons-"))
+    server = start_room_server(folder, slots=slots)
+    try:
+        with PeakMemory(server) as memory:
+            results = asyncio.run(_drive_lessons(server.url, sessions, timeout_s, stagger_s))
+        alive = server.process.poll() is None
+    finally:
+        server.stop()
+    times = [r.seconds for r in results if r.seconds is not None]
+    traceback_lines = [line for line in server.log.read_text(errors="replace").splitlines() if "Traceback" in line]
+    return {
+        "mode": "lessons", "sessions": sessions, "slots": slots or "default", "stagger_s": stagger_s,
+        "cores": os.cpu_count(), "load_average_at_end": os.getloadavg(),
+        "completed": sum(r.completed for r in results), "checks_right": sum(r.correct for r in results),
+        "lessons_done": sorted({r.lesson for r in results if r.completed}),
+        "p50_s": percentile(times, 0.5), "p95_s": percentile(times, 0.95),
+        "server_rss_peak_mb": round(memory.peak / 2**20, 1), "server_alive_at_end": alive,
+        "server_log_tracebacks": len(traceback_lines),
+        "errors": [f"session {r.index} ({r.lesson}): {e}" for r in results for e in r.errors],
+        "session_rows": [asdict(r) for r in results],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("explorer", "lessons"), default="explorer",
+                        help="explorer: live runs of the tree explorer; lessons: one lesson per session")
     parser.add_argument("--sessions", type=int, default=5)
     parser.add_argument("--budget", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=16)
@@ -322,20 +457,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.sessions < 1:
         print("room_load: --sessions must be at least 1", file=sys.stderr)
         return 2
-    report = load_test(args.sessions, args.budget, args.tokens, args.slots, args.timeout, stagger_s=args.stagger)
+    if args.mode == "lessons":
+        report = lessons_load_test(args.sessions, args.slots, args.timeout, stagger_s=args.stagger)
+        keys = ["sessions", "completed", "checks_right", "p50_s", "p95_s", "server_rss_peak_mb",
+                "server_alive_at_end", "server_log_tracebacks"]
+        passed = report["checks_right"] == args.sessions
+    else:
+        report = load_test(args.sessions, args.budget, args.tokens, args.slots, args.timeout, stagger_s=args.stagger)
+        keys = ["sessions", "completed", "text_equal_to_solo", "solo_p50_s", "p50_s", "p95_s",
+                "largest_queue_place_shown", "sessions_shown_a_queue_place", "pages_ok", "server_rss_peak_mb",
+                "server_alive_at_end", "server_log_tracebacks"]
+        passed = report["completed"] == args.sessions
     text = json.dumps(report, indent=1, default=str)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
-    keys = ["sessions", "completed", "text_equal_to_solo", "solo_p50_s", "p50_s", "p95_s",
-            "largest_queue_place_shown", "sessions_shown_a_queue_place", "pages_ok", "server_rss_peak_mb",
-            "server_alive_at_end", "server_log_tracebacks"]
     for key in keys:
         value = report[key]
         print(f"{key:30s} {value:.1f}" if isinstance(value, float) else f"{key:30s} {value}")
     for error in report["errors"]:
         print("error:", error)
-    return 0 if report["completed"] == args.sessions and not report["errors"] else 1
+    return 0 if passed and not report["errors"] else 1
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ are re-exported here so a page writes `figures.tree_figure(...)`.
 """
 
 from figures.ablation import ablation_figure
-from figures.common import EXIT_COLOUR, NAIVE_NAME, PATH_COLOUR, short
+from figures.common import (EXIT_COLOUR, NAIVE_NAME, PATH_COLOUR, node_name, number_text, p_value_text, plural,
+                            short)
 from figures.draws import draws_table, node_draws_text, trail_table
 from figures.icicle import icicle_figure, icicle_rows, record_icicle_figure
+from figures.lessons import lesson_bars_figure, predictions_figure
 from figures.node import next_token_figure, node_distribution, timings_figure
 from figures.rounds import (emitted_figure, exit_depth_figure, exit_mass_by_depth, speed_figure, speed_table,
                             text_by_round_html)
@@ -22,7 +24,8 @@ from figures.verifiers import (bench_figures, bench_series, bonus_figure, exit_l
 from figures.workshop import acceptance_figure, coupling_figure, flow_bars_figure
 
 __all__ = [
-    "EXIT_COLOUR", "NAIVE_NAME", "PATH_COLOUR", "short", "draws_table", "node_draws_text", "trail_table",
+    "EXIT_COLOUR", "NAIVE_NAME", "PATH_COLOUR", "short", "node_name", "number_text", "p_value_text", "plural",
+    "lesson_bars_figure", "predictions_figure", "draws_table", "node_draws_text", "trail_table",
     "after_pick_figure", "sibling_rank_figure", "icicle_figure", "icicle_rows", "record_icicle_figure",
     "next_token_figure", "node_distribution", "timings_figure", "emitted_figure", "exit_depth_figure",
     "exit_mass_by_depth", "speed_figure", "speed_table", "text_by_round_html", "eval_figure",

@@ -62,3 +62,30 @@ def top_shares(shares, top) -> list[float]:
     """The shares at indices `top`, then what the rest holds (never below 0): one bar chart's rows with '(rest)'."""
     picked = [float(shares[int(i)]) for i in top]
     return picked + [max(0.0, 1.0 - sum(picked))]
+
+
+def number_text(value: float, digits: int = 4) -> str:
+    """A probability, p-value or length as a person reads it: fixed digits, and scientific notation where fixed
+    digits would show a tiny value as 0.0000 (a p-value that underflowed to 0 says it is below the smallest)."""
+    value = float(value)
+    if value == 0.0:
+        return "0"
+    if abs(value) < 10 ** -digits:
+        return f"{value:.2e}"
+    return f"{value:.{digits}f}"
+
+
+def p_value_text(value: float) -> str:
+    """A chi-square p-value: scientific notation when tiny, '< 1e-300' when it underflowed to 0."""
+    return "< 1e-300" if float(value) == 0.0 else number_text(value)
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """'1 round', '3 rounds' ('drew 1 time', 'drew 2 times'); `many` where the plural is not noun + 's'."""
+    return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
+
+
+def node_name(node: int, text: str) -> str:
+    """How a node is named: '7: ' your'', and the root as what it is, the context's last token (the previous
+    round's bonus), not a draft token: "root (the context's last token ' the')"."""
+    return f"root (the context's last token {text!r})" if node == 0 else f"{node}: {text!r}"

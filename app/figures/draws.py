@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from figures.common import short
+from figures.common import plural, short
 from tevcore.verify.trail import BlockTrail
 
 
@@ -61,7 +61,8 @@ def node_draws_text(tree, node: int) -> str:
                          f"{', from q without the fixed child' if draws.mixed else ''})")
     made, _ = draws.at(node)
     if made:
-        parts.append(f"drew {len(made)} times ({len(set(made))} distinct children)")
+        distinct = len(set(made))
+        parts.append(f"drew {plural(len(made), 'time')} ({plural(distinct, 'distinct child', 'distinct children')})")
     return "; ".join(parts)
 
 

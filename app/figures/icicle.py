@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from figures.common import EXIT_COLOUR, PATH_COLOUR, short
+from figures.common import EXIT_COLOUR, PATH_COLOUR, node_name, number_text, short
 
 
 def icicle_rows(tree, flow, token_texts: Sequence[str]) -> pd.DataFrame:
@@ -55,8 +55,9 @@ def icicle_figure(tree, flow, token_texts: Sequence[str], *, path: Sequence[int]
             outline.append("white")
             width.append(1)
     labels = [("★ " if v == exit_node else "") + label for v, label in enumerate(rows["label"])]
-    hover = [f"<b>node {v}</b> {html.escape(repr(token_texts[v] if v < len(token_texts) else '?'))} "
-             f"(depth {d})<br>P = {p:.4f} (width)   a = {a:.4f}<br>X = {x:.4f} (the gap below it)"
+    hover = [f"<b>{html.escape(node_name(v, token_texts[v] if v < len(token_texts) else '?'))}</b> "
+             f"(depth {d})<br>P = {number_text(p)} (width)   a = {number_text(a)}<br>X = {number_text(x)} "
+             "(the gap below it)"
              for v, (p, a, x, d) in enumerate(zip(rows["P"], rows["a"], rows["X"], rows["depth"]))]
     fig = go.Figure(go.Icicle(
         # plain lists, not arrays: the page's figure JSON then carries the numbers as they are (readable, testable)

@@ -12,11 +12,16 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.common import EXIT_COLOUR, category_axis, distinct
-from tevcore.verify.laws import FOIL, OVER_DRAWS
+from tevcore.verify.laws import FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY
 from tevcore.verify.registry import RULES
 
 RRS_COLOUR = "#9467bd"
-STANDING_COLOURS = {FOIL: EXIT_COLOUR, OVER_DRAWS: RRS_COLOUR}  # the foil, and the rules exact over the draws
+OPTIMAL_COLOUR = "#1f77b4"
+STANDING_COLOURS = {OPTIMAL: OPTIMAL_COLOUR, OWN_LAW: "#17becf", T0_ONLY: "#8c564b", OVER_DRAWS: RRS_COLOUR,
+                    FOIL: EXIT_COLOUR}
+STANDING_LEGEND = {OPTIMAL: "exact given the tree (optimal: its E[L] is 1 + C)", OWN_LAW: "exact, with its own law",
+                   T0_ONLY: "exact for T = 0 only", OVER_DRAWS: "exact over the tree's draws",
+                   FOIL: "NOT exact (teaching foil)", None: "not a registered rule"}
 
 
 def rule_standing(name: str) -> str | None:
@@ -64,11 +69,18 @@ def rounds_length_figure(lengths: Mapping[str, tuple[float, float]], yardstick: 
     if reference is not None:
         fig.add_hline(y=reference[1], line={"color": "#2ca02c", "dash": "dot", "width": 2},
                       annotation_text=f"{reference[0]} = {reference[1]:.3f}", annotation_position="top left")
-    colours = [STANDING_COLOURS.get(rule_standing(n), "#1f77b4") for n in names]
+    standings = [rule_standing(n) for n in names]
+    colours = [STANDING_COLOURS.get(s, OPTIMAL_COLOUR) for s in standings]
     fig.add_trace(go.Scatter(x=xs, y=[lengths[n][0] for n in names], mode="markers", name="E[L] (one verdict a round)",
                              error_y={"type": "data", "array": [1.96 * lengths[n][1] for n in names]},
-                             marker={"color": colours, "size": 12, "symbol": "diamond"}))
+                             marker={"color": colours, "size": 12, "symbol": "diamond"}, showlegend=False))
+    for kind in dict.fromkeys(standings):  # the colour legend: one entry per standing shown, in the order met
+        fig.add_trace(go.Scatter(x=xs[:1], y=[None], mode="markers", name=STANDING_LEGEND[kind],  # draws nothing
+                                 marker={"color": STANDING_COLOURS.get(kind, OPTIMAL_COLOUR), "size": 12,
+                                         "symbol": "diamond"}))
     fig.update_layout(title="across rounds: each rule's E[L] against E[1 + C] of the same trees",
                       yaxis={"title": "tokens per round", "rangemode": "tozero"}, xaxis=category_axis(xs),
-                      height=380, showlegend=False, margin={"l": 10, "r": 10, "t": 60, "b": 10})
+                      height=420, showlegend=True, legend={"title": {"text": "colour = standing"},
+                                                           "orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+                      margin={"l": 10, "r": 10, "t": 100, "b": 10})
     return fig

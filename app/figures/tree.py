@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from figures.common import BONUS_COLOUR, EXIT_COLOUR, PATH_COLOUR, X_RING_COLOUR, short
+from figures.common import BONUS_COLOUR, EXIT_COLOUR, PATH_COLOUR, X_RING_COLOUR, node_name, number_text, short
 from figures.draws import node_draws_text
 from figures.folding import FOLD_PREFIX, Fold, fold_fans
 from tevcore.lab.siblings import sibling_ranks
@@ -173,9 +173,9 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
         missing = _missing_summary(missing_texts, flow.missing_probs, v, k=5)
         drawn = node_draws_text(tree, v)
         hover.append(
-            f"<b>node {v}</b> {html.escape(repr(text))} (depth {int(tree.depths[v])})<br>"
+            f"<b>{html.escape(node_name(v, text))}</b> (depth {int(tree.depths[v])})<br>"
             f"draft log q = {logq[v]:.3f}, sibling rank {ranks[v]} (0 = top-1)<br>"
-            f"a = {a[v]:.4f}   P = {P[v]:.4f}<br>m = {m[v]:.4f}   X = {X[v]:.4f}"
+            f"a = {number_text(a[v])}   P = {number_text(P[v])}<br>m = {number_text(m[v])}   X = {number_text(X[v])}"
             + (f"<br>top missing: {html.escape(missing)}" if missing else "")
             + (f"<br>{html.escape(drawn)}" if drawn else ""))
     rings = [ring_size(X[v]) for v in shown]

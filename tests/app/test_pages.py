@@ -27,7 +27,7 @@ def charts(at: AppTest) -> int:
 def test_home_links_every_page():
     at = page("Home.py").run()
     assert not at.exception
-    assert len(at.get("page_link")) == 4
+    assert len(at.get("page_link")) == 5
 
 
 def test_explorer_replays_records_without_a_model():

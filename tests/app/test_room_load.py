@@ -27,3 +27,11 @@ def test_four_sessions_at_once_each_get_their_solo_text_and_see_the_queue(tmp_pa
     assert report["completed"] == 4 and report["text_equal_to_solo"] == 4 and report["pages_ok"] == 4, report
     assert report["sessions_shown_a_queue_place"] >= 1  # one slot, four requests: someone waited, and was told
     assert report["server_rss_peak_mb"] < 4096
+
+
+def test_lessons_mode_three_participants_at_once_each_see_their_right_answer_checked(tmp_path):
+    report = room_load.lessons_load_test(3, slots=1, timeout_s=600, folder=tmp_path)
+    assert report["errors"] == [] and report["server_log_tracebacks"] == 0 and report["server_alive_at_end"], report
+    assert report["completed"] == 3 and report["checks_right"] == 3, report
+    assert len(report["lessons_done"]) == 3  # three different lessons, one heavy (its truth in a queue turn)
+    assert report["server_rss_peak_mb"] < 4096

@@ -19,6 +19,7 @@ from tevcore.config import DecodeConfig
 from tevcore.proposer_protocol import Proposer
 from tevcore.engine.flow import draft_path_probs, target_flow
 from tevcore.target.loading import Target, encode_prompt
+from tevcore.target.token_text import run_text, token_texts
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
 from tevcore.decoding.skip_gate import SkipGate
@@ -42,21 +43,16 @@ def prompt_ids(target: Target, prompt: str | list[int], chat: bool = True) -> li
     return ids
 
 
-def _texts(target: Target, ids: list[int]) -> list[str]:
-    if target.tokenizer is None:
-        return [str(t) for t in ids]
-    return target.tokenizer.batch_decode([[t] for t in ids])
-
-
 def _add_texts(target: Target, record: RoundRecord) -> None:
-    """Record level "full": decode every node's token, its missing tokens, the bonus and the emitted block."""
+    """Record level "full": decode every node's token, its missing tokens and the bonus (each alone: a byte piece
+    of a character is marked as bytes), and the emitted block as one run (its bytes join into characters)."""
     tree, flow = record.tree, record.flow
-    texts = _texts(target, tree.tokens.tolist() + flow.missing_tokens.flatten().tolist() + record.emitted_tokens
-                   + [int(record.bonus_token)])
+    texts = token_texts(target.tokenizer, tree.tokens.tolist() + flow.missing_tokens.flatten().tolist()
+                        + [int(record.bonus_token)])
     n, k = tree.num_nodes, flow.missing_tokens.shape[1]
     record.token_texts = texts[:n]
     record.missing_texts = [texts[n + i * k: n + (i + 1) * k] for i in range(n)]
-    record.emitted_text = "".join(texts[n + n * k:-1])
+    record.emitted_text = run_text(target.tokenizer, record.emitted_tokens)
     record.bonus_text = texts[-1]
 
 
