@@ -112,7 +112,9 @@ def test_trace_keeps_the_fixed_flags_and_the_trail_shows_them(tmp_path):
     trail = rrs_trail(scored_round(record.tree, logits, 1.0), record.path, record.bonus_token)
     fixed_children = set(record.tree.draws.children[record.tree.draws.fixed].tolist())
     assert trail.steps and all(step.fixed == (step.child in fixed_children and step.draw == 0) for step in trail.steps)
-    assert trail.steps[0].fixed  # the root's fixed child is always tried first
+    root = [step for step in trail.steps if step.node == 0]
+    assert not root[0].fixed  # the root's drawn siblings are tried first, its fixed child last
+    assert all(step.proposal == 1.0 for step in trail.steps if step.fixed)
     assert trail.path == record.path
 
 

@@ -9,7 +9,8 @@ X, the law it would need to be exact. The exit law comes from
 `flow.target_flow` (exact form); the rules themselves are not used here.
 The proposal-ratio rules (rrs, block) have, given one sampled tree, their own
 law read off their acceptance tables (`rrs_law`, `block_law`): exits by the tries'
-acceptance probabilities, the bonus from the residual at the exit. It is
+acceptance probabilities, the bonus from the residual at the exit
+(`rrs_fixed_first_law`: the earlier point-mass-first order on mixed trees). It is
 exact only over the tree's draws, which the enumeration tests prove.
 
 `chi_square` pools cells expected below 5 (smallest first) into one cell;
@@ -115,11 +116,22 @@ def block_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) ->
 
 def rrs_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """Recursive rejection's law on one sampled tree, from its tables: each try accepted with its probability in
-    draw order; the bonus is the residual left at the exit."""
+    try order (a mixed node's drawn siblings first, its fixed children last); the bonus is the residual left at
+    the exit."""
+    return _rrs_law(tree, node_logits, temperature, fixed_last=True)
+
+
+def rrs_fixed_first_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """The earlier order's law on a mixed tree (each fixed child tried first as a point mass, the drawn siblings
+    then against the residual without it): exact too, kept to measure what siblings-first gains."""
+    return _rrs_law(tree, node_logits, temperature, fixed_last=False)
+
+
+def _rrs_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float, fixed_last: bool) -> VerdictLaw:
     flow = target_flow(tree, node_logits, temperature, missing_k=0)
     n = tree.num_nodes
     exit_probs = torch.zeros(n, dtype=torch.float64)
-    tables = RrsTables(tree, node_logits, flow.temperature, flow.edge_prob)
+    tables = RrsTables(tree, node_logits, flow.temperature, flow.edge_prob, fixed_last=fixed_last)
     reach = torch.zeros(n, dtype=torch.float64)
     reach[0] = 1.0
     accepts = tables.accept.tolist()
@@ -133,6 +145,16 @@ def rrs_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> V
         exit_probs[node] = left
     banned = _child_tokens(tree)  # a rejected draw has no residual mass left
     return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned, tables.residuals())
+
+
+def node_acceptance(law: VerdictLaw) -> torch.Tensor:
+    """(N+1,) float64: per node, the probability the rule moves on to one of its children given that it reached
+    the node (1 - exit there / reach there; 0 where it is never reached), read off the law's exits."""
+    tree = law.tree
+    reach = law.exit_probs.clone()
+    for node in range(tree.num_nodes - 1, 0, -1):  # children follow their parents
+        reach[int(tree.parents[node])] += reach[node]
+    return torch.where(reach > 0, 1.0 - law.exit_probs / reach.clamp_min(1e-300), 0.0)
 
 
 def chi_square(observed: np.ndarray, probs: np.ndarray) -> tuple[float, int]:
