@@ -147,7 +147,7 @@ def node_ceilings(tree: DraftTree, node_logits: torch.Tensor, temperature: float
         flags = draws.fixed_at(node)
         fixed_tokens = [int(tree.tokens[c]) for c, f in zip(made, flags) if f]
         drawn = len(made) - len(fixed_tokens)
-        design = "mixed" if fixed_tokens else draws.mode
+        design = "fixed" if not drawn else "mixed" if fixed_tokens else draws.mode  # a policy's sharp node: fixed
         if drawn > MAX_LP_DRAWS:
             out.append(NodeCeiling(depths[node], design, drawn, None, reached[node]))
             continue
