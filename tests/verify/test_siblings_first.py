@@ -183,3 +183,21 @@ def test_the_trail_tries_drawn_siblings_first_each_with_its_own_proposal():
                 assert step.proposal == pytest.approx(expected, rel=1e-9)
             seen_bonus_via_fixed |= steps[-1].fixed and steps[-1].accepted and len(steps) > 1
     assert seen_bonus_via_fixed  # some verdict reached the fixed child after rejecting its siblings
+
+
+def test_node_acceptance_is_the_tries_own_and_agrees_with_the_exits_where_a_node_is_reached():
+    """rrs's acceptance at a node comes from its tries, so it is known at a node the verdict never reaches (a
+    depth-1 sibling that can never be accepted) and equals 1 - exit / reach wherever the node is reached."""
+    from dataclasses import replace
+
+    unreachable = 0
+    for _, tree in enumerate_trees("mixed-wor:3,2", START, None, 1.0):
+        law = rule_law("rrs", tree, _node_logits(tree, START), 1.0)
+        by_exits = node_acceptance(replace(law, moves_on=None))
+        reach = law.exit_probs.clone()
+        for node in range(tree.num_nodes - 1, 0, -1):
+            reach[int(tree.parents[node])] += reach[node]
+        seen = reach > 1e-12
+        assert torch.allclose(law.moves_on[seen], by_exits[seen], atol=1e-9)
+        unreachable += int(((~seen) & (law.moves_on > 0)).sum())
+    assert unreachable  # some node is never reached, yet its acceptance is known
