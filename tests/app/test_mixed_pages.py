@@ -114,6 +114,9 @@ def test_the_comparisons_sampled_source_draws_mixed_trees_and_rrs_follows_the_ta
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "E[1 + C]" in d.value.columns).set_index("verifier")
     assert table.loc["rrs", "first token χ² p (vs the target's row)"] > 1e-4
+    ceilings = [d.value for d in at.dataframe if "ceiling" in d.value.columns]
+    assert len(ceilings) == 2 and set(ceilings[0]["design"]) <= {"mixed", "fixed"}  # drawn trees + rrs, best-first
+    assert (ceilings[1]["design"] == "fixed").all() and (ceilings[1]["gap"].abs() < 1e-9).all()
     drawn = appdata.sampled_rounds(parse_builder("mixed:3,2,1"), 60, 16, 1.0, 0)
     assert all(tree.draws.mixed for tree, _ in drawn.rounds)
 

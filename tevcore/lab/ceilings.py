@@ -184,6 +184,16 @@ def ceilings_of_rounds(scored: Iterable[tuple[DraftTree, torch.Tensor]], tempera
     return gap_by_depth(found)
 
 
+def design_ceilings(drawn, with_rrs: bool = True) -> dict[str, list[dict]]:
+    """Per depth, each design of a `context_rounds.SampledRounds` against its own ceiling: the drawn trees under
+    rrs (where it is among the rules run: `with_rrs`), the matched best-first tree under tev."""
+    found = {}
+    if with_rrs:
+        found[f"{drawn.builder.name} + rrs"] = ceilings_of_rounds(drawn.rounds, drawn.temperature, "rrs")
+    found["best_first + tev (matched size)"] = ceilings_of_rounds([drawn.best_first], drawn.temperature, "tev")
+    return found
+
+
 def _cell(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 

@@ -20,7 +20,7 @@ from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.engine.records import round_context
 from tevcore.flags import (add_target_arguments, count_at_least_one, prompt_text, seed_value, target_from_args,
                            thread_count)
-from tevcore.lab.ceilings import ceilings_of_rounds, format_ceilings
+from tevcore.lab.ceilings import design_ceilings, format_ceilings
 from tevcore.lab.context_rounds import check_sampled, rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
           f"{proposer.name} at a context of {len(context)} tokens; {drawn.size_note()}; the fixed tree's "
           f"1 + C = {drawn.best_first_length:.3f}")
     print(format_table(rows))
-    ceilings = _ceilings(drawn, names, args.temperature)
+    ceilings = design_ceilings(drawn, "rrs" in names)
     for title, table in ceilings.items():
         print(f"\n{title}: per node, the design's ceiling (the best exact acceptance there) beside what the rule "
               "reached")
@@ -105,16 +105,6 @@ def run(args: argparse.Namespace) -> int:
         write_result(args.out, ResultRecord("rounds-at-context", meta, rows, settings=settings, summary=summary),
                      force=args.force)
     return 0
-
-
-def _ceilings(drawn, names: list[str], temperature: float) -> dict[str, list[dict]]:
-    """Per depth, each design against its own ceiling: the drawn trees under rrs (where it runs), the matched
-    best-first tree under tev."""
-    found = {}
-    if "rrs" in names:
-        found[f"{drawn.builder.name} + rrs"] = ceilings_of_rounds(drawn.rounds, temperature, "rrs")
-    found["best_first + tev (matched size)"] = ceilings_of_rounds([drawn.best_first], temperature, "tev")
-    return found
 
 
 def _check_room(at_round: int, prompt_tokens: int, reserve: int, depth: int, context: int) -> None:
