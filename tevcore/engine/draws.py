@@ -7,7 +7,10 @@ A mixed tree also has FIXED children: a draw from a point mass (the node's
 top-1 token of q, chosen, not drawn). A node's fixed draws come first; its
 drawn children then come from q with the fixed tokens removed (and, without
 replacement, the earlier draws too), renormalised: `proposal_of_try` says
-which row each try was drawn from, the one statement of that law.
+which row each try was drawn from, the one statement of that law
+(`proposal_prob_of_try` gives its value at the drawn token from the
+recorded q alone). That is the DRAW order; rrs verifies a mixed node in its
+own order, the drawn siblings first (`verify/ratio_tables.py`).
 The record keeps every draw in order (the node it was drawn at, the child
 node it landed on, the drafter's q of the drawn token in the node's full row,
 whether it was fixed) and, in memory only, the full proposal rows the
