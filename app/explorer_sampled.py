@@ -85,8 +85,10 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor, can_rescore:
     with st.expander(f"how this tree was drawn ({record.tree.draws.mode}) and the {rule} trail", expanded=True):
         st.caption("Each row is one draw from the drafter's q at its node, in draw order; equal i.i.d. draws "
                    "share one child node." + (" A mixed tree's first child at each node is FIXED (q's top-1, a "
-                                              "point-mass draw: rrs accepts it with the target's probability of "
-                                              "its token); the rows marked drawn came from q without it."
+                                              "point-mass draw, marked ◇ in the tree); the rows marked drawn came "
+                                              "from q without it. rrs tries the drawn siblings first, each divided "
+                                              "by that proposal, and the fixed child last: it is accepted with the "
+                                              "residual's whole mass on its token."
                                               if record.tree.draws.mixed else ""))
         st.dataframe(figures.draws_table(record), hide_index=True, key="ex_draws_table")
         if can_rescore:

@@ -30,7 +30,8 @@ def show_across_rounds(records) -> None:
     a1.plotly_chart(figures.emitted_figure(records), key="ex_emitted")
     a2.plotly_chart(figures.exit_depth_figure(records), key="ex_exit_depth")
     a3.plotly_chart(figures.speed_figure(records), key="ex_speed")
-    for note in dict.fromkeys(appdata.over_draws_note(r.verifier) for r in records if r.verifier):
+    for note in dict.fromkeys(appdata.over_draws_note(r.verifier, r.tree, r.temperature) for r in records
+                              if r.verifier):
         if note:
             st.caption(f"Why a block can be longer than 1 + C: {note}")
     explorer_sampled.show_siblings(records)

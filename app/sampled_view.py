@@ -17,6 +17,7 @@ import figures
 from tevcore.engine.builder_specs import parse_builder, sampled_builder_help
 import room_ui
 from explorer_state import ExplorerSession
+from tevcore.lab.ceilings import design_ceilings
 from tevcore.lab.context_rounds import SampledRounds
 from tevcore.verify.registry import verifier_label
 
@@ -192,6 +193,7 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
                                                  (f"fixed best-first ({sampled.best_first[0].size} nodes) + TEV",
                                                   fixed)),
                     key="vc_s_rounds_chart")
+    show_ceilings(sampled)
     pair = "drafter, target and context" if live else "toy drafter, target and context"
     st.caption(f"The dotted line is the other school on the same {pair}: the fixed best-first tree, where TEV's E[L] "
                f"is its 1 + C = {fixed:.3f}; sizes: {sampled.size_note()} (the fixed tree is as large as the largest "
@@ -200,3 +202,17 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
                   "whole decodes and their speed." if live else
                   "A toy pair shows the mechanics, not which school wins on a real model (pick the source at an "
                   "explorer round's context, or run `tevcore bench --builders`)."))
+
+
+def show_ceilings(sampled: SampledRounds) -> None:
+    """Each design against its own ceiling per depth (`tevcore.lab.ceilings`): the drawn trees under rrs, the
+    matched best-first tree under TEV."""
+    with st.expander("each design against its own ceiling, per depth", expanded=False):
+        st.caption("Per node: the best acceptance any exact rule could reach there given how its children came to "
+                   "be (fixed children: the sum of p over them; a mixed node: p(fixed) plus the best acceptance of "
+                   "its drawn siblings; k ≤ 3 draws: the optimal coupling, a linear program on the top tokens, "
+                   "exact where the LP tail is 0), beside what the rule reached, averaged over the nodes of each "
+                   "depth. The same table as `tevcore rounds-at-context` prints.")
+        for title, rows in design_ceilings(sampled).items():
+            st.markdown(f"**{title}**")
+            st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"vc_s_ceilings_{title}")

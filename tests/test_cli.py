@@ -32,6 +32,52 @@ def test_round_prints_the_tree_and_writes_a_recomputable_record(tmp_path, capsys
         assert draws.mixed and all(draws.fixed_at(node)[0] for node in draws.parents.unique().tolist())
 
 
+def test_a_mixed_rrs_round_recomputes_from_its_trace(tmp_path, default_target):
+    """The trace of a mixed round recomputed at the prompt's context: the stand-in drafter's rows again, the
+    recorded draws replayed through the builder's own code (the same tree, the same q), the target's rows again
+    (the same flow); the recorded verdict is one rrs can give trying each node's drawn siblings first and the
+    fixed child last (the trail refuses any other)."""
+    from tevcore.decoding.loop import prompt_ids
+    from tevcore.engine.builder_specs import parse_builder
+    from tevcore.engine.draft_rows import as_draft_rows
+    from tevcore.engine.sampled import depth_rows, grow_sampled
+    from tevcore.proposers import resolve_proposer
+    from tevcore.target.session import TargetSession
+    from tevcore.verify.scored import scored_round
+    from tevcore.verify.trail import rrs_trail
+
+    out = tmp_path / "mixed.jsonl"
+    assert main(["round", "--prompt", "Name three colours.", "--proposer", "rollout", "--builder", "mixed:3,2,1",
+                 "--verifier", "rrs", "--budget", "8", "--temperature", "1.0", "--seed", "3", "--device", "cpu",
+                 "--out", str(out)]) == 0
+    record = read_trace(out).rounds[0]
+    session = TargetSession(default_target)
+    session.prefill(prompt_ids(default_target, "Name three colours."), reserve=16)
+    assert session.root_token == int(record.tree.tokens[0])
+    rows = resolve_proposer("rollout", default_target).propose(session)
+    drawn = record.tree.draws
+    replayed = []  # per node that drew from q, in node order (the builder's order), its drawn tokens
+    for node in range(record.tree.num_nodes):
+        children, flags = drawn.at(node)[0], drawn.fixed_at(node)
+        tokens = [int(record.tree.tokens[c]) for c, fixed in zip(children, flags) if not fixed]
+        if tokens:
+            replayed.append(tokens)
+    script = iter(replayed)
+    shape = parse_builder("mixed:3,2,1").shape
+    tree = grow_sampled(session.root_token, depth_rows(as_draft_rows(rows), shape), shape, 8, 1.0,
+                        lambda q, k, replace: next(script))
+    assert tree.tokens.tolist() == record.tree.tokens.tolist() and tree.parents.tolist() == \
+        record.tree.parents.tolist()
+    assert torch.allclose(tree.draws.q, drawn.q, rtol=1e-3)
+    round_ = scored_round(tree, session.score_tree(tree).logits, 1.0)
+    assert torch.allclose(round_.flow.edge_prob, record.flow.edge_prob, atol=1e-3)
+    trail = rrs_trail(round_, record.path, record.bonus_token)
+    assert trail.path == record.path
+    for node in {step.node for step in trail.steps}:
+        kinds = [step.fixed for step in trail.steps if step.node == node]
+        assert kinds == sorted(kinds)  # drawn tries first
+
+
 def test_bad_input_is_a_message_not_a_traceback(capsys):
     code = main(["round", "--prompt", "hi", "--budget", "-3", "--proposer", "rollout"])
     assert code == 2

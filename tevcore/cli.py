@@ -22,11 +22,13 @@ COMMANDS = {
     "build-data": ("tevcore.train.data_cli", "build a distillation set for a target"),
     "train": ("tevcore.train.train_cli", "train a drafter (distillation or ExitTrain)"),
     "eval-drafter": ("tevcore.train.eval_cli", "E = 1 + C and block length per budget for a drafter"),
+    "compare-designs": ("tevcore.train.designs_cli", "tree designs (builder + rule) at the same contexts of one "
+                        "decode: each one's E[L] and paired difference"),
     "compare": ("tevcore.train.compare", "ExitTrain variants vs distillation from one start, paired evaluation"),
 }
 
 
-READS_PROMPT_SETS = ("bench", "bench-verifiers", "build-data", "eval-drafter")
+READS_PROMPT_SETS = ("bench", "bench-verifiers", "build-data", "eval-drafter", "compare-designs")
 
 # where each command writes: (argument, flag, kind); checked before the command does any work. A "trace" or
 # "file" is a result: an existing one is replaced only with --force (a folder is resumed by its command).
@@ -34,7 +36,8 @@ OUTPUTS = {
     "round": [("out", "--out", "trace")], "generate": [("out", "--out", "trace")],
     "bench": [("out", "--out", "file")], "bench-verifiers": [("out", "--out", "file")],
     "rounds-at-context": [("out", "--out", "file")],
-    "eval-drafter": [("json", "--json", "file")], "build-data": [("out", "out", "folder")],
+    "eval-drafter": [("json", "--json", "file")], "compare-designs": [("json", "--json", "file")],
+    "build-data": [("out", "out", "folder")],
     "train": [("out", "out", "folder"), ("export", "--export", "folder")],
     "compare": [("out", "out", "folder")],
 }

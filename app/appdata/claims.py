@@ -39,14 +39,23 @@ def bound_claim() -> str:
             f"where the fixed guess gets {preset.fixed_accept:.4f}).")
 
 
-def over_draws_note(verifier: str) -> str | None:
-    """Why `verifier`'s block lengths may exceed 1 + C (None for a rule 1 + C binds)."""
-    if standing(verifier, 1.0) != OVER_DRAWS:
+def over_draws_note(verifier: str, tree=None, temperature: float = 1.0) -> str | None:
+    """Why `verifier`'s block lengths may exceed 1 + C, worded for the tree design shown (`tree`: a round's tree,
+    sampled, mixed or fixed); None for a rule 1 + C binds, and at T = 0, where the target is greedy and a rule
+    exact over the draws accepts exactly the argmax path, so its block length is 1 + C."""
+    if standing(verifier, temperature) != OVER_DRAWS or temperature == 0:
         return None
-    return (f"{verifier} is exact only over the draw of the tree (the children were drawn from the drafter's q and "
-            f"it divides by that q), not on each given tree: on one realised tree it can accept a node more often "
-            f"than the target's P(v), so its block length can exceed that tree's 1 + C, and on another fall short. "
-            f"1 + C is the yardstick of the rules exact on every given tree, not a cap on {verifier}.")
+    draws = getattr(tree, "draws", None)
+    if draws is not None and draws.mixed:
+        how = ("the siblings were drawn from the drafter's q without the fixed child, and it divides each by that "
+               "proposal (the fixed child, chosen not drawn, is reached through the residual left when every "
+               "sibling was rejected)")
+    else:
+        how = "the children were drawn from the drafter's q and it divides by that q"
+    return (f"{verifier} is exact only over the draw of the tree ({how}), not on each given tree: on one realised "
+            f"tree it can accept a node more often than the target's P(v), so its block length can exceed that "
+            f"tree's 1 + C, and on another fall short. 1 + C is the yardstick of the rules exact on every given "
+            f"tree, not a cap on {verifier}.")
 
 
 def gap_claim(names: list[str], temperature: float) -> str:

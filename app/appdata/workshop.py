@@ -9,7 +9,14 @@ import networkx as nx
 import pandas as pd
 import torch
 
+from tevcore.engine.draft_rows import as_draft_rows
+from tevcore.engine.flow import target_flow
+from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
+from tevcore.engine.sampling import make_generator, uniform
 from tevcore.engine.tree import DraftTree
+from tevcore.lab.ceilings import optimal_acceptance
+from tevcore.verify.laws import node_acceptance, rrs_fixed_first_law, rrs_law
+from tevcore.verify.ratio_tables import RrsTables
 
 from appdata.replay import OTHER
 
@@ -126,3 +133,80 @@ def workshop_tree(table: pd.DataFrame) -> WorkshopTree:
 
 def workshop_texts(ws: WorkshopTree) -> list[str]:
     return [ws.vocab[int(t)] for t in ws.tree.tokens.tolist()]
+
+
+MIXED_PRESET = "mixed node: one fixed guess, one drawn sibling (both orders)"
+
+
+def mixed_presets() -> dict[str, pd.DataFrame]:
+    """p and q after one context (the coupling table's columns): the drafter's argmax is a decent guess and its
+    second choice overlaps the target, so the order of the tries matters."""
+    frame = pd.DataFrame({"token": [" cat", " dog", " bird", " fish", " cow"], "p": [0.35, 0.3, 0.15, 0.1, 0.1],
+                          "q": [0.5, 0.1, 0.25, 0.1, 0.05]}, columns=["token", "p", "q"])
+    return {MIXED_PRESET: frame.astype({"token": "string", "p": "float64", "q": "float64"})}
+
+
+@dataclass(frozen=True)
+class OrderTry:
+    """One try at the root of the two-child mixed tree, as the engine's rrs tables give it."""
+
+    token: str
+    fixed: bool
+    proposal: float  # the probability its proposal gave its token: what the acceptance divides by
+    accept_prob: float  # min(1, r(token) / proposal), r the residual the earlier tries left
+    uniform: float  # the shared random number of this try
+    accepted: bool | None  # None: never reached (an earlier try was accepted)
+
+
+@dataclass(frozen=True)
+class TwoOrders:
+    """The mixed node of `MIXED_PRESET` under both orders: over the sibling's draw, each order's acceptance (from
+    the package's laws) beside the closed forms, and one drawn sibling tried under both with the same uniforms."""
+
+    sibling: str  # the token drawn (with the seed) from q without the fixed guess
+    guess: str
+    siblings_first: float  # acceptance at the node over the draw, rrs (siblings first)
+    fixed_first: float  # the same under the earlier order
+    ceiling: float  # the design's ceiling there, p(a) + sum min(p, q') (`lab.ceilings`)
+    tries: dict[str, list[OrderTry]]
+
+
+def _mixed_tree(q: torch.Tensor, sibling: int) -> DraftTree:
+    """The root's two children: q's argmax fixed, `sibling` drawn from q without it (the mixed builder's code)."""
+    shape = SampledShape("iid", (2,), fixed_top1=True)
+    rows = depth_rows(as_draft_rows(q.log().float().unsqueeze(0)), shape)
+    return grow_sampled(0, rows, shape, None, 1.0, lambda row, k, replace: [sibling])
+
+
+def two_orders(p: torch.Tensor, q: torch.Tensor, vocab: list[str], seed: int) -> TwoOrders:
+    """Both orders on the mixed node of p and q (float64 rows over `vocab`), the sibling drawn with `seed`."""
+    guess = int(q.argmax())
+    rest = q.clone()
+    rest[guess] = 0.0
+    if float(rest.sum()) <= 0:
+        raise ValueError("q puts all its mass on one token: there is no sibling to draw")
+    rest /= rest.sum()
+    logits = p.log().expand(3, -1).clone()
+    laws = {"siblings first": rrs_law, "fixed first": rrs_fixed_first_law}
+    over: dict[str, float] = dict.fromkeys(laws, 0.0)
+    for token in torch.nonzero(rest > 0).flatten().tolist():
+        tree = _mixed_tree(q, token)
+        for name, law in laws.items():
+            over[name] += float(rest[token]) * float(node_acceptance(law(tree, logits[:tree.num_nodes], 1.0))[0])
+    generator = make_generator(seed)
+    sibling = int(torch.multinomial(rest.float(), 1, generator=generator))
+    tree = _mixed_tree(q, sibling)
+    flow = target_flow(tree, logits[:tree.num_nodes], 1.0, missing_k=0)
+    uniforms = uniform((2,), generator, torch.device("cpu")).tolist()
+    tries: dict[str, list[OrderTry]] = {}
+    for name, fixed_last in (("siblings first", True), ("fixed first", False)):
+        tables = RrsTables(tree, logits[:tree.num_nodes], 1.0, flow.edge_prob, fixed_last=fixed_last)
+        accept, done, found = tables.accept[0].tolist(), False, []
+        for i, child in enumerate(tables.table[0].tolist()):
+            outcome = None if done else uniforms[i] < accept[i]
+            found.append(OrderTry(vocab[int(tree.tokens[child])], bool(tables.fixed[0, i]),
+                                  tables.proposal_prob(0, i), accept[i], uniforms[i], outcome))
+            done = done or bool(outcome)
+        tries[name] = found
+    ceiling, _ = optimal_acceptance(p, q, 1, "iid", fixed=[guess])
+    return TwoOrders(vocab[sibling], vocab[guess], over["siblings first"], over["fixed first"], ceiling, tries)

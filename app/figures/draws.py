@@ -53,8 +53,8 @@ def node_draws_text(tree, node: int) -> str:
         siblings, q = draws.at(parent)
         orders = [str(i + 1) for i, child in enumerate(siblings) if child == node]
         if draws.fixed_at(parent)[siblings.index(node)]:
-            parts.append(f"fixed at node {parent}: its top-1 child of q (q = {q[siblings.index(node)]:.4f}), tried "
-                         f"first, not drawn")
+            parts.append(f"fixed at node {parent}: its top-1 child of q (q = {q[siblings.index(node)]:.4f}), not "
+                         f"drawn; rrs tries it after the drawn siblings")
         else:
             parts.append(f"drawn at node {parent} as draw {', '.join(orders)} of {len(siblings)} "
                          f"(q = {q[siblings.index(node)]:.4f}, {draws.mode}"
@@ -71,15 +71,28 @@ def trail_table(trail, tree, texts: Sequence[str], bonus_text: str | None = None
     if isinstance(trail, BlockTrail):
         return block_trail_table(trail, tree, texts, bonus_text)
     rows = [{"step": i, "at node": s.node, "draw at node": s.draw, "kind": _kind(s.fixed), "child": s.child,
-             "token": _text(texts, tree, s.child), "q": s.q, "acceptance probability": s.accept_prob,
+             "token": _text(texts, tree, s.child), "q": s.q, "divided by": _proposal_words(s, tree),
+             "proposal of its token": s.proposal, "acceptance probability": s.accept_prob,
              "outcome": "accepted" if s.accepted else "rejected"} for i, s in enumerate(trail.steps)]
     bonus = f"bonus token id {trail.bonus_token}" if bonus_text is None else f"bonus {bonus_text!r}"
     rows.append({"step": len(rows), "at node": trail.exit_node, "draw at node": None, "kind": None, "child": None,
-                 "token": bonus, "q": None, "acceptance probability": None,
+                 "token": bonus, "q": None, "divided by": None, "proposal of its token": None,
+                 "acceptance probability": None,
                  "outcome": f"exit at node {trail.exit_node} ({short(_text(texts, tree, trail.exit_node), 16)}): "
                             "every try there rejected or none left; the bonus is drawn from the residual"})
     table = pd.DataFrame(rows)
     return table.astype({"draw at node": "Int64", "child": "Int64"})
+
+
+def _proposal_words(step, tree) -> str:
+    """The law a try was drawn from, the one its acceptance divides by, in words (the step keeps its value)."""
+    if step.fixed:
+        return "point mass on its token (1): the residual's mass there"
+    draws = tree.draws
+    without = [] if not draws.mixed else ["the fixed child"]
+    if draws.mode == "wor" and step.draw > sum(draws.fixed_at(step.node)):
+        without.append("the earlier draws")
+    return "q" + (f" without {' and '.join(without)}, renormalised" if without else "")
 
 
 def _coin(step) -> str:

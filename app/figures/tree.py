@@ -24,6 +24,8 @@ from tevcore.lab.siblings import sibling_ranks
 NODE_SIZE = 11
 EXIT_STAR_SIZE = 20
 SELECTED_SIZE = 22  # the selection square (open, line 3)
+FIXED_MARK_SIZE = 19  # the open diamond around a mixed tree's fixed child (the node's P colour shows inside)
+FIXED_COLOUR = "#111827"
 LABEL_FONT = 12
 LABEL_GAP_PX = 4  # between the widest marker at a node and its label
 ROW_PX = 30  # vertical pixels per leaf: a label (12 px) never touches the one above or below
@@ -122,6 +124,12 @@ def _label(fig: go.Figure, x: float, y: float, text: str, shift: float, colour: 
                        xshift=shift, font={"size": LABEL_FONT, "color": colour})
 
 
+def fixed_children(tree) -> set[int]:
+    """The nodes a mixed tree fixed (point-mass draws) rather than drew from q; none on a fixed or sampled tree."""
+    draws = tree.draws
+    return set() if draws is None else set(draws.children[draws.fixed].tolist())
+
+
 def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, path: Sequence[int] | None = None,
                 exit_node: int | None = None, bonus_text: str | None = None, selected: int | None = None,
                 title: str | None = None, show_x_values: bool = False, fan: int | None = None,
@@ -188,6 +196,12 @@ def tree_figure(tree, flow, token_texts: Sequence[str], *, missing_texts=None, p
         marker={"size": NODE_SIZE, "color": [P[v] for v in shown], "cmin": 0.0, "cmax": 1.0, "colorscale": "Viridis",
                 "colorbar": {"title": {"text": "P(v)"}, "thickness": 12},
                 "line": {"width": 1, "color": "#333"}}))
+    fixed = [v for v in shown if v in fixed_children(tree)]
+    if fixed:
+        fig.add_trace(go.Scatter(
+            x=[pos[v][0] for v in fixed], y=[pos[v][1] for v in fixed], mode="markers", hoverinfo="skip",
+            name="fixed child (q's top-1, chosen, not drawn)",
+            marker={"symbol": "diamond-open", "size": FIXED_MARK_SIZE, "color": FIXED_COLOUR, "line": {"width": 2}}))
     for v, ring in zip(shown, rings):
         label = "root" if v == 0 else short(token_texts[v] if v < len(token_texts) else "?", 10)
         _label(fig, pos[v][0], pos[v][1], f"{label} ({X[v]:.2f})" if show_x_values else label,

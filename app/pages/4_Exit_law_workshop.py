@@ -22,6 +22,45 @@ from tevcore.engine.flow import target_flow  # noqa: E402
 from tevcore.engine.sampling import make_generator  # noqa: E402
 from tevcore.verify.laws import exit_law  # noqa: E402
 from tevcore.verify.verifiers import get_verifier  # noqa: E402
+from appdata.workshop import mixed_presets, two_orders  # noqa: E402
+
+def show_two_orders(found) -> None:
+    """The mixed node of the table's p and q: both orders' acceptance over the sibling's draw, then one drawn
+    sibling tried in both orders with the same random numbers, step by step (all from `two_orders`)."""
+    seed_box, step_box = st.columns([1, 3])
+    seed = int(seed_box.number_input("seed of the sibling's draw and the tries", 0, 2**31 - 1, 0, key="ws_m_seed"))
+    try:
+        orders = two_orders(found.p, found.q, found.vocab, seed)
+    except ValueError as err:
+        st.error(f"No mixed node here: {err}")
+        return
+    m1, m2, m3 = st.columns(3)
+    m1.metric("fixed first (the earlier order)", f"{orders.fixed_first:.4f}")
+    m2.metric("siblings first (rrs)", f"{orders.siblings_first:.4f}")
+    m3.metric("the design's ceiling p(a) + Σ min(p, q′)", f"{orders.ceiling:.4f}")
+    st.caption(f"Acceptance at the node over the draw of the sibling, from the package's laws. The fixed guess a "
+               f"is {orders.guess!r} (q's top-1); the sibling is drawn from q′ = q without it. Fixed first accepts "
+               f"p(a) + Σ min(p, (1 − p(a)) q′): rejecting a shrinks the residual's room for the sibling. Siblings "
+               f"first accepts p(a) + Σ min(p, q′): q′ never proposes a, so a keeps its whole mass for the last "
+               f"try, where the residual's draw either lands on it (accept the fixed child) or gives the bonus.")
+    st.markdown(f"**One round, step by step:** the sibling drawn is {orders.sibling!r}; both orders use the same "
+                "random number for their first and second try.")
+    step = step_box.slider("step", 0, 2, 0, key="ws_m_step", help="0: the draw; 1: the first try; 2: the second")
+    for column, (name, tries) in zip(st.columns(2), orders.tries.items()):
+        with column:
+            st.markdown(f"**{name}**")
+            rows = [{"try": i + 1, "token": t.token, "kind": "fixed guess" if t.fixed else "drawn sibling",
+                     "divided by": f"{t.proposal:.4f}" + (" (point mass)" if t.fixed else " (q′ of its token)"),
+                     "acceptance": f"{t.accept_prob:.4f}", "uniform": f"{t.uniform:.4f}",
+                     "outcome": "—" if i >= step else ("not reached" if t.accepted is None else
+                                                       "accepted" if t.accepted else "rejected")}
+                    for i, t in enumerate(tries)]
+            st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"ws_m_{name}")
+            if step == 2:
+                won = [t.token for t in tries if t.accepted]
+                st.caption(f"moves on to {won[0]!r}" if won else "every try rejected: exit at the root, the bonus "
+                           "drawn from the residual left")
+
 
 shared_ui.page_header("Exit-law workshop", "A hand-made tree and the target's probabilities after each node "
                       "(or, in the coupling preset, the target's and the drafter's rows after one context). "
@@ -38,9 +77,10 @@ st.markdown(
 
 presets = appdata.workshop_presets()
 couplings = appdata.coupling_presets()  # p and q on a few tokens: a sampled draw against a fixed guess
-tables = {**presets, **couplings}
+mixed = mixed_presets()  # p and q again: one fixed guess and one drawn sibling, tried in both orders
+tables = {**presets, **couplings, **mixed}
 preset = st.selectbox("preset", list(tables), key="ws_preset")
-coupled = preset in couplings
+coupled = preset in couplings or preset in mixed
 if coupled:
     st.caption("One row per token after the context: **p** = the target's p(token), **q** = the drafter's "
                "q(token). What p or q leaves of 1 goes to '(other)'.")
@@ -79,7 +119,10 @@ if coupled:
     except ValueError as err:
         st.error(f"This table does not describe p and q: {err}")
         st.stop()
-    coupling_view.show(ss, found)
+    if preset in mixed:
+        show_two_orders(found)
+    else:
+        coupling_view.show(ss, found)
     st.stop()
 
 try:

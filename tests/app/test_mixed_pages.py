@@ -58,7 +58,30 @@ def test_a_mixed_rrs_round_shows_its_fixed_children_apart_from_the_drawn_ones():
     assert any("first child at each node is FIXED" in c.value for c in at.caption)
     trail = frames(at, "trail")[0]
     assert [0] + trail[trail["outcome"] == "accepted"]["child"].tolist() == record.path
-    assert trail["kind"].iloc[0] == FIXED  # rrs tries the root's fixed child first
+    tries = trail.dropna(subset=["kind"])
+    for _, at_node in tries.groupby("at node", sort=False):  # rrs tries the drawn siblings first, the fixed last
+        kinds = at_node["kind"].tolist()
+        assert kinds == sorted(kinds, key=lambda kind: kind == FIXED)
+    assert (tries.loc[tries["kind"] == FIXED, "proposal of its token"] == 1.0).all()
+    assert tries.loc[tries["kind"] == DRAWN, "divided by"].str.startswith("q without the fixed child").all()
+    assert any("each divided by that proposal" in c.value for c in at.caption)
+
+
+def test_the_tree_figure_marks_the_fixed_children_with_a_legend_entry():
+    record, _ = appdata.synthetic_record(budget=12, seed=3, builder=MIXED, verifier="rrs")
+    fig = figures.record_tree_figure(record)
+    marks = [trace for trace in fig.data if trace.name and trace.name.startswith("fixed child")]
+    assert len(marks) == 1 and len(marks[0].x) == int(record.tree.draws.fixed.sum())
+    plain = figures.record_tree_figure(appdata.synthetic_record(budget=6)[0])
+    assert not any(trace.name and trace.name.startswith("fixed child") for trace in plain.data)
+
+
+def test_the_why_longer_caption_is_worded_for_the_design_and_silent_at_zero_temperature():
+    mixed, _ = appdata.synthetic_record(budget=12, seed=3, builder=MIXED, verifier="rrs")
+    sampled, _ = appdata.synthetic_record(budget=12, seed=3, builder="sampled:3,2,2", verifier="rrs")
+    assert "without the fixed child" in appdata.over_draws_note("rrs", mixed.tree, 1.0)
+    assert "without the fixed child" not in appdata.over_draws_note("rrs", sampled.tree, 1.0)
+    assert appdata.over_draws_note("rrs", mixed.tree, 0.0) is None and appdata.over_draws_note("tev") is None
 
 
 def test_hover_text_says_fixed_or_drawn():
@@ -66,6 +89,7 @@ def test_hover_text_says_fixed_or_drawn():
     tree = record.tree
     children, _ = tree.draws.at(0)
     assert figures.node_draws_text(tree, children[0]).startswith("fixed at node 0: its top-1 child of q")
+    assert "after the drawn siblings" in figures.node_draws_text(tree, children[0])
     drawn = [c for c in tree.children()[0] if c != children[0]]
     assert drawn and "from q without the fixed child" in figures.node_draws_text(tree, drawn[0])
 
@@ -90,5 +114,28 @@ def test_the_comparisons_sampled_source_draws_mixed_trees_and_rrs_follows_the_ta
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "E[1 + C]" in d.value.columns).set_index("verifier")
     assert table.loc["rrs", "first token χ² p (vs the target's row)"] > 1e-4
+    ceilings = [d.value for d in at.dataframe if "ceiling" in d.value.columns]
+    assert len(ceilings) == 2 and set(ceilings[0]["design"]) <= {"mixed", "fixed"}  # drawn trees + rrs, best-first
+    assert (ceilings[1]["design"] == "fixed").all() and (ceilings[1]["gap"].abs() < 1e-9).all()
     drawn = appdata.sampled_rounds(parse_builder("mixed:3,2,1"), 60, 16, 1.0, 0)
     assert all(tree.draws.mixed for tree, _ in drawn.rounds)
+
+
+def test_the_workshop_steps_through_both_orders_of_a_mixed_node():
+    from appdata.workshop import MIXED_PRESET
+
+    at = AppTest.from_file(str(PAGES / "4_Exit_law_workshop.py"), default_timeout=120).run()
+    at.selectbox(key="ws_preset").set_value(MIXED_PRESET).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    metrics = {m.label: float(m.value) for m in at.metric}
+    old, new = metrics["fixed first (the earlier order)"], metrics["siblings first (rrs)"]
+    ceiling = metrics["the design's ceiling p(a) + Σ min(p, q′)"]
+    assert old < new == pytest.approx(ceiling, abs=1e-4)  # the preset shows the gain, and the ceiling reached
+    at.slider(key="ws_m_step").set_value(2).run()
+    new_order, old_order = [d.value for d in at.dataframe if "divided by" in d.value.columns]  # page order
+    assert new_order["kind"].tolist() == ["drawn sibling", "fixed guess"]
+    assert old_order["kind"].tolist() == ["fixed guess", "drawn sibling"]
+    assert new_order["divided by"].iloc[1].endswith("(point mass)") and "q′" in new_order["divided by"].iloc[0]
+    assert "—" not in new_order["outcome"].tolist()
+    at.number_input(key="ws_m_seed").set_value(5).run()
+    assert not at.exception and not at.error

@@ -112,7 +112,9 @@ def test_trace_keeps_the_fixed_flags_and_the_trail_shows_them(tmp_path):
     trail = rrs_trail(scored_round(record.tree, logits, 1.0), record.path, record.bonus_token)
     fixed_children = set(record.tree.draws.children[record.tree.draws.fixed].tolist())
     assert trail.steps and all(step.fixed == (step.child in fixed_children and step.draw == 0) for step in trail.steps)
-    assert trail.steps[0].fixed  # the root's fixed child is always tried first
+    root = [step for step in trail.steps if step.node == 0]
+    assert not root[0].fixed  # the root's drawn siblings are tried first, its fixed child last
+    assert all(step.proposal == 1.0 for step in trail.steps if step.fixed)
     assert trail.path == record.path
 
 
@@ -191,3 +193,19 @@ def test_block_refuses_a_mixed_chain_at_verify_time_too():
 def test_bad_mixed_names(builder, message):
     with pytest.raises(ValueError, match=message):
         DecodeConfig(builder=builder)
+
+
+@pytest.mark.parametrize("builder", ["mixed:4,2", "mixed-wor:4,2", "sampled-wor:3,2", "policy@sharp0.99:3,2",
+                                     "mixed@qt0.5:3,2"])
+def test_each_try_s_proposal_value_from_the_recorded_q_is_its_row_s(builder):
+    """`proposal_prob_of_try` (from the recorded q alone, what a trace keeps) equals the row `proposal_of_try`
+    builds, at the drawn token, for every draw of every node."""
+    tree = parse_builder(builder)(ROOT, rows(5, sharp=0.3), 12, 1.0, make_generator(4))
+    draws, checked = tree.draws, 0
+    for node in range(tree.num_nodes):
+        children, _ = draws.at(node)
+        for i, child in enumerate(children):
+            row = draws.proposal_of_try(node, i, tree.tokens)
+            assert draws.proposal_prob_of_try(node, i) == pytest.approx(float(row[tree.tokens[child]]), rel=1e-9)
+            checked += 1
+    assert checked >= 3

@@ -99,3 +99,22 @@ def test_bench_and_round_refuse_a_trimmed_sampled_tree_in_one_line_before_any_mo
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cuts a tree to a prefix, which a sampled tree's draws do not survive" in err[0]
     assert str(missing) not in err[0]
+
+
+def test_bench_sets_each_node_against_its_designs_ceiling(tiny_model_folder):
+    """With ceilings on, each exact rule's row holds the per-depth table: tev on the fixed tree reaches its ceiling
+    (sum of p over the children), rrs on mixed trees stays at or below theirs; the foil gets none."""
+    target = load_target(str(tiny_model_folder("llama", chat_template=True)), device="cpu")
+    torch.manual_seed(0)
+    rows = run_bench(target, GreedyRolloutProposer(depth=3), ["gsm8k"], n=1, max_new_tokens=8, temperatures=[1.0],
+                     budgets=[4], verifiers=["tev", "rrs", "naive_ratio"], peers=False,
+                     builders=parse_builder_list("best_first,mixed:2,1"), ceilings=True)
+    found = {(r["builder"], r["verifier"]): r["ceilings"] for r in rows if r["method"] == "ours speculative"}
+    assert found[("best_first", "tev")] and all(abs(row["gap"]) < 1e-9 for row in found[("best_first", "tev")])
+    mixed = found[("mixed:2,1", "rrs")]
+    # the root: one fixed child and one drawn sibling; a depth-1 node: its fixed child alone, whose ceiling p(a) a
+    # point-mass try reaches on every tree
+    assert [(row["depth"], row["design"]) for row in mixed] == [(1, "mixed"), (2, "fixed")]
+    assert mixed[0]["reached"] <= mixed[0]["ceiling"] + 3 * (mixed[0]["gap_se"] or 0) + 1e-9
+    assert abs(mixed[1]["gap"]) < 1e-9
+    assert found[("best_first", "naive_ratio")] is None and found[("mixed:2,1", "naive_ratio")] is None

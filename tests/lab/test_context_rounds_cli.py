@@ -70,3 +70,18 @@ def test_bad_settings_get_one_line_and_exit_code_2(tiny, capsys, extra, message)
     code, _, err = _run(tiny, extra, capsys)
     said = [line for line in err.splitlines() if line.strip() and not line.startswith("Loading weights")]  # bars
     assert code == 2 and said == [said[0]] and said[0].startswith("error: ") and message in said[0], err
+
+
+def test_each_design_is_set_against_its_own_ceiling_per_depth(tiny, tmp_path, capsys):
+    out = tmp_path / "mixed.json"
+    code, printed, err = _run(tiny, ["--builder", "mixed:3,2", "--out", str(out)], capsys)
+    assert code == 0, err
+    ceilings = read_result(out).to_dict()["summary"]["ceilings"]
+    drawn, fixed = ceilings["mixed:3,2 + rrs"], ceilings["best_first + tev (matched size)"]
+    # a node the budget (6) cuts to its fixed child alone is a fixed node
+    assert {row["depth"] for row in drawn} == {1, 2} and {row["design"] for row in drawn} <= {"mixed", "fixed"}
+    assert [row["design"] for row in drawn if row["depth"] == 1] == ["mixed"]
+    for row in drawn:  # rrs is exact, so it never beats the ceiling of the design; a mixed node with one sibling
+        assert row["reached"] <= row["ceiling"] + 3 * (row["gap_se"] or 0) + 1e-9  # reaches it on average
+    assert all(row["design"] == "fixed" and abs(row["gap"]) < 1e-9 for row in fixed)  # tev reaches sum p
+    assert "the design's ceiling" in printed and "LP tail" in printed

@@ -31,7 +31,7 @@ from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.draws import DrawRecord
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
-from tevcore.verify.laws import chi_square, chi_square_pvalue
+from tevcore.verify.laws import chi_square, chi_square_pvalue, rrs_fixed_first_law
 from tevcore.verify.registry import rule_law
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -109,14 +109,21 @@ def test_shipped_tables_give_the_enumerated_law(builder):
         assert float(shipped.exit_probs.sum()) == pytest.approx(1.0, abs=1e-12)
 
 
-def test_a_fixed_child_is_accepted_with_the_target_probability_of_its_token():
-    """At the root the fixed child's acceptance is p(x) (a point mass: min(1, r(x) / 1)), not min(1, p(x) / q(x))."""
-    tree = parse_builder("mixed:3")(START[-1], _rows(START), None, 1.0, make_generator(0))
-    logits = _node_logits(tree, START)
-    law = rule_law("rrs", tree, logits, 1.0)
-    first = tree.draws.at(0)[0][0]
-    assert float(law.flow.edge_prob[first]) == pytest.approx(float(law.exit_probs[first] + law.exit_probs[
-        [v for v in range(tree.num_nodes) if first in tree.path(v)[1:] and v != first]].sum()), abs=1e-12)
+def test_a_fixed_child_is_reached_with_the_target_probability_of_its_token():
+    """Point mass first, the fixed child's acceptance is p(x) on every tree (min(1, r(x) / 1) with r = p), not
+    min(1, p(x) / q(x)). Siblings first, it depends on which siblings were drawn, and only over the draws is it
+    p(x): the siblings never propose x, so the fixed child is x's only way out."""
+    trees = enumerate_trees("mixed:3", START, None, 1.0)
+    reached = []
+    for weight, tree in trees:
+        logits = _node_logits(tree, START)
+        first = tree.draws.at(0)[0][0]
+        assert tree.draws.fixed_at(0)[0]
+        edge = float(rule_law("rrs", tree, logits, 1.0).flow.edge_prob[first])
+        assert float(rrs_fixed_first_law(tree, logits, 1.0).exit_probs[first]) == pytest.approx(edge, abs=1e-12)
+        reached.append((weight, float(rule_law("rrs", tree, logits, 1.0).exit_probs[first])))
+    assert max(r for _, r in reached) - min(r for _, r in reached) > 1e-3
+    assert sum(w * r for w, r in reached) == pytest.approx(edge, abs=1e-12)
 
 
 # ---------------------------------------------------------------- 2. Monte Carlo with a fresh tree per round

@@ -74,10 +74,11 @@ def _outcomes(q: torch.Tensor, k: int, replace: bool):
         yield list(tokens), prob
 
 
-def enumerate_trees(builder: str, context: tuple[int, ...], budget: int | None,
-                    temperature: float) -> list[tuple[float, DraftTree]]:
-    """Every tree the sampled builder can draw at `context`, with its probability (the builder's own code)."""
-    shape, rows = parse_builder(builder).shape, _rows(context)
+def enumerate_trees(builder: str, context: tuple[int, ...], budget: int | None, temperature: float,
+                    rows=None) -> list[tuple[float, DraftTree]]:
+    """Every tree the sampled builder can draw at `context` (from `rows`, the synthetic drafter's unless given),
+    with its probability (the builder's own code)."""
+    shape, rows = parse_builder(builder).shape, _rows(context) if rows is None else rows
     out: list[tuple[float, DraftTree]] = []
 
     def explore(script: list[list[int]], weight: float) -> None:
@@ -102,31 +103,38 @@ def enumerate_trees(builder: str, context: tuple[int, ...], budget: int | None,
 
 # ---------------------------------------------------------------- each rule's branches on one tree
 
-def law_rrs(tree: DraftTree, logits: torch.Tensor, temperature: float) -> Law:
-    """Every accept/reject branch of recursive rejection over each node's draws, in draw order. A fixed draw
-    (a mixed tree's top-1 child) came from the point mass on its token; the drawn ones from q without the fixed
-    tokens (and, without replacement, without the earlier draws)."""
+def law_rrs(tree: DraftTree, logits: torch.Tensor, temperature: float, fixed_last: bool = True) -> Law:
+    """Every accept/reject branch of recursive rejection over each node's draws. A fixed draw (a mixed tree's
+    top-1 child) came from the point mass on its token; the drawn ones from q without the fixed tokens (and,
+    without replacement, without the earlier draws). `fixed_last`: a mixed node's drawn siblings are tried
+    first, in draw order, and its fixed child last (rrs's order); else draw order (fixed first, the earlier
+    order)."""
     p = log_probs(logits, temperature).exp()
     draws, tokens = tree.draws, tree.tokens.tolist()
     law: Law = defaultdict(float)
 
     def visit(node: int, weight: float) -> None:
-        children, _ = draws.at(node)
-        fixed = draws.fixed_at(node)
+        drawn_order, _ = draws.at(node)
+        flags = draws.fixed_at(node)
+        pairs = list(zip(drawn_order, flags))
+        if fixed_last:
+            pairs = [pair for pair in pairs if not pair[1]] + [pair for pair in pairs if pair[1]]
         residual = p[node].clone()
-        q = draws.proposal(node) if children else None
-        removed: list[int] = []
-        for child, is_fixed in zip(children, fixed):
+        q = draws.proposal(node) if pairs else None
+        fixed_tokens = [tokens[c] for c, f in pairs if f]
+        drawn_before: list[int] = []  # tokens of the earlier draws from q (draw order = try order among them)
+        for child, is_fixed in pairs:
             token = tokens[child]
             if is_fixed:
                 q_i = torch.zeros_like(q)
                 q_i[token] = 1.0
             else:
                 q_i = q.clone()
-                q_i[[tokens[c] for c, f in zip(children, fixed) if f]] = 0.0
+                q_i[fixed_tokens] = 0.0
                 if draws.mode == "wor":
-                    q_i[removed] = 0.0
+                    q_i[drawn_before] = 0.0
                 q_i /= q_i.sum()
+                drawn_before.append(token)
             accept = min(1.0, float(residual[token] / q_i[token]))
             if accept > 0:
                 visit(child, weight * accept)
@@ -135,7 +143,6 @@ def law_rrs(tree: DraftTree, logits: torch.Tensor, temperature: float) -> Law:
                 return
             residual = (residual - q_i).clamp_min(0.0)
             residual /= residual.sum()
-            removed.append(token)
         for y, prob in enumerate(residual.tolist()):
             if prob > 0:
                 law[(node, y)] += weight * prob

@@ -9,7 +9,7 @@ forward on the same target session and the same sampler.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 
@@ -92,9 +92,17 @@ def build_tree(builder: BuilderSpec, root: int, proposal: torch.Tensor | DraftRo
     return proposal if isinstance(proposal, DraftTree) else builder(root, proposal, budget, temperature, generator)
 
 
+RoundObserver = Callable[[RoundRecord, torch.Tensor], None]
+
+
 def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
-           config: DecodeConfig) -> Iterator[RoundRecord]:
-    """Speculative decoding, one yielded `RoundRecord` per draft-verify-commit round."""
+           config: DecodeConfig, observe: RoundObserver | None = None) -> Iterator[RoundRecord]:
+    """Speculative decoding, one yielded `RoundRecord` per draft-verify-commit round.
+
+    `observe(record, node_logits)`, where given, sees each round with the
+    target's logits at its tree's nodes (which the record does not keep)
+    before it is yielded: a measurement that needs the target's rows.
+    """
     if config.budget > 0 and proposer is None:
         raise ValueError("a budget > 0 needs a proposer")
     depth = proposer.depth if (proposer is not None and config.budget > 0) else 0
@@ -155,6 +163,8 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
                 _add_texts(target, record)
         if depth:
             proposer.observe_round(session, record)
+        if observe is not None:
+            observe(record, logits)
         yield record
         produced += len(emitted)
         index += 1
@@ -176,9 +186,10 @@ def _decode_text(target: Target, tokens: list[int]) -> str:
     return target.tokenizer.decode(tokens) if target.tokenizer is not None else " ".join(map(str, tokens))
 
 
-def generate(target: Target, proposer: Proposer | None, prompt: str | list[int], config: DecodeConfig) -> Generation:
-    """Run `rounds` to the end and collect its output."""
-    records, seconds = seconds_of(lambda: list(rounds(target, proposer, prompt, config)), target.device)
+def generate(target: Target, proposer: Proposer | None, prompt: str | list[int], config: DecodeConfig,
+             observe: RoundObserver | None = None) -> Generation:
+    """Run `rounds` to the end and collect its output (`observe`: see `rounds`; its time is inside `seconds`)."""
+    records, seconds = seconds_of(lambda: list(rounds(target, proposer, prompt, config, observe)), target.device)
     tokens = [t for record in records for t in record.emitted_tokens]
     return Generation(tokens=tokens, text=_decode_text(target, tokens), rounds=records, seconds=seconds)
 

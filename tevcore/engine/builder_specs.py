@@ -10,13 +10,15 @@ functions live in `builders.py`; this module imports them, never the reverse.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
-from tevcore.engine.builders import (Build, Rows, best_first, chain, check_budget, check_width_budget, fixed_width,
-                                     sampled_build)
+from tevcore.engine.builders import (POLICY_SHARP, Build, Rows, best_first, chain, check_budget, check_width_budget,
+                                     fixed_width, sampled_build, sampled_shape)
 from tevcore.engine.sampled import SampledShape
 from tevcore.engine.tree import DRAWN, DRAWN_CHAIN, DraftTree
 from tevcore.parsing import comma_list
@@ -32,7 +34,7 @@ class BuilderFamily:
 
     kind: str  # the name before the colon: 'best_first', 'width', 'sampled', ...
     help: str  # one line: what a tree of this family is
-    make: Callable[[tuple[int, ...]], Build]  # counts -> the function that builds one round's tree
+    make: Callable[..., Build]  # counts (and the options, where it takes any) -> the function that builds a tree
     counts: str | None = None  # how the counts after the colon are written, 'W1,W2,...' (None: it takes none)
     counts_help: str = ""  # what they mean: 'nodes per depth'
     example: str | None = None  # counts a menu opens with
@@ -40,6 +42,7 @@ class BuilderFamily:
     replace: bool | None = None  # draws with replacement (True), without (False); None: nothing is drawn
     fixes_top1: bool = False  # each node's top-1 child of q fixed (a point-mass draw), its siblings drawn: mixed
     check_budget: Callable[[tuple[int, ...], int], None] | None = None  # refuse a shape the budget cannot hold
+    options: tuple[str, ...] = ()  # the options its name may carry after '@' ('qt': proposal temperature, ...)
     # for a proposer that grows a fixed tree itself (a draft LM): children per expanded node at each depth, from
     # (counts, budget, proposer depth); and whether the tree is then the top-`budget` prefixes of what it expanded
     expansion: Callable[[tuple[int, ...], int, int], list[int]] | None = None
@@ -55,12 +58,21 @@ class BuilderFamily:
         """How a name of this family is written: 'best_first', 'width:W1,W2,...'."""
         return self.kind if self.counts is None else f"{self.kind}:{self.counts}"
 
-    def spec(self, counts: str | tuple[int, ...] = (), budget: int | None = None) -> BuilderSpec:
-        """This family's spec with `counts` (text like '4,2,1', or numbers), checked here."""
+    def spec(self, counts: str | tuple[int, ...] = (), budget: int | None = None,
+             options: tuple[tuple[str, float], ...] = ()) -> BuilderSpec:
+        """This family's spec with `counts` (text like '4,2,1', or numbers) and `options`, checked here."""
+        for key, value in options:
+            if key not in self.options:
+                raise ValueError(f"builder {self.kind!r} takes "
+                                 + (f"the options {', '.join(self.options)}" if self.options else "no options")
+                                 + f", not {key!r}")
+            if not (math.isfinite(value) and value > 0) or (key == "sharp" and value > 1):
+                raise ValueError(f"builder option {key} must be a number above 0" +
+                                 (" and at most 1" if key == "sharp" else "") + f", got {value:g}")
         if self.counts is None:
             if counts:
                 raise ValueError(f"builder {self.kind!r} takes no counts, got {counts!r}")
-            return BuilderSpec(self, ())
+            return BuilderSpec(self, (), options)
         values = tuple(comma_list(counts, int, f"{self.counts_help} like '{self.kind}:{self.example}'")
                        if isinstance(counts, str) else (int(c) for c in counts))
         if not values or any(v < 1 for v in values):
@@ -68,7 +80,7 @@ class BuilderFamily:
                              "positive integers")
         if budget is not None and self.check_budget is not None:
             self.check_budget(values, budget)
-        return BuilderSpec(self, values)
+        return BuilderSpec(self, values, tuple(options))
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,7 @@ class BuilderSpec:
 
     family: BuilderFamily
     counts: tuple[int, ...] = ()  # widths of a fixed-width tree, draws per node of a sampled one
+    options: tuple[tuple[str, float], ...] = ()  # (key, value) in the order typed: 'mixed@qt0.7:3,2,1'
 
     @property
     def kind(self) -> str:
@@ -89,8 +102,9 @@ class BuilderSpec:
 
     @property
     def name(self) -> str:
-        """The name as typed ('sampled:3,2,1'): what records, tables and files keep."""
-        return self.kind + (":" + ",".join(map(str, self.counts)) if self.counts else "")
+        """The name as typed ('sampled:3,2,1', 'mixed@qt0.7:3,2,1'): what records, tables and files keep."""
+        return (self.kind + "".join(f"@{key}{value:g}" for key, value in self.options)
+                + (":" + ",".join(map(str, self.counts)) if self.counts else ""))
 
     def __str__(self) -> str:
         return self.name
@@ -126,7 +140,15 @@ class BuilderSpec:
         """The draw mode and counts of a sampled spec (a ValueError for a fixed one)."""
         if self.replace is None:
             raise ValueError(f"builder {self.name!r} draws nothing: it has no sampled shape")
-        return SampledShape("iid" if self.replace else "wor", self.counts, self.family.fixes_top1)
+        return sampled_shape("iid" if self.replace else "wor", self.counts, self.family.fixes_top1,
+                             **self._option_values())
+
+    def _option_values(self) -> dict[str, float]:
+        """The options as keywords, with a policy's default threshold where its name gives none."""
+        values = dict(self.options)
+        if "sharp" in self.family.options:
+            values.setdefault("sharp", POLICY_SHARP)
+        return values
 
     def expansion(self, budget: int, depth: int) -> list[int]:
         """Children per expanded node at each depth when a proposer grows this fixed tree itself."""
@@ -142,7 +164,9 @@ class BuilderSpec:
 
     def __call__(self, root_token: int, depth_logq: Rows, budget: int | None, temperature: float = 1.0,
                  generator: torch.Generator | None = None) -> DraftTree:
-        return self.family.make(self.counts)(root_token, depth_logq, budget, temperature, generator)
+        make = self.family.make(self.counts, **self._option_values()) if self.family.options else \
+            self.family.make(self.counts)
+        return make(root_token, depth_logq, budget, temperature, generator)
 
     def check_depth(self, drafter_depth: int) -> None:
         """Refuse a shape deeper than the drafter's rows, before any work."""
@@ -184,8 +208,18 @@ BUILDER_FAMILIES: dict[str, BuilderFamily] = {family.kind: family for family in 
     BuilderFamily("mixed-wor", "each node's top-1 child of q fixed and K - 1 siblings drawn from q without it, "
                   "without replacement", sampled_build("wor", fixes_top1=True), counts="K1,K2,...",
                   counts_help="children per node at each depth (the top-1 fixed)", example="3,2,1",
-                  traits=lambda counts: frozenset({DRAWN}), replace=False, fixes_top1=True),
+                  traits=lambda counts: frozenset({DRAWN}), replace=False, fixes_top1=True, options=("qt",)),
+    BuilderFamily("policy", "a shape per node from the draft row alone: where q's top-1 holds at least 'sharp' "
+                  f"(default {POLICY_SHARP:g}) the top K tokens all fixed, elsewhere the top-1 fixed and K - 1 "
+                  "siblings drawn i.i.d. from q without it; at T = 0 the best-first tree, every child fixed",
+                  sampled_build("iid", fixes_top1=True, policy=True), counts="K1,K2,...",
+                  counts_help="children per node at each depth", example="3,2,1",
+                  traits=lambda counts: frozenset({DRAWN}), replace=True, fixes_top1=True,
+                  options=("qt", "sharp")),
 )}
+for _kind in ("sampled", "sampled-wor", "mixed"):  # every drawn family takes a proposal temperature of its own
+    BUILDER_FAMILIES[_kind] = dataclasses.replace(BUILDER_FAMILIES[_kind], options=("qt",))
+del _kind
 
 
 def builder_patterns() -> list[str]:
@@ -210,11 +244,22 @@ def parse_builder(text: str, budget: int | None = None) -> BuilderSpec:
     """
     if isinstance(text, BuilderSpec):
         raise TypeError("parse_builder takes a builder name; this is already a parsed spec")
-    kind, colon, counts = str(text).partition(":")
+    head, colon, counts = str(text).partition(":")
+    kind, *typed = head.split("@")
     family = BUILDER_FAMILIES.get(kind)
     if family is None or (colon and family.counts is None) or (not colon and family.counts is not None):
         raise ValueError(f"unknown builder {text!r}; choose {', '.join(builder_patterns())}")
-    return family.spec(counts, budget)
+    return family.spec(counts, budget, tuple(_option(text, item) for item in typed))
+
+
+def _option(text: str, item: str) -> tuple[str, float]:
+    """One '@key<number>' option of a builder name: ('qt', 0.7) from 'qt0.7'."""
+    key = item.rstrip("0123456789.eE+-")
+    try:
+        return key, float(item[len(key):])
+    except ValueError:
+        raise ValueError(f"builder {text!r}: an option is written @<name><number>, like @qt0.7, "
+                         f"not @{item}") from None
 
 
 def parse_builder_list(text: str) -> list[BuilderSpec]:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import heapq
 import math
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 from tevcore.engine.draft_rows import DraftRows, as_draft_rows
-from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
+from tevcore.engine.sampled import SampledShape, all_fixed, depth_rows, grow_sampled
 from tevcore.engine.sampling import draw_proposals
 from tevcore.engine.tree import DraftTree
 
@@ -186,19 +187,38 @@ def tree_from_prefix_scores(tokens: list[int], parents: list[int], prefix_scores
 Build = Callable[[int, Rows, "int | None", float, "torch.Generator | None"], DraftTree]
 
 
-def sampled_build(mode: str, fixes_top1: bool = False) -> Callable[[tuple[int, ...]], Build]:
-    """Counts -> a builder that draws each node's children from the rows ('iid' or 'wor'; top-1 fixed if mixed)."""
-    def make(counts: tuple[int, ...]) -> Build:
-        shape = SampledShape(mode, counts, fixes_top1)
+def sampled_build(mode: str, fixes_top1: bool = False,
+                  policy: bool = False) -> Callable[..., Build]:
+    """Counts (and the spec's options) -> a builder that draws each node's children from the rows ('iid' or
+    'wor'; top-1 fixed if mixed; per node all fixed or mixed if a `policy`, which at T = 0 builds the best-first
+    tree with every child fixed)."""
+    def make(counts: tuple[int, ...], qt: float | None = None, sharp: float | None = None) -> Build:
+        shape = sampled_shape(mode, counts, fixes_top1, qt, sharp if policy else None)
 
         def build(root: int, logq: Rows, budget: int | None, temperature: float,
                   generator: torch.Generator | None) -> DraftTree:
             if generator is None:
                 raise ValueError("a sampled builder draws with the round's generator; none was given")
+            rows = _check_rows(logq)
+            if shape.sharp is not None and temperature == 0:
+                # with no budget, as many nodes as the shape holds when every node has its K_d children
+                fixed = best_first(root, rows, budget if budget is not None else
+                                   sum(math.prod(counts[:d]) for d in range(1, len(counts) + 1)))
+                return all_fixed(fixed, depth_rows(rows, dataclasses.replace(shape, widths=(1,) * rows.depth)),
+                                 shape.proposal_temperature or 1.0)
             draw = lambda q, k, replace: draw_proposals(q, k, replace, generator)  # noqa: E731
-            return grow_sampled(root, depth_rows(_check_rows(logq), shape),
+            return grow_sampled(root, depth_rows(rows, shape),
                                 shape, None if budget is None else check_budget(budget), temperature, draw)
 
         return build
 
     return make
+
+
+POLICY_SHARP = 0.5  # a policy node whose draft top-1 holds at least this keeps its children all fixed
+
+
+def sampled_shape(mode: str, counts: tuple[int, ...], fixes_top1: bool, qt: float | None = None,
+                  sharp: float | None = None) -> SampledShape:
+    """The shape a sampled spec draws with: a policy (`sharp` given) fixes each node's top-1 at least."""
+    return SampledShape(mode, tuple(counts), fixes_top1 or sharp is not None, qt, sharp)

@@ -7,7 +7,10 @@ A mixed tree also has FIXED children: a draw from a point mass (the node's
 top-1 token of q, chosen, not drawn). A node's fixed draws come first; its
 drawn children then come from q with the fixed tokens removed (and, without
 replacement, the earlier draws too), renormalised: `proposal_of_try` says
-which row each try was drawn from, the one statement of that law.
+which row each try was drawn from, the one statement of that law
+(`proposal_prob_of_try` gives its value at the drawn token from the
+recorded q alone). That is the DRAW order; rrs verifies a mixed node in its
+own order, the drawn siblings first (`verify/ratio_tables.py`).
 The record keeps every draw in order (the node it was drawn at, the child
 node it landed on, the drafter's q of the drawn token in the node's full row,
 whether it was fixed) and, in memory only, the full proposal rows the
@@ -145,12 +148,27 @@ class DrawRecord:
         token = tokens[self.children[where[i]]]
         if bool(self.fixed[where[i]]):
             return torch.zeros_like(self.proposal(node)).index_fill_(0, token.reshape(1), 1.0)
-        earlier = where[:i] if self.mode == "wor" else where[:i][self.fixed[where[:i]]]
+        earlier = self._removed_before(where, i)
         row = self.proposal(node)
         if not earlier.numel():
             return row
         row = row.index_fill(0, tokens[self.children[earlier]], 0.0)
         return row / row.sum().clamp_min(1e-300)
+
+    def proposal_prob_of_try(self, node: int, i: int) -> float:
+        """The probability `proposal_of_try` gives the token `node`'s i-th draw landed on, from the recorded q
+        alone (a tree read from a trace has it too): 1 for a fixed draw, else q(x) over the q mass left once the
+        removed tokens (the fixed ones and, without replacement, the earlier draws) are taken out."""
+        where = torch.nonzero(self.parents == node).flatten()
+        if bool(self.fixed[where[i]]):
+            return 1.0
+        removed = float(self.q[self._removed_before(where, i)].sum())  # distinct tokens: fixed ones, or w/o repl.
+        return float(self.q[where[i]]) / max(1.0 - removed, 1e-300)
+
+    def _removed_before(self, where: torch.Tensor, i: int) -> torch.Tensor:
+        """Indices (into the record) of the draws before the i-th at a node whose tokens its proposal lacks: the
+        fixed ones and, without replacement, every earlier draw."""
+        return where[:i] if self.mode == "wor" else where[:i][self.fixed[where[:i]]]
 
     def to_dict(self) -> dict[str, Any]:
         data = {"mode": self.mode, "parents": self.parents.tolist(), "children": self.children.tolist(),

@@ -8,8 +8,10 @@ FIXED child (a point-mass draw, recorded as such) and draws the other K_d - 1
 children from q with that token removed, renormalised (i.i.d. or without
 replacement): the drafter's best guess is always tried, its siblings are
 coupled with the target by recursive rejection. q is the node's draft row at
-the round's temperature (the same `sampling.probs` the target's rows go
-through; a lookup mixture is already in the rows). Nodes are expanded
+the round's temperature, or at a proposal temperature of the shape's own (the
+same `sampling.probs` the target's rows go through; a lookup mixture is
+already in the rows). A policy shape (`sharp`) decides per node, from the
+draft row alone, between all-fixed children (a sharp row) and a mixed node. Nodes are expanded
 breadth-first and a node draws at most as many times as the budget still has
 room for, a count fixed before its draws, so the draws stay exactly q's
 law and the tree never exceeds the budget. The draws and the proposal rows go
@@ -48,21 +50,38 @@ LevelRows = Callable[[list[int], list[int], list[int]], tuple[torch.Tensor, list
 @dataclass(frozen=True)
 class SampledShape:
     """Draw mode ('iid' or 'wor'), the number of children per node at each depth, and whether the top-1 of
-    them is fixed (a mixed tree: one fixed child and K_d - 1 draws)."""
+    them is fixed (a mixed tree: one fixed child and K_d - 1 draws).
+
+    `proposal_temperature`: the temperature of the q the children are drawn
+    from (None: the round's). The target's temperature is untouched; rrs
+    divides by the q the record keeps, whatever its temperature, so the
+    verdict stays exact. `sharp` makes the shape a per-node policy: a node
+    whose draft row at the round's temperature gives its top-1 at least
+    `sharp` keeps its top K_d tokens of q all fixed; the others are mixed
+    nodes (at T = 0 the policy's tree is the best-first tree, `policy_tree`).
+    """
 
     mode: str
     widths: tuple[int, ...]
     fixed_top1: bool = False
+    proposal_temperature: float | None = None
+    sharp: float | None = None
 
 
-def node_draws(q: torch.Tensor, count: int, shape: SampledShape, draw: DrawFn) -> list[tuple[int, bool]]:
+def node_draws(q: torch.Tensor, count: int, shape: SampledShape, draw: DrawFn,
+               all_fixed: bool = False) -> list[tuple[int, bool]]:
     """One node's `count` children as (token, fixed), in draw order.
 
     A plain sampled node draws them all from q. A mixed node fixes q's
     top-1 (first index on ties) and draws `count - 1` from q without it,
     renormalised; where q holds nothing else (a point mass, as at T = 0)
     there is nothing left to draw and the node keeps its fixed child alone.
+    An `all_fixed` node (a sharp node of a policy) keeps q's top `count`
+    tokens of positive q, in q's order, every one fixed.
     """
+    if all_fixed:
+        top = torch.topk(q, min(count, int((q > 0).sum()))).indices.tolist()
+        return [(int(token), True) for token in top]
     if not shape.fixed_top1:
         return [(int(token), False) for token in draw(q, count, shape.mode == "iid")]
     top = int(q.argmax())
@@ -106,7 +125,11 @@ def grow_sampled(root_token: int, level_rows: LevelRows, shape: SampledShape, bu
     probabilities at `temperature`) when a node draws from it.
     """
     tokens, parents, logq, depths = [root_token], [-1], [0.0], [0]
+    proposal_temperature = shape.proposal_temperature
+    if proposal_temperature is None:  # the round's; a policy's fixed children need q > 0, so 1 at T = 0
+        proposal_temperature = 1.0 if shape.sharp is not None and temperature == 0 else temperature
     proposals: list[torch.Tensor] = []
+    sharp_rows: list[bool] = []  # per kept row: a policy's sharp node (its children all fixed)
     row_of = [-1]
     drawn_at: list[int] = []
     drawn_child: list[int] = []
@@ -124,13 +147,15 @@ def grow_sampled(root_token: int, level_rows: LevelRows, shape: SampledShape, bu
             level, kept = dict(zip(nodes, index)), {}
         if level[node] not in kept:
             kept[level[node]] = len(proposals)
-            proposals.append(probs(raw[level[node]].detach().double().cpu(), temperature))
+            proposals.append(probs(raw[level[node]].detach().double().cpu(), proposal_temperature))
+            sharp_rows.append(shape.sharp is not None and float(
+                probs(raw[level[node]].detach().double().cpu(), temperature).max()) >= shape.sharp)
         row_of[node] = kept[level[node]]
         q = proposals[row_of[node]]
         depth = depths[node] + 1
         count = int(min(shape.widths[depth - 1], room - (len(tokens) - 1)))
         child_of: dict[int, int] = {}
-        for token, is_fixed in node_draws(q, count, shape, draw):
+        for token, is_fixed in node_draws(q, count, shape, draw, sharp_rows[row_of[node]]):
             if token not in child_of:
                 child_of[token] = len(tokens)
                 tokens.append(int(token))
@@ -147,6 +172,47 @@ def grow_sampled(root_token: int, level_rows: LevelRows, shape: SampledShape, bu
     draws = DrawRecord(shape.mode, torch.tensor(drawn_at, dtype=torch.long),
                        torch.tensor(drawn_child, dtype=torch.long), torch.tensor(drawn_q, dtype=torch.float64),
                        rows=stacked, row_of=torch.tensor(row_of, dtype=torch.long),
-                       fixed=torch.tensor(fixed, dtype=torch.bool) if shape.fixed_top1 else None)
+                       fixed=torch.tensor(fixed, dtype=torch.bool) if shape.fixed_top1 or any(fixed) else None)
     return DraftTree(tokens=torch.tensor(tokens, dtype=torch.long), parents=torch.tensor(parents, dtype=torch.long),
                      draft_logp=torch.tensor(logq, dtype=torch.float32), budget=budget, draws=draws)
+
+
+def all_fixed(tree: DraftTree, level_rows: LevelRows, temperature: float) -> DraftTree:
+    """`tree` (a fixed tree: best-first's) recorded as a tree whose every child is fixed: each node with children
+    keeps its draft row at `temperature` (> 0, so every fixed token has q > 0) and its children as point-mass
+    draws, in q's order. rrs on it is the sequential residual rule, which reaches sum p over the children: what
+    a policy shape builds at T = 0, where the greedy target makes drawing pointless."""
+    if temperature <= 0:
+        raise ValueError("an all-fixed record keeps its rows at a temperature above 0")
+    tokens, parents = tree.tokens.tolist(), tree.parents.tolist()
+    children, depths = tree.children(), tree.depths.tolist()
+    logq = [0.0] * tree.num_nodes
+    proposals: list[torch.Tensor] = []
+    row_of = [-1] * tree.num_nodes
+    drawn_at: list[int] = []
+    drawn_child: list[int] = []
+    drawn_q: list[float] = []
+    for depth in range(tree.max_depth):
+        nodes = [v for v in range(tree.num_nodes) if depths[v] == depth and children[v]]
+        if not nodes:
+            continue
+        raw, index = level_rows(nodes, tokens, parents)
+        kept: dict[int, int] = {}
+        for node, at in zip(nodes, index):
+            if at not in kept:
+                kept[at] = len(proposals)
+                proposals.append(probs(raw[at].detach().double().cpu(), temperature))
+            row_of[node] = kept[at]
+            q = proposals[row_of[node]]
+            for kid in sorted(children[node], key=lambda k: (-float(q[tokens[k]]), k)):
+                drawn_at.append(node)
+                drawn_child.append(kid)
+                drawn_q.append(float(q[tokens[kid]]))
+                logq[kid] = math.log(float(q[tokens[kid]]))
+    stacked = torch.stack(proposals) if proposals else torch.zeros(0, 0, dtype=torch.float64)
+    draws = DrawRecord("iid", torch.tensor(drawn_at, dtype=torch.long), torch.tensor(drawn_child, dtype=torch.long),
+                       torch.tensor(drawn_q, dtype=torch.float64), rows=stacked,
+                       row_of=torch.tensor(row_of, dtype=torch.long),
+                       fixed=torch.ones(len(drawn_at), dtype=torch.bool))
+    return DraftTree(tokens=tree.tokens, parents=tree.parents, draft_logp=torch.tensor(logq, dtype=torch.float32),
+                     budget=tree.budget, draws=draws)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 import zlib
 from dataclasses import dataclass, field, replace
 from statistics import mean, median, stdev
@@ -33,6 +34,7 @@ from tevcore.config import TRIM_HELP, DecodeConfig
 from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec, builder_help, parse_builder_list
 from tevcore.lab.datasets import fitting, load_prompts
 from tevcore.lab.bench_table import format_table
+from tevcore.lab.ceilings import format_ceilings, gap_by_depth, node_ceilings
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.decoding.loop import generate, generate_ar, prompt_ids, reserved_positions
 from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, proposer_options
@@ -69,11 +71,13 @@ class MethodStats:
     skipped_rounds: int = 0  # rounds that trimming turned into a plain root-only step
     scored_nodes: int = 0  # drafted nodes the target scored, over all rounds
     rounds: list = field(default_factory=list)  # the lean round records, for the sibling diagnostics
+    ceilings: list = field(default_factory=list)  # per node of every round: its design's ceiling (`--ceilings`)
 
     def empty(self) -> MethodStats:
         """The same method with no measurements: one prompt's are taken into it, then `absorb`ed in order."""
         return replace(self, tokens_per_s=[], ratio_to_ar=[], emitted=[], expected_lengths=[],
-                       stage_seconds=dict.fromkeys(STAGES, 0.0), wall_seconds=0.0, skipped_rounds=0, scored_nodes=0)
+                       stage_seconds=dict.fromkeys(STAGES, 0.0), wall_seconds=0.0, skipped_rounds=0, scored_nodes=0,
+                       rounds=[], ceilings=[])
 
     def absorb(self, other: MethodStats) -> None:
         """Append another prompt's measurements of this method (prompts in order give the one-process lists)."""
@@ -86,6 +90,8 @@ class MethodStats:
         self.wall_seconds += other.wall_seconds
         self.skipped_rounds += other.skipped_rounds
         self.scored_nodes += other.scored_nodes
+        self.rounds += other.rounds
+        self.ceilings += other.ceilings
 
     def length_gap(self) -> tuple[float, float] | tuple[None, None]:
         """Mean of L - (1 + C) per round and its standard error.
@@ -121,6 +127,7 @@ class MethodStats:
             "skipped_share": self.skipped_rounds / len(self.emitted) if self.emitted else None,
             "mean_tree_size": self.scored_nodes / len(self.emitted) if self.emitted else None,
             "siblings": sibling_diagnostics(self.rounds) if self.rounds else None,
+            "ceilings": gap_by_depth(self.ceilings) if self.ceilings else None,
         }
 
 
@@ -156,7 +163,8 @@ def draw_seed(seed: int, *cell: object) -> int:
 def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
               temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
               peers: bool = True, trims: dict[str, dict[int, tuple[float, ...] | None]] | None = None,
-              builders: list[BuilderSpec] | None = None, rows: list[dict] | None = None) -> list[dict]:
+              builders: list[BuilderSpec] | None = None, rows: list[dict] | None = None,
+              ceilings: bool = False) -> list[dict]:
     """Measure every method on every prompt, interleaved; return one row per configuration.
 
     `trims` maps a `--trim` spec to each budget's `DecodeConfig.tree_costs`
@@ -166,7 +174,10 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
     sampled tree) is refused here, before any decode. The rows of each (set, temperature) are
     appended to `rows` as soon as its prompts are done, so a caller keeps them
     when the run is cut short. Under torchrun each rank measures its share of
-    the prompts and every rank returns the rows of all of them.
+    the prompts and every rank returns the rows of all of them. `ceilings`:
+    every round of an exact rule also sets each node against its design's
+    ceiling (`lab.ceilings`, from the round's node logits); that work's time
+    is taken out of the decode's seconds, so the speeds stay the decode's.
     """
     trims = trims or {"off": {}}
     pairs = valid_pairs(builders or [BUILDER_FAMILIES["best_first"].spec()], verifiers)
@@ -207,9 +218,11 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                                               budget=entry.budget, builder=entry.builder, verifier=entry.verifier,
                                               seed=cell_seed, trim=entry.trim, tree_costs=entry.tree_costs,
                                               record="lean")
-                        result = generate(target, proposer, ids, config)
-                        speed = len(result.tokens) / result.seconds
-                        entry.wall_seconds += result.seconds
+                        observe, spent = _ceiling_observer(entry, temperature) if ceilings else (None, [0.0])
+                        result = generate(target, proposer, ids, config, observe)
+                        seconds = result.seconds - spent[0]
+                        speed = len(result.tokens) / seconds
+                        entry.wall_seconds += seconds
                         entry.emitted += [r.emitted for r in result.rounds]
                         entry.expected_lengths += [r.expected_length for r in result.rounds]
                         entry.skipped_rounds += sum(r.tree.size == 0 for r in result.rounds)
@@ -232,6 +245,21 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                     entry.absorb(prompt_stats[key])
             rows += [entry.row(dataset, temperature) for entry in stats.values()]
     return rows
+
+
+def _ceiling_observer(entry: MethodStats, temperature: float):
+    """A round observer adding each node's ceiling to `entry` (exact rules only: the foil has no law of its own),
+    and a one-item list holding the seconds it spent."""
+    spent = [0.0]
+    if not get_rule(entry.verifier).exact:
+        return None, spent
+
+    def observe(record, logits) -> None:
+        start = time.perf_counter()
+        entry.ceilings += node_ceilings(record.tree, logits.detach().cpu(), temperature, entry.verifier)
+        spent[0] += time.perf_counter() - start
+
+    return observe, spent
 
 
 def valid_pairs(builders: list[BuilderSpec], verifiers: list[str]) -> list[tuple[BuilderSpec, str]]:
@@ -285,6 +313,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                              "do, also runs transformers' own assisted decoding with it as a peer)")
     parser.add_argument("--seed", type=seed_value, default=DecodeConfig.default("seed"), help=DecodeConfig.help()["seed"])
     parser.add_argument("--no-peers", action="store_true", help="skip HF generate and prompt lookup")
+    parser.add_argument("--ceilings", action="store_true",
+                        help="also set every node of every round against its design's ceiling (fixed children: sum "
+                             "of p; a mixed node: p(fixed) + the best acceptance of its drawn siblings; k <= 3 "
+                             "draws: the optimal coupling's LP) beside what the rule reached, per depth")
     parser.add_argument("--threads", type=thread_count, default=None, help="torch threads (default: torch's choice)")
     add_target_arguments(parser)
     parser.add_argument("--out", default="results/bench.json")
@@ -344,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for temps, budgets in plan:
             run_bench(target, proposer, datasets, args.n, args.max_new_tokens, temps, budgets, verifiers, args.seed,
-                      peers=not args.no_peers, trims=trims, builders=builders, rows=rows)
+                      peers=not args.no_peers, trims=trims, builders=builders, rows=rows, ceilings=args.ceilings)
     except KeyboardInterrupt:  # keep the finished (set, temperature) cells, marked partial
         if rows and is_first():
             print(format_table(rows))
@@ -358,6 +390,10 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(format_sibling_table(f"{row['dataset']} T={row['temperature']:g} B={row['budget']} "
                                        f"{row['builder']} + {row['verifier']}", row["siblings"]))
+        if row.get("ceilings"):
+            print(f"\n{row['dataset']} T={row['temperature']:g} B={row['budget']} {row['builder']} + "
+                  f"{row['verifier']}: each node against its design's ceiling")
+            print(format_ceilings(row["ceilings"]))
     uses_curve = "auto" in trim_specs or bool(auto)
     curve = forward_cost_curve(target, sizes=curve_sizes(all_budgets)) if uses_curve and all_budgets else None
     _write(args, rows, meta, _settings(args, target, proposer, datasets, trim_specs, curve, auto))

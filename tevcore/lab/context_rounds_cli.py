@@ -20,6 +20,7 @@ from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
 from tevcore.engine.records import round_context
 from tevcore.flags import (add_target_arguments, count_at_least_one, prompt_text, seed_value, target_from_args,
                            thread_count)
+from tevcore.lab.ceilings import design_ceilings, format_ceilings
 from tevcore.lab.context_rounds import check_sampled, rounds_at_context
 from tevcore.lab.simulate import verify_rounds
 from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
@@ -89,13 +90,18 @@ def run(args: argparse.Namespace) -> int:
           f"{proposer.name} at a context of {len(context)} tokens; {drawn.size_note()}; the fixed tree's "
           f"1 + C = {drawn.best_first_length:.3f}")
     print(format_table(rows))
+    ceilings = design_ceilings(drawn, "rrs" in names)
+    for title, table in ceilings.items():
+        print(f"\n{title}: per node, the design's ceiling (the best exact acceptance there) beside what the rule "
+              "reached")
+        print(format_ceilings(table))
     if args.out:
         settings = {"model": target.name, "proposer": proposer.name, "prompt": args.prompt, "at_round": args.at_round,
                     "context_length": len(context), "builder": args.builder, "budget": args.budget,
                     "temperature": args.temperature, "rounds": args.rounds,
                     "decode_config": {k: v for k, v in config.to_dict().items() if k != "stop_tokens"}}
         summary = {"best_first_size": drawn.best_first[0].size, "best_first_length": drawn.best_first_length,
-                   "sampled_mean_size": drawn.sizes()[0]}
+                   "sampled_mean_size": drawn.sizes()[0], "ceilings": ceilings}
         write_result(args.out, ResultRecord("rounds-at-context", meta, rows, settings=settings, summary=summary),
                      force=args.force)
     return 0

@@ -9,7 +9,8 @@ X, the law it would need to be exact. The exit law comes from
 `flow.target_flow` (exact form); the rules themselves are not used here.
 The proposal-ratio rules (rrs, block) have, given one sampled tree, their own
 law read off their acceptance tables (`rrs_law`, `block_law`): exits by the tries'
-acceptance probabilities, the bonus from the residual at the exit. It is
+acceptance probabilities, the bonus from the residual at the exit
+(`rrs_fixed_first_law`: the earlier point-mass-first order on mixed trees). It is
 exact only over the tree's draws, which the enumeration tests prove.
 
 `chi_square` pools cells expected below 5 (smallest first) into one cell;
@@ -45,6 +46,7 @@ class VerdictLaw:
     exit_probs: torch.Tensor  # (N+1,) float64 on the tree's node ids
     banned_tokens: dict[int, list[int]]  # exit node -> tokens its bonus may not be
     bonus_rows: dict[int, torch.Tensor] | None = None  # exit node -> its own bonus law (a residual), if any
+    moves_on: torch.Tensor | None = None  # (N+1,) per node, the chance to go on to a child once there, where known
 
     @property
     def exit_mass(self) -> torch.Tensor:
@@ -75,7 +77,8 @@ def _child_tokens(tree: DraftTree) -> dict[int, list[int]]:
 def exit_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """The law of every optimal exact verifier on `tree`: exit X(v), bonus p(.|v) without v's children."""
     flow = target_flow(tree, node_logits, temperature, missing_k=0)
-    return VerdictLaw(tree, node_logits, flow.temperature, flow, flow.exit_mass.double(), _child_tokens(tree))
+    return VerdictLaw(tree, node_logits, flow.temperature, flow, flow.exit_mass.double(), _child_tokens(tree),
+                      moves_on=flow.child_mass.double())
 
 
 def chain_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
@@ -115,24 +118,51 @@ def block_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) ->
 
 def rrs_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """Recursive rejection's law on one sampled tree, from its tables: each try accepted with its probability in
-    draw order; the bonus is the residual left at the exit."""
+    try order (a mixed node's drawn siblings first, its fixed children last); the bonus is the residual left at
+    the exit."""
+    return _rrs_law(tree, node_logits, temperature, fixed_last=True)
+
+
+def rrs_fixed_first_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
+    """The earlier order's law on a mixed tree (each fixed child tried first as a point mass, the drawn siblings
+    then against the residual without it): exact too, kept to measure what siblings-first gains."""
+    return _rrs_law(tree, node_logits, temperature, fixed_last=False)
+
+
+def _rrs_law(tree: DraftTree, node_logits: torch.Tensor, temperature: float, fixed_last: bool) -> VerdictLaw:
     flow = target_flow(tree, node_logits, temperature, missing_k=0)
     n = tree.num_nodes
     exit_probs = torch.zeros(n, dtype=torch.float64)
-    tables = RrsTables(tree, node_logits, flow.temperature, flow.edge_prob)
+    tables = RrsTables(tree, node_logits, flow.temperature, flow.edge_prob, fixed_last=fixed_last)
     reach = torch.zeros(n, dtype=torch.float64)
     reach[0] = 1.0
+    moves_on = torch.zeros(n, dtype=torch.float64)
     accepts = tables.accept.tolist()
     for node in range(n):  # parents precede children
-        left = float(reach[node])
+        left, rejected = float(reach[node]), 1.0
         for child, accept in zip(tables.table[node].tolist(), accepts[node]):
             if child < 0:
                 break
             reach[child] += left * accept
             left *= 1.0 - accept
+            rejected *= 1.0 - accept
         exit_probs[node] = left
+        moves_on[node] = 1.0 - rejected
     banned = _child_tokens(tree)  # a rejected draw has no residual mass left
-    return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned, tables.residuals())
+    return VerdictLaw(tree, node_logits, flow.temperature, flow, exit_probs, banned, tables.residuals(), moves_on)
+
+
+def node_acceptance(law: VerdictLaw) -> torch.Tensor:
+    """(N+1,) float64: per node, the probability the rule moves on to one of its children given that it reached
+    the node: the law's own `moves_on` where it states it (the optimal rules: m(v); rrs: from its tries, also at
+    a node it never reaches), else 1 - exit there / reach there (0 where it is never reached)."""
+    if law.moves_on is not None:
+        return law.moves_on
+    tree = law.tree
+    reach = law.exit_probs.clone()
+    for node in range(tree.num_nodes - 1, 0, -1):  # children follow their parents
+        reach[int(tree.parents[node])] += reach[node]
+    return torch.where(reach > 0, 1.0 - law.exit_probs / reach.clamp_min(1e-300), 0.0)
 
 
 def chi_square(observed: np.ndarray, probs: np.ndarray) -> tuple[float, int]:

@@ -6,9 +6,24 @@ accepted with min(1, r(x_i) / q_i(x_i)), else r = normalise(max(r - q_i, 0)).
 q_i is q for i.i.d. draws and q without the earlier draws, renormalised,
 for draws without replacement. A mixed tree's fixed child is a draw from a
 point mass: q_i is 1 on its token, so it is accepted with r(x) and, when
-rejected, leaves r without x (max(r - 1, 0) = 0 there); the drawn siblings
-after it came from q without the fixed token, which is their q_i
-(`DrawRecord.proposal_of_try` states every q_i once). Given that the first
+rejected, leaves r without x (max(r - 1, 0) = 0 there); its drawn siblings
+came from q' = q without the fixed token, which is their q_i
+(`DrawRecord.proposal_of_try` states every q_i once).
+
+Siblings first: at a node with fixed children rrs tries the DRAWN siblings
+first (each against the residual of the full p with its own q_i) and the
+fixed children last. q' never proposes a fixed token, so the fixed token
+keeps its whole mass through the siblings' residual updates, and trying it
+last as a point mass is the same as drawing from the final residual and
+moving to the fixed child when that draw lands on its token. Recursive
+rejection is exact for any order of proposals whose laws it is told, so
+both orders are exact; their acceptance at the node differs: with one fixed
+token a and one drawn sibling, point mass first gives
+p(a) + sum_x min(p(x), (1 - p(a)) q'(x)), siblings first
+p(a) + sum_x min(p(x), q'(x)), the ceiling of that design, never lower
+(Hu et al., ICLR 2025, call it greedy-draft verification). `fixed_last`
+picks the order: True (rrs's) or False (the earlier point-mass-first order,
+kept for comparison by `laws.rrs_fixed_first_law`). Given that the first
 i - 1 draws at v were rejected, r and so the acceptance of draw i are fixed
 numbers: a (nodes x draws) table of acceptance probabilities decides every verdict,
 like the sequential residual rule's, and the residual left after all of
@@ -85,6 +100,13 @@ def _tries(tree: DraftTree) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return table, drawn_q, fixed
 
 
+def _fixed_last(table: torch.Tensor, fixed: torch.Tensor) -> torch.Tensor:
+    """(N+1) x D: per node, the draw indices in try order with the fixed draws moved after the drawn ones (each
+    group keeps its draw order; padding stays last)."""
+    key = torch.where(table < 0, 2, fixed.long())  # drawn 0, fixed 1, padding 2
+    return torch.sort(key, dim=1, stable=True).indices
+
+
 def _normalised(row: torch.Tensor) -> torch.Tensor:
     return row / row.sum().clamp_min(1e-300)
 
@@ -103,16 +125,22 @@ class RrsTables:
     order, -1 padded) and, on demand, their acceptance probabilities and the residuals (float64 on the CPU).
 
     `edge_prob` is the flow's a(v), float64: p of each node's token in its
-    parent's row, which gives every first try's acceptance (divided by q of
-    the draw, or by 1 for a fixed child).
+    parent's row, which gives every first try's acceptance (divided by the
+    first try's proposal of its token: q of the draw over the q mass left
+    without the node's fixed tokens, or 1 for a fixed child). `table` is in
+    TRY order; `draw_of` says which of the node's draws each try is.
     """
 
-    def __init__(self, tree: DraftTree, logits: torch.Tensor, temperature: float, edge_prob: torch.Tensor) -> None:
+    def __init__(self, tree: DraftTree, logits: torch.Tensor, temperature: float, edge_prob: torch.Tensor,
+                 fixed_last: bool = True) -> None:
         require_draws(tree, "rrs")
         self.tree, self.logits, self.temperature = tree, logits.detach(), temperature
-        self.table, drawn_q, fixed = _tries(tree)
+        table, drawn_q, fixed = _tries(tree)
+        fixed_mass = torch.where(fixed, drawn_q, 0.0).sum(1)
+        self.draw_of = _fixed_last(table, fixed) if fixed_last else torch.arange(table.shape[1]).expand_as(table)
+        self.table, drawn_q, self.fixed = (t.gather(1, self.draw_of) for t in (table, drawn_q, fixed))
         first = self.table[:, 0]
-        first_q = torch.where(fixed[:, 0], 1.0, drawn_q[:, 0])
+        first_q = torch.where(self.fixed[:, 0], 1.0, drawn_q[:, 0] / (1.0 - fixed_mass).clamp_min(1e-300))
         ratio = edge_prob.detach().to("cpu", torch.float64)[first.clamp_min(0)] / first_q
         self._accept = torch.full(self.table.shape, float("nan"), dtype=torch.float64)
         self._accept[self.table < 0] = 0.0
@@ -168,8 +196,7 @@ class RrsTables:
         draws, tries = self.tree.draws, int((self.table[node] >= 0).sum())
         if state is None:
             row = self.logits[node].to("cpu", torch.float64)
-            state = self._states[node] = _Residual(probs(row, self.temperature),
-                                                   draws.proposal_of_try(node, 0, self.tree.tokens))
+            state = self._states[node] = _Residual(probs(row, self.temperature), self.proposal_of(node, 0))
         while state.step < step:
             self._record(node, state)
             leftover = (state.r - state.proposal).clamp_min_(0.0)
@@ -178,8 +205,16 @@ class RrsTables:
                 state.r = leftover.div_(mass)
             state.step += 1
             if state.step < tries:
-                state.proposal = draws.proposal_of_try(node, state.step, self.tree.tokens)
+                state.proposal = self.proposal_of(node, state.step)
         return state
+
+    def proposal_of(self, node: int, i: int) -> torch.Tensor:
+        """(V,) float64: the law try i at `node` was drawn from (the proposal its acceptance divides by)."""
+        return self.tree.draws.proposal_of_try(node, int(self.draw_of[node, i]), self.tree.tokens)
+
+    def proposal_prob(self, node: int, i: int) -> float:
+        """That law's probability of the try's own token, from the recorded q alone (1 for a fixed child)."""
+        return self.tree.draws.proposal_prob_of_try(node, int(self.draw_of[node, i]))
 
     def _record(self, node: int, state: _Residual) -> None:
         """min(1, r(x) / q_i(x)) of the try `state` stands at, unless already known (the first try's, from a)."""

@@ -106,12 +106,20 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in (
                   "(tests/verify/test_sampled_exactness.py). On a mixed tree a fixed child's proposal is a "
                   "point mass, yet the foil divides it by q; rrs divides it by 1 and is exact there "
                   "(tests/verify/test_mixed_exactness.py)."),
-    Rule("rrs", "recursive rejection over each node's draws in draw order (a mixed tree's fixed child is a "
-         "point-mass draw); exact over the tree's draws",
+    Rule("rrs", "recursive rejection over each node's draws in draw order, except that a mixed node's drawn "
+         "siblings are tried first (each divided by q without the fixed child) and its fixed child last, as a "
+         "point-mass draw the final residual reaches: that order's node acceptance p(fixed) + sum min(p, q') is "
+         "the mixed design's ceiling and never below the fixed-child-first order's; exact over the tree's draws",
          rules.exits_rrs, rules.child_token_row, rrs_law, standing=always(OVER_DRAWS),
          law_label=lambda t: "rrs's own law on this sampled tree", needs=frozenset({DRAWN}),
          where="divides by the q each child was drawn from",
-         bonus_row=rules.rrs_bonus_row, trail=rrs_trail, bonus_text="the residual left at the exit"),
+         bonus_row=rules.rrs_bonus_row, trail=rrs_trail, bonus_text="the residual left at the exit",
+         trail_note="rrs tries each node's draws in turn, each accepted with min(1, r(x) / proposal(x)): r is the "
+                    "residual of the target row left by the earlier tries, proposal(x) the probability the law "
+                    "the try was drawn from gave its token (q; q without the fixed child on a mixed node, and "
+                    "without the earlier draws when drawn without replacement; 1 for a fixed child). A mixed "
+                    "node's drawn siblings come first; its fixed child is tried last, with the whole residual "
+                    "left on its token."),
     Rule("block", "block verification of a sampled chain (Sun et al.); exact over the chain's draws",
          rules.exits_block, rules.child_token_row, block_law, standing=always(OVER_DRAWS),
          law_label=lambda t: "block's own law on this sampled tree", needs=frozenset({DRAWN_CHAIN}),

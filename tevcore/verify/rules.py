@@ -12,10 +12,11 @@ the app's comparison its n = 1e5 case. All rules read the round's flow
 - naive_ratio (NOT exact, a foil): c accepted with min(1, a(c) / q(c)).
 - greedy: follow the argmax child of each row (the T = 0 target).
 - chain: predraw on the top-1 chain only; its bonus masks only the chain child.
-- rrs (drawn trees only): recursive rejection over each node's draws in draw order, exact over the tree's
-  draws (sampled and mixed trees); a mixed tree's fixed child is a draw from a point mass (accepted with the
-  residual's probability of its token, removed from the residual when rejected); its bonus is the residual left
-  at the exit (`ratio_tables.py`).
+- rrs (drawn trees only): recursive rejection over each node's draws, exact over the tree's draws (sampled
+  and mixed trees); a mixed node's drawn siblings are tried first (against the full p, each divided by its
+  own proposal, q without the fixed child), its fixed child last as a draw from a point mass (accepted with
+  the final residual's probability of its token, the only way that token is emitted); its bonus is the
+  residual left at the exit (`ratio_tables.py`).
 - block (drawn chains only): block verification; its bonus is the block residual at the exit.
 
 What each rule may run on, its law, standing, trail and name are its entry in

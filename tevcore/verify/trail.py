@@ -2,9 +2,11 @@
 
 rrs (`rrs_trail`): every try, its odds, its outcome.
 
-rrs walks from the root: at node v it tries v's draws in draw order (a mixed
-tree's fixed child first), try i accepted with the table's probability
-(`ratio_tables.RrsTables`), and moves
+rrs walks from the root: at node v it tries v's draws in try order (draw
+order, except that a mixed node's drawn siblings come before its fixed
+child), try i accepted with the table's probability, which divides the
+residual's mass on its token by the probability its own proposal gave it
+(`ratio_tables.RrsTables`; each step keeps that proposal), and moves
 to the first accepted try's child; an exit is a node all of whose tries were
 rejected (or that drew nothing), and the bonus comes from the residual there.
 
@@ -35,8 +37,10 @@ from tevcore.verify.scored import ScoredRound
 
 @dataclass(frozen=True)
 class TrailStep:
-    """One try of rrs: at `node`, its `draw`-th draw (0-based), which landed on `child`, whose token has the
-    drafter's probability `q`; `fixed` marks a mixed tree's fixed child (a point-mass proposal)."""
+    """One try of rrs: at `node`, its `draw`-th draw (0-based, in draw order), which landed on `child`, whose token
+    has the drafter's probability `q` in the node's full row; `fixed` marks a mixed tree's fixed child (a point-mass
+    proposal, `proposal` 1); a drawn sibling's `proposal` is q over the mass left without the fixed tokens (and,
+    without replacement, the earlier draws)."""
 
     node: int
     draw: int
@@ -45,6 +49,7 @@ class TrailStep:
     accept_prob: float  # the table's acceptance probability of this try, given the earlier tries were rejected
     accepted: bool
     fixed: bool = False
+    proposal: float = 0.0  # the probability the law this try was drawn from gave its token (what rrs divided by)
 
 
 @dataclass(frozen=True)
@@ -72,24 +77,24 @@ def rrs_trail(round_: ScoredRound, path: list[int], bonus_token: int) -> RrsTrai
     if not path or path[0] != 0:
         raise ValueError("an rrs path starts at the root (node 0)")
     tables = round_.rrs
-    table, accept = tables.table.tolist(), tables.accept.tolist()
+    table, accept, draw_of = tables.table.tolist(), tables.accept.tolist(), tables.draw_of.tolist()
     draws = tree.draws
     steps: list[TrailStep] = []
     for position, node in enumerate(path):
         following = path[position + 1] if position + 1 < len(path) else None
-        tried, q = draws.at(node) if draws is not None else ([], [])
+        _, q = draws.at(node) if draws is not None else ([], [])
         fixed = draws.fixed_at(node) if draws is not None else []
+        tried = [child for child in table[node] if child >= 0]
         if following is not None and following not in tried:
             raise ValueError(f"node {following} was not drawn at node {node}: not an rrs path of this tree")
         for i, child in enumerate(tried):
             won = child == following
-            odds = float(accept[node][i])
-            if table[node][i] != child:
-                raise ValueError(f"the rrs table of node {node} does not follow its draw order")
+            odds, draw = float(accept[node][i]), int(draw_of[node][i])
             if (won and odds <= 0.0) or (not won and odds >= 1.0):
-                raise ValueError(f"rrs cannot {'accept' if won else 'reject'} draw {i} at node {node} "
+                raise ValueError(f"rrs cannot {'accept' if won else 'reject'} draw {draw} at node {node} "
                                  f"(acceptance probability {odds:g}): not an rrs verdict of this round")
-            steps.append(TrailStep(node, i, int(child), float(q[i]), odds, won, bool(fixed[i])))
+            steps.append(TrailStep(node, draw, int(child), float(q[draw]), odds, won, bool(fixed[draw]),
+                                   tables.proposal_prob(node, i)))
             if won:
                 break
     return RrsTrail(tuple(steps), int(path[-1]), int(bonus_token))
