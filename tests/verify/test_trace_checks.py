@@ -60,6 +60,23 @@ def test_an_untouched_sampled_or_mixed_trace_reads_back_whole(tmp_path, builder)
     assert read.tree.draws.mixed == builder.startswith("mixed")
 
 
+@pytest.mark.parametrize("builder, temperature", [("policy@sharp0.01:3,2", 0.8), ("policy:3,2", 0.8),
+                                                   ("policy:3,2", 0.0), ("mixed@qt0.7:3,2", 0.8)])
+def test_a_policy_or_own_proposal_temperature_trace_reads_back_whole(tmp_path, builder, temperature):
+    """A policy's sharp node keeps its top children all fixed, and at T = 0 it builds the best-first tree with
+    every child fixed: both are its builder's shape, so its traces read back."""
+    record = _sampled_record(builder, temperature=temperature)
+    read = read_trace(_written(tmp_path, record)).rounds[0]
+    assert torch.equal(read.tree.draws.fixed, record.tree.draws.fixed)
+    assert read.builder == builder
+
+
+def test_a_policy_round_at_t0_with_a_drawn_child_is_refused(tmp_path):
+    record = _sampled_record("policy:3,2", temperature=0.0)
+    with pytest.raises(ValueError, match="at T = 0 builds the best-first tree, every child fixed"):
+        read_trace(_written(tmp_path, record, _fixed_flags(lambda i, parent, parents: i < len(parents) - 1)))
+
+
 def _drop_draws(data):
     data["tree"]["draws"] = None
 

@@ -120,12 +120,14 @@ def check_order(previous_index: int | None, index: int) -> None:
         raise ValueError(f"round index {index} {kind} round {previous_index}: rounds must be in increasing order")
 
 
-def check_builder_shape(builder: Any, budget: int, tree: DraftTree) -> None:
+def check_builder_shape(builder: Any, budget: int, tree: DraftTree, temperature: float | None = None) -> None:
     """The tree is one its builder could have made. A drawn family's tree carries its draw record (the engine
     writes one, empty when nothing was drawn, in every round that drafted: budget > 0), in the family's draw mode,
     with at most its depth's count of draws at each node and none below its last depth; a mixed family's drawing
-    node has exactly one fixed child, drawn first; a plain sampled tree fixes none; a fixed family's tree records
-    no draws. A builder name the parser does not know is left unchecked (its shape is unknown)."""
+    node has exactly one fixed child, drawn first (a policy's node that, or all its children fixed); a plain
+    sampled tree fixes none; a fixed family's tree records
+    no draws. A policy at T = 0 builds the best-first tree, every child fixed, whatever its counts. A builder
+    name the parser does not know is left unchecked (its shape is unknown)."""
     if not isinstance(builder, str):
         raise ValueError(f"builder must be a builder name, got {builder!r}")
     try:
@@ -145,12 +147,19 @@ def check_builder_shape(builder: Any, budget: int, tree: DraftTree) -> None:
     if draws.mode != mode:
         raise ValueError(f"builder {builder} draws {mode}, but this round's draws are {draws.mode}")
     counts = spec.counts
+    if spec.family.kind == "policy" and temperature == 0:
+        if not bool(draws.fixed.all()):
+            raise ValueError(f"builder {builder} at T = 0 builds the best-first tree, every child fixed, but this "
+                             f"round's tree has {int((~draws.fixed).sum())} drawn")
+        return
     for node in torch.unique(draws.parents).tolist():
         depth, flags = int(tree.depths[node]), draws.fixed[draws.parents == node]
         if depth >= len(counts) or flags.numel() > counts[depth]:
             allowed = counts[depth] if depth < len(counts) else 0
             raise ValueError(f"node {node} (depth {depth}) drew {flags.numel()} children; builder {builder} draws at "
                              f"most {allowed} there")
+        if spec.family.kind == "policy" and bool(flags.all()):
+            continue  # a sharp node of a policy keeps its top children, all fixed
         if spec.family.fixes_top1 and (not bool(flags[0]) or bool(flags[1:].any())):
             raise ValueError(f"builder {builder} fixes exactly one child per node, its first; node {node} has "
                              f"{int(flags.sum())} fixed of {flags.numel()} (flags {flags.tolist()})")

@@ -109,7 +109,7 @@ class RoundRecord:
         check_timings(timings, STAGES)
         data["timings"] = StageTimings(**timings)
         check_counts(data)
-        check_builder_shape(data.get("builder"), data["budget"], tree)
+        check_builder_shape(data.get("builder"), data["budget"], tree, data.get("temperature"))
         check_flow(tree, flow)
         check_texts(tree, flow, data.get("token_texts"), data.get("missing_texts"))
         check_verdict(tree, data)
