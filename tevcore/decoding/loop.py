@@ -20,9 +20,9 @@ from tevcore.proposer_protocol import Proposer
 from tevcore.engine.flow import draft_path_probs, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.engine.records import RoundRecord
-from tevcore.engine.sampling import make_generator
+from tevcore.engine.sampling import make_generator, warp_logits
 from tevcore.decoding.skip_gate import SkipGate
-from tevcore.target.walker import walk
+from tevcore.target.walker import score_root, walk
 from tevcore.target.session import TargetSession
 from tevcore.timing import StageTimer, seconds_of
 from tevcore.engine.tree import DraftTree
@@ -98,7 +98,12 @@ def build_tree(builder: BuilderSpec, root: int, proposal: torch.Tensor | DraftRo
 
 def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
            config: DecodeConfig) -> Iterator[RoundRecord]:
-    """Speculative decoding, one yielded `RoundRecord` per draft-verify-commit round."""
+    """Speculative decoding, one yielded `RoundRecord` per draft-verify-commit round.
+
+    At T > 0 with `config.top_k` / `config.top_p` the scored rows are warped
+    (`sampling.warp_logits`) before the flow and the verdict read them, so the
+    round verifies against the warped target law and records its flow.
+    """
     if config.budget > 0 and proposer is None:
         raise ValueError("a budget > 0 needs a proposer")
     depth = proposer.depth if (proposer is not None and config.budget > 0) else 0
@@ -136,7 +141,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
                 gate.observe(evidence, kept > 0)
                 tree, draft_probs = tree.first(kept), draft_probs[:kept]
         with timer.stage("tree_forward"):
-            logits = session.score_tree(tree).logits
+            logits = warp_logits(session.score_tree(tree).logits, config.temperature, config.top_k, config.top_p)
         with timer.stage("flow"):
             flow = target_flow(tree, logits, config.temperature, config.missing_k if full else 0)
             if trimming:
@@ -191,8 +196,11 @@ def generate_ar(target: Target, prompt: str | list[int], config: DecodeConfig) -
     """Autoregressive baseline: one target forward and one draw per token (`walk`)."""
     def decode() -> list[int]:
         session, stops = _start(target, prompt, config, 0, ())
+        def warped_root(session: TargetSession) -> torch.Tensor:
+            return warp_logits(score_root(session), config.temperature, config.top_k, config.top_p)
+
         return walk(session, config.max_new_tokens, config.temperature, make_generator(config.seed, session.device),
-                    stops)
+                    stops, measure=warped_root)
 
     tokens, seconds = seconds_of(decode, target.device)
     return Generation(tokens=tokens, text=_decode_text(target, tokens), seconds=seconds)
