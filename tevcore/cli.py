@@ -23,6 +23,8 @@ COMMANDS = {
     "train": ("tevcore.train.train_cli", "train a drafter (distillation or ExitTrain)"),
     "eval-drafter": ("tevcore.train.eval_cli", "E = 1 + C and block length per budget for a drafter"),
     "compare": ("tevcore.train.compare", "ExitTrain variants vs distillation from one start, paired evaluation"),
+    "conformance": ("tevcore.verify.conformance_cli", "run the conformance suite on a tree verifier with the reference "
+                    "signature (MODULE:FUNCTION): pass or fail per case"),
 }
 
 

@@ -46,15 +46,15 @@ def refuse(what: str) -> ValueError:
 def read_settings(input_ids: torch.Tensor, logits_processor, stopping_criteria, generation_config,
                   attention_mask: torch.Tensor | None = None) -> SamplingSettings:
     """`generate`'s prepared state as a `SamplingSettings`, or a ValueError naming the first thing it cannot honour."""
+    for name, limit in (("num_beams", 1), ("num_return_sequences", 1)):
+        value = getattr(generation_config, name, None)
+        if value is not None and value > limit:
+            raise refuse(f"{name}={value}: it decodes one sequence by tree speculation")
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise refuse(f"a batch of {input_ids.shape[0]} sequences: it decodes one sequence per call (call generate "
                      "once per prompt)")
     if attention_mask is not None and not bool(attention_mask.bool().all()):
         raise refuse("a padded attention_mask: give the prompt without padding")
-    for name, limit in (("num_beams", 1), ("num_return_sequences", 1)):
-        value = getattr(generation_config, name, None)
-        if value is not None and value > limit:
-            raise refuse(f"{name}={value}: it decodes one sequence by tree speculation")
     if generation_config.return_dict_in_generate:
         for name in PER_TOKEN_OUTPUTS:
             if getattr(generation_config, name, False):

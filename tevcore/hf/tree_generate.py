@@ -37,6 +37,8 @@ from tevcore.hf.settings import global_seed, read_settings
 from tevcore.proposer_protocol import Proposer
 from tevcore.proposers.registry import resolve_proposer
 from tevcore.target.loading import Target, loaded_target
+from tevcore.verify.laws import FOIL, T0_ONLY
+from tevcore.verify.registry import standing, standing_text
 
 DEFAULT_PROPOSER = "lookup"  # the context lookup: needs no drafter, so it fits any causal LM
 
@@ -90,6 +92,9 @@ def tree_generate(model, input_ids: torch.Tensor, logits_processor=None, stoppin
                           seed=seed if seed is not None else (global_seed() if settings.temperature else 0),
                           stop_tokens=settings.stop_tokens, chat=False, record="lean", trim=trim if costs is not None else "off",
                           tree_costs=costs, **options)
+    if standing(config.verifier, config.temperature) in (FOIL, T0_ONLY):
+        raise ValueError(f"verifier {config.verifier} would not decode this target through generate: "
+                         f"{standing_text(config.verifier, config.temperature)}")
     prompt = input_ids[0].tolist()
     if streamer is not None:
         streamer.put(input_ids.cpu())
