@@ -54,16 +54,21 @@ class SpecDecodeCounts:
 
 def spec_decode_counts(records: Iterable[RoundRecord]) -> SpecDecodeCounts:
     """The counts of every round that drafted (a round that skipped its drafter scored no draft token)."""
+    return counts_of_drafts((record.tree.size, max(len(record.path) - 1, 0)) for record in records)
+
+
+def counts_of_drafts(rounds: Iterable[tuple[int, int]]) -> SpecDecodeCounts:
+    """The counts of rounds given as (draft tokens scored, draft tokens accepted): what a command that keeps no
+    records (gathered across ranks) passes; a round of 0 draft tokens is no draft."""
     drafts = draft_tokens = accepted = 0
     per_pos: list[int] = []
-    for record in records:
-        if record.tree.size == 0:
+    for size, depth in rounds:
+        if size == 0:
             continue
         drafts += 1
-        draft_tokens += record.tree.size
-        depth = max(len(record.path) - 1, 0)
+        draft_tokens += size
         accepted += depth
-        per_pos += [0] * (record.tree.max_depth - len(per_pos))
+        per_pos += [0] * (depth - len(per_pos))
         for position in range(depth):
             per_pos[position] += 1
     return SpecDecodeCounts(drafts, draft_tokens, accepted, per_pos)
