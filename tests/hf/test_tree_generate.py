@@ -162,3 +162,25 @@ def test_the_warped_law_test_catches_unwarped_sampling(hf_model):
     model, ids = hf_model("llama"), _prompt_ids()
     counts = _first_token_counts(model, ids, 200, temperature=1.0, budget=4)
     assert chi_square_pvalue(*chi_square(counts, _warped_first_token_law(model, ids))) < 1e-6
+
+
+def test_a_filled_cache_is_refused_rather_than_ignored(hf_model):
+    from transformers import DynamicCache
+
+    model, ids = hf_model("llama"), _prompt_ids()
+    cache = DynamicCache(config=model.config)
+    with torch.inference_mode():
+        model(input_ids=ids[:, :-1], cache=cache, use_cache=True)
+    with pytest.raises(ValueError, match="a cache that already holds a context"):
+        model.generate(ids, max_new_tokens=4, custom_generate=tree_generate, cache=cache)
+
+
+def test_the_callers_model_is_left_as_it_was(hf_model):
+    """The door wraps the caller's model as it is: no packed linears, no other attention, no new weights."""
+    model = hf_model("mistral")
+    before = (model.config._attn_implementation, model.training, {n: p.data_ptr() for n, p in model.named_parameters()},
+              sorted({type(m).__name__ for m in model.modules()}))
+    model.generate(_prompt_ids(), max_new_tokens=6, do_sample=True, top_k=20, custom_generate=tree_generate)
+    after = (model.config._attn_implementation, model.training, {n: p.data_ptr() for n, p in model.named_parameters()},
+             sorted({type(m).__name__ for m in model.modules()}))
+    assert after == before

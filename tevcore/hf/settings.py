@@ -44,8 +44,11 @@ def refuse(what: str) -> ValueError:
 
 
 def read_settings(input_ids: torch.Tensor, logits_processor, stopping_criteria, generation_config,
-                  attention_mask: torch.Tensor | None = None) -> SamplingSettings:
-    """`generate`'s prepared state as a `SamplingSettings`, or a ValueError naming the first thing it cannot honour."""
+                  attention_mask: torch.Tensor | None = None, cache=None) -> SamplingSettings:
+    """`generate`'s prepared state as a `SamplingSettings`, or a ValueError naming the first thing it cannot honour.
+
+    `cache` is the one `generate` prepared or the caller passed: tree decoding prefills its own, so a cache that
+    already holds a context (a continued generation) is refused rather than ignored."""
     for name, limit in (("num_beams", 1), ("num_return_sequences", 1)):
         value = getattr(generation_config, name, None)
         if value is not None and value > limit:
@@ -53,6 +56,10 @@ def read_settings(input_ids: torch.Tensor, logits_processor, stopping_criteria, 
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise refuse(f"a batch of {input_ids.shape[0]} sequences: it decodes one sequence per call (call generate "
                      "once per prompt)")
+    if input_ids.shape[1] == 0:
+        raise refuse("a prompt given as inputs_embeds: give input_ids")
+    if cache is not None and hasattr(cache, "get_seq_length") and cache.get_seq_length() > 0:
+        raise refuse("a cache that already holds a context: tree decoding prefills the prompt itself")
     if attention_mask is not None and not bool(attention_mask.bool().all()):
         raise refuse("a padded attention_mask: give the prompt without padding")
     if generation_config.return_dict_in_generate:

@@ -48,7 +48,7 @@ class TreeGenerateOutput(GenerateDecoderOnlyOutput):
     """`generate`'s decoder-only output plus what tree decoding measured, round by round.
 
     `rounds`: each round's `RoundRecord` (tree, target flow, verdict);
-    `expected_lengths`: each round's 1 + C (E[L] of the optimal exact rules);
+    `expected_lengths`: each round's 1 + C (the E[L] of the optimal exact rules, which reach it);
     `emitted`: the tokens each round emitted (L, the realised block length);
     `spec_decode`: vLLM-named counts (`SpecDecodeCounts`).
     """
@@ -80,7 +80,7 @@ def tree_generate(model, input_ids: torch.Tensor, logits_processor=None, stoppin
     """
     streamer = tree_streamer if tree_streamer is not None else streamer
     settings = read_settings(input_ids, logits_processor, stopping_criteria, generation_config,
-                             model_kwargs.get("attention_mask"))
+                             model_kwargs.get("attention_mask"), model_kwargs.get("cache"))
     target = loaded_target(model, name=getattr(model, "name_or_path", None) or None)
     drafter = _proposer(proposer, target)
     options = {name: value for name, value in (("builder", builder), ("budget", budget), ("verifier", verifier))
