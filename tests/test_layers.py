@@ -14,7 +14,7 @@ The floors, lowest first (a unit is a subpackage or a top-level module):
 | 2 | `verify`, `target` | the exact verifiers; the target and its session (apart: neither imports the other) |
 | 3 | `config`, `flags`, `proposer_protocol` | the decode config, the target flags, the `Proposer` interface |
 | 4 | `proposers`, `decoding` | the drafters; the one decoding loop (apart: they meet only in `proposer_protocol`) |
-| 5 | `lab` | benchmarks, prompt sets, the simulator |
+| 5 | `lab`, `hf` | benchmarks, prompt sets, the simulator; the `model.generate(custom_generate=...)` door (apart: neither imports the other) |
 | 6 | `train` | distillation data, training, drafter evaluation (reads the prompt sets of `lab`) |
 | 7 | `cli`, `__main__`, `room` | the command line, which reaches every command module by name; the services of a hosted room (caps, queue, spaces, jobs) the app calls (apart: neither imports the other) |
 | 8 | `studio` | the pages' services: typed requests and results, the room's queue taken inside (the lessons) |
@@ -36,13 +36,13 @@ FLOORS = {
     "verify": 2, "target": 2,
     "config": 3, "flags": 3, "proposer_protocol": 3,
     "proposers": 4, "decoding": 4,
-    "lab": 5,
+    "lab": 5, "hf": 5,
     "train": 6,
     "cli": 7, "__main__": 7, "room": 7,
     "studio": 8,
 }
 # units that share a floor but must not import each other
-APART = [{"verify", "target"}, {"proposers", "decoding"}, {"cli", "room"}]
+APART = [{"verify", "target"}, {"proposers", "decoding"}, {"lab", "hf"}, {"cli", "room"}]
 
 
 def module_name(path: Path) -> str:

@@ -25,6 +25,8 @@ COMMANDS = {
     "compare-designs": ("tevcore.train.designs_cli", "tree designs (builder + rule) at the same contexts of one "
                         "decode: each one's E[L] and paired difference"),
     "compare": ("tevcore.train.compare", "ExitTrain variants vs distillation from one start, paired evaluation"),
+    "conformance": ("tevcore.verify.conformance_cli", "run the conformance suite on a tree verifier with the reference "
+                    "signature (MODULE:FUNCTION): pass or fail per case"),
 }
 
 

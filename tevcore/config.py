@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from tevcore.engine.builder_specs import BuilderSpec, builder_help, parse_builder
 from tevcore.engine.flow import DEFAULT_MISSING_K
 from tevcore.engine.records import RECORD_LEVELS
-from tevcore.engine.sampling import MAX_SEED, check_temperature
+from tevcore.engine.sampling import MAX_SEED, check_temperature, check_warpers
 from tevcore.verify.registry import check_pairing, verifier_help
 
 DEFAULT_BUDGET = 8
@@ -41,6 +41,12 @@ class DecodeConfig:
 
     max_new_tokens: int = field(default=128, metadata={"help": "tokens to generate at most", "min": 1})
     temperature: float = field(default=0.0, metadata={"help": "0 = greedy; > 0 samples from p^(1/T)", "min": 0.0})
+    top_k: int | None = field(default=None, metadata={
+        "help": "at T > 0, verify against the target cut to its k most likely tokens (transformers' top_k; "
+                "None or 0 = off)"})
+    top_p: float | None = field(default=None, metadata={
+        "help": "at T > 0, verify against the target cut to its top-p nucleus after top_k (transformers' top_p; "
+                "None or 1 = off)"})
     budget: int = field(default=DEFAULT_BUDGET, metadata={"help": "draft-tree node budget (0 = no draft)", "min": 0})
     builder: BuilderSpec | str = field(default="best_first", metadata={"help": builder_help()})  # a name is parsed
     verifier: str = field(default="tev", metadata={"help": verifier_help()})
@@ -66,6 +72,9 @@ class DecodeConfig:
         if self.seed > MAX_SEED:
             raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed}")
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
+        top_k, top_p = check_warpers(self.top_k, self.top_p)
+        object.__setattr__(self, "top_k", top_k)
+        object.__setattr__(self, "top_p", top_p)
         if not isinstance(self.builder, BuilderSpec):  # a name typed at the edge: parsed here, once
             object.__setattr__(self, "builder", parse_builder(self.builder, self.budget if self.budget > 0 else None))
         check_pairing(self.verifier, self.builder)

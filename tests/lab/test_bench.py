@@ -35,6 +35,9 @@ def test_at_temperature_zero_emitted_equals_one_plus_coverage(rows):
         assert row["length_gap"] == pytest.approx(0.0, abs=1e-9) and row["length_gap_se"] == pytest.approx(0.0, abs=1e-9)
         assert row["rounds"] >= 2  # at least a round per prompt
         assert sum(row["stage_shares"].values()) == pytest.approx(1.0) and 0 <= row["stage_shares"]["other"] < 1
+        counts = row["spec_decode"]  # vLLM's counts of the same rounds; every round drafted a tree of 4
+        assert counts["num_drafts"] == row["rounds"] and counts["num_draft_tokens"] == 4 * row["rounds"]
+        assert counts["mean_acceptance_length"] == pytest.approx(row["mean_emitted"], abs=1e-9)
 
 
 def test_the_length_gap_is_the_mean_per_round_difference_with_its_standard_error():

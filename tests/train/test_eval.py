@@ -24,6 +24,9 @@ def test_evaluate_reports_one_cell_per_budget(tiny_target):
         assert cell.prompts == 2 and cell.rounds >= 2
         assert 1.0 <= cell.expected_length <= 1 + 4 and 1.0 <= cell.mean_emitted <= 1 + 4
         assert 0.0 <= cell.expected_length_se < 4  # two prompts: a finite spread of E between them
+        counts = cell.spec_decode  # the engines' counts of the same rounds: L - 1 accepted per draft on average
+        assert counts["num_drafts"] == cell.rounds
+        assert counts["mean_acceptance_length"] == pytest.approx(cell.mean_emitted, abs=1e-9)
     assert "E=1+C" in format_table(cells) and f"({cells[0].expected_length_se:.3f})" in format_table(cells)
 
 

@@ -13,11 +13,8 @@
 
 from __future__ import annotations
 
-import itertools
-import zlib
 from collections import defaultdict
 from functools import lru_cache
-from typing import Callable, Iterable
 
 import numpy as np
 import pytest
@@ -35,6 +32,7 @@ from tevcore.target.session import TargetSession
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.laws import VerdictLaw, bonus_pvalue, chi_square, chi_square_pvalue, exit_law, exit_pvalue
 from tevcore.verify.registry import rule_law
+from tevcore.verify.synthetic import compose_rounds, draft_rows, seeded_logits, strings_law
 from tevcore.verify.verifiers import EXACT_VERIFIERS, VERIFIERS, chain_subtree
 
 SAMPLED_EXACT = ("tev", "predraw", "residual", "chain")  # exact at every T; greedy is exact at T = 0
@@ -56,25 +54,15 @@ BUILDERS = {
 Law = dict[tuple[int, int], float]  # (exit node, bonus token) -> probability
 
 
-def _generator(*key: object) -> torch.Generator:
-    """A generator seeded by a hash of `key`: fixed pseudo-random numbers per prefix, tree or case."""
-    return torch.Generator().manual_seed(zlib.crc32(repr(key).encode()))
-
-
 def _seeded_logits(*key: object, vocab: int = VOCAB) -> torch.Tensor:
     """A fixed pseudo-random logit row per key (prefix, or prefix and depth): the synthetic models."""
-    generator = _generator(*key) if vocab == VOCAB else _generator(*key, vocab)
-    return 2.0 * torch.randn(vocab, generator=generator, dtype=torch.float64)
+    return seeded_logits(*key, vocab=vocab, keyed_by_vocab=vocab != VOCAB)
 
 
 def _draft_rows(context: tuple[int, ...], depth: int = 3, vocab: int = VOCAB) -> torch.Tensor:
     """The synthetic block drafter: the target's rows along its greedy path, plus seeded noise."""
-    rows, path = [], context
-    for d in range(depth):
-        target_row = _seeded_logits("target", path, vocab=vocab)
-        rows.append(torch.log_softmax(target_row + _seeded_logits("draft", context, d, vocab=vocab), -1))
-        path = path + (int(target_row.argmax()),)
-    return torch.stack(rows)
+    return draft_rows(lambda path: _seeded_logits("target", path, vocab=vocab),
+                      lambda start, d: _seeded_logits("draft", start, d, vocab=vocab), context, depth)
 
 
 def _synthetic_tree(builder: str, context: tuple[int, ...]) -> tuple[DraftTree, torch.Tensor]:
@@ -199,36 +187,11 @@ def first_tokens_law(verifier: str, builder: str, temperature: float) -> dict[tu
     return compose_rounds(block_law, START, HORIZON)
 
 
-BlockLaw = Callable[[tuple[int, ...]], Iterable[tuple[tuple[int, ...], float]]]
-
-
-def compose_rounds(block_law: BlockLaw, start: tuple[int, ...], horizon: int) -> dict[tuple[int, ...], float]:
-    """Law of the first `horizon` emitted tokens: each round's law of what it emits, composed from `start`."""
-
-    def compose(context: tuple[int, ...], needed: int) -> dict[tuple[int, ...], float]:
-        out: dict[tuple[int, ...], float] = defaultdict(float)
-        for block, prob in block_law(context):
-            if len(block) >= needed:
-                out[block[:needed]] += prob
-            else:
-                for rest, rest_prob in compose(context + block, needed - len(block)).items():
-                    out[block + rest] += prob * rest_prob
-        return out
-
-    return dict(compose(start, horizon))
-
-
 def target_tokens_law(temperature: float, vocab: int = VOCAB, start: tuple[int, ...] = START,
                       horizon: int = HORIZON) -> dict[tuple[int, ...], float]:
     """The product of target conditionals over every `horizon`-token string."""
-    law = {}
-    for string in itertools.product(range(vocab), repeat=horizon):
-        prob = 1.0
-        for i, token in enumerate(string):
-            prob *= float(log_probs(_seeded_logits("target", start + string[:i], vocab=vocab),
-                                    temperature).exp()[token])
-        law[string] = prob
-    return law
+    return strings_law(lambda context: _seeded_logits("target", context, vocab=vocab), vocab, start, horizon,
+                       temperature)
 
 
 def _distance(law: dict, reference: dict) -> tuple[float, float]:

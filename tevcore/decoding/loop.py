@@ -21,9 +21,9 @@ from tevcore.engine.flow import draft_path_probs, target_flow
 from tevcore.target.loading import Target, encode_prompt
 from tevcore.target.token_text import run_text, token_texts
 from tevcore.engine.records import RoundRecord
-from tevcore.engine.sampling import make_generator
+from tevcore.engine.sampling import make_generator, warp_logits
 from tevcore.decoding.skip_gate import SkipGate
-from tevcore.target.walker import walk
+from tevcore.target.walker import score_root, walk
 from tevcore.target.session import TargetSession
 from tevcore.timing import StageTimer, seconds_of
 from tevcore.engine.tree import DraftTree
@@ -102,6 +102,9 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
     `observe(record, node_logits)`, where given, sees each round with the
     target's logits at its tree's nodes (which the record does not keep)
     before it is yielded: a measurement that needs the target's rows.
+    At T > 0 with `config.top_k` / `config.top_p` the scored rows are warped
+    (`sampling.warp_logits`) before the flow and the verdict read them, so the
+    round verifies against the warped target law and records its flow.
     """
     if config.budget > 0 and proposer is None:
         raise ValueError("a budget > 0 needs a proposer")
@@ -140,7 +143,7 @@ def rounds(target: Target, proposer: Proposer | None, prompt: str | list[int],
                 gate.observe(evidence, kept > 0)
                 tree, draft_probs = tree.first(kept), draft_probs[:kept]
         with timer.stage("tree_forward"):
-            logits = session.score_tree(tree).logits
+            logits = warp_logits(session.score_tree(tree).logits, config.temperature, config.top_k, config.top_p)
         with timer.stage("flow"):
             flow = target_flow(tree, logits, config.temperature, config.missing_k if full else 0)
             if trimming:
@@ -198,8 +201,11 @@ def generate_ar(target: Target, prompt: str | list[int], config: DecodeConfig) -
     """Autoregressive baseline: one target forward and one draw per token (`walk`)."""
     def decode() -> list[int]:
         session, stops = _start(target, prompt, config, 0, ())
+        def warped_root(session: TargetSession) -> torch.Tensor:
+            return warp_logits(score_root(session), config.temperature, config.top_k, config.top_p)
+
         return walk(session, config.max_new_tokens, config.temperature, make_generator(config.seed, session.device),
-                    stops)
+                    stops, measure=warped_root)
 
     tokens, seconds = seconds_of(decode, target.device)
     return Generation(tokens=tokens, text=_decode_text(target, tokens), seconds=seconds)

@@ -1,7 +1,10 @@
-"""The one place for temperature rules and seeded random draws.
+"""The one place for temperature rules, the top-k / top-p warpers and seeded random draws.
 
 Every verifier, the decoding loop and the autoregressive baseline go through
 these functions, so T = 0 means argmax everywhere and a seed reproduces a run.
+The warpers (`warp_logits`) are transformers' own logits processors, run in
+the order `generate` runs them, so a warped target law here is the law
+`model.generate(do_sample=True, top_k=..., top_p=...)` samples from.
 """
 
 from __future__ import annotations
@@ -28,6 +31,50 @@ def check_temperature(temperature: float) -> float:
     if value < 0:
         raise ValueError(f"temperature must be >= 0, got {value}")
     return value
+
+
+def check_warpers(top_k: int | None, top_p: float | None) -> tuple[int | None, float | None]:
+    """top_k (None or 0: off; else an integer >= 1) and top_p (None or 1: off; else in (0, 1)), as `generate`
+    reads them, with the ones that change nothing turned into None; a ValueError names a bad value."""
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
+        raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {top_k!r}")
+    if top_p is not None:
+        try:
+            value = float(top_p)
+        except (TypeError, ValueError):
+            raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}") from None
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"top_p must be a number in (0, 1] (1 = off), got {top_p!r}")
+        top_p = value
+    return (top_k or None), (None if top_p is None or top_p >= 1.0 else top_p)
+
+
+def warp_logits(logits: torch.Tensor, temperature: float, top_k: int | None = None,
+                top_p: float | None = None) -> torch.Tensor:
+    """`logits` (rows along the last axis) with every token the warpers drop set to -inf.
+
+    The kept set of each row is what transformers' `TemperatureLogitsWarper`,
+    `TopKLogitsWarper` and `TopPLogitsWarper` keep, in that order (top-p
+    reads the tempered, top-k-cut row), so softmax(warped / T) is the law
+    `generate` samples from, and every rule, flow and bonus that reads the
+    warped rows verifies against it. At T = 0 (greedy: `generate` applies no
+    warper) and with no warper the rows come back as they are.
+    """
+    top_k, top_p = check_warpers(top_k, top_p)
+    if is_greedy(temperature) or (top_k is None and top_p is None):
+        return logits
+    from transformers.generation.logits_process import (TemperatureLogitsWarper, TopKLogitsWarper,
+                                                        TopPLogitsWarper)
+
+    scores = logits if logits.dtype == torch.float64 else logits.float()
+    rows = scores.reshape(-1, scores.shape[-1])
+    warpers = [TemperatureLogitsWarper(float(temperature))]
+    warpers += [TopKLogitsWarper(top_k)] if top_k is not None else []
+    warpers += [TopPLogitsWarper(top_p)] if top_p is not None else []
+    for warper in warpers:
+        rows = warper(None, rows)
+    dropped = (rows == -math.inf).reshape(logits.shape)
+    return logits.masked_fill(dropped.to(logits.device), -math.inf)
 
 
 def is_greedy(temperature: float) -> bool:

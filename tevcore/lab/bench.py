@@ -43,6 +43,7 @@ from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, 
 from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
+from tevcore.engine.spec_counts import counts_of_drafts
 from tevcore.engine.sampling import seeded_torch_rng
 from tevcore.results import ResultRecord, RunMeta, write_result
 from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
@@ -72,12 +73,13 @@ class MethodStats:
     scored_nodes: int = 0  # drafted nodes the target scored, over all rounds
     rounds: list = field(default_factory=list)  # the lean round records, for the sibling diagnostics
     ceilings: list = field(default_factory=list)  # per node of every round: its design's ceiling (`--ceilings`)
+    drafts: list[tuple[int, int]] = field(default_factory=list)  # (draft tokens, accepted) per round, for the counts
 
     def empty(self) -> MethodStats:
         """The same method with no measurements: one prompt's are taken into it, then `absorb`ed in order."""
         return replace(self, tokens_per_s=[], ratio_to_ar=[], emitted=[], expected_lengths=[],
                        stage_seconds=dict.fromkeys(STAGES, 0.0), wall_seconds=0.0, skipped_rounds=0, scored_nodes=0,
-                       rounds=[], ceilings=[])
+                       rounds=[], ceilings=[], drafts=[])
 
     def absorb(self, other: MethodStats) -> None:
         """Append another prompt's measurements of this method (prompts in order give the one-process lists)."""
@@ -92,6 +94,7 @@ class MethodStats:
         self.scored_nodes += other.scored_nodes
         self.rounds += other.rounds
         self.ceilings += other.ceilings
+        self.drafts += other.drafts
 
     def length_gap(self) -> tuple[float, float] | tuple[None, None]:
         """Mean of L - (1 + C) per round and its standard error.
@@ -128,6 +131,7 @@ class MethodStats:
             "mean_tree_size": self.scored_nodes / len(self.emitted) if self.emitted else None,
             "siblings": sibling_diagnostics(self.rounds) if self.rounds else None,
             "ceilings": gap_by_depth(self.ceilings) if self.ceilings else None,
+            "spec_decode": counts_of_drafts(self.drafts).to_dict() if self.drafts else None,
         }
 
 
@@ -228,6 +232,7 @@ def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tok
                         entry.skipped_rounds += sum(r.tree.size == 0 for r in result.rounds)
                         entry.scored_nodes += sum(r.tree.size for r in result.rounds)
                         entry.rounds += result.rounds
+                        entry.drafts += [(r.tree.size, len(r.path) - 1) for r in result.rounds]
                         for record in result.rounds:
                             for stage in STAGES:
                                 entry.stage_seconds[stage] += getattr(record.timings, stage)

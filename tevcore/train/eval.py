@@ -25,6 +25,7 @@ import torch
 from tqdm import tqdm
 
 from tevcore.engine.builders import best_first, check_budget
+from tevcore.engine.spec_counts import counts_of_drafts
 from tevcore.config import DecodeConfig
 from tevcore.lab.datasets import Prompt, fitting
 from tevcore.decoding.loop import prompt_ids, reserved_positions, rounds
@@ -61,6 +62,7 @@ class EvalCell:
     mean_emitted: float  # mean over rounds of accepted + bonus (E[L])
     expected_length_se: float  # of E, clustered by prompt (one prompt's rounds share its text); NaN for one prompt
     prompt_set: str = "all"  # "all" prompts, or one held-out set's share of them
+    spec_decode: dict | None = None  # vLLM-named counts of the rounds (`tevcore.engine.spec_counts`)
 
 
 PromptLike = Prompt | str | list[int]
@@ -97,21 +99,23 @@ def evaluate(target: Target, proposer, prompts: list[PromptLike], temperature: f
                                   disable=not progress or not is_first(), leave=False):
             ids = _ids(target, prompt, reserved_positions(max_new_tokens, proposer.depth))
             for record in rounds(target, proposer, ids, config):
-                measured.append((index, record.flow.expected_length, record.emitted))
-        per_set: dict[str, list[tuple[float, int, int]]] = defaultdict(list)  # set -> (E, L, prompt) per round
+                measured.append((index, record.flow.expected_length, record.emitted, record.tree.size,
+                                 len(record.path) - 1))
+        per_set: dict[str, list[tuple[float, int, int, int, int]]] = defaultdict(list)  # set -> (E, L, prompt,
+        # draft tokens, accepted) per round
         prompt_counts: dict[str, int] = defaultdict(int)
         for prompt in prompts:
             prompt_counts[_set_of(prompt)] += 1
-        for index, e, emitted in sorted(gather(measured), key=lambda row: row[0]):  # stable: rounds stay in order
-            per_set[_set_of(prompts[index])].append((e, emitted, index))
+        for index, e, emitted, size, accepted in sorted(gather(measured), key=lambda row: row[0]):  # stable
+            per_set[_set_of(prompts[index])].append((e, emitted, index, size, accepted))
         groups = {"all": [row for rows in per_set.values() for row in rows]}
         if by_set:
             groups.update(per_set)
         for name, rows in groups.items():
             count = len(prompts) if name == "all" else prompt_counts[name]
-            cells.append(EvalCell(float(temperature), str(budget), count, len(rows), mean(e for e, _, _ in rows),
-                                  mean(b for _, b, _ in rows),
-                                  _clustered_se([e for e, _, _ in rows], [i for _, _, i in rows]), name))
+            cells.append(EvalCell(float(temperature), str(budget), count, len(rows), mean(r[0] for r in rows),
+                                  mean(r[1] for r in rows), _clustered_se([r[0] for r in rows], [r[2] for r in rows]),
+                                  name, counts_of_drafts((r[3], r[4]) for r in rows).to_dict()))
     return cells
 
 
