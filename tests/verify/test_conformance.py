@@ -1,8 +1,8 @@
 """The conformance suite: the reference and every shipped exact rule pass it, each negative control fails it by name.
 
 The quick tests run the cases a control must fail (named in MUST_FAIL) at their default size and the CLI's
-printed lines; the slow ones run the whole default suite on the reference, on each shipped rule through the
-reference signature (the round trip) and on every control. Nothing here names the order in which a rule tries
+printed lines; the slow ones run the whole default suite on the reference and on each shipped rule through the
+reference signature (the round trip). Nothing here names the order in which a rule tries
 a node's children: only the output law is tested.
 """
 
@@ -89,12 +89,3 @@ def test_round_trip_every_shipped_exact_rule_passes(rule):
     results = run_suite(verify)
     print("\n".join(r.line() for r in results))
     assert results and all(r.passed for r in results)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("control", sorted(CONTROLS))
-def test_each_control_fails_the_whole_suite(control):
-    results = run_suite(CONTROLS[control])
-    print("\n".join(r.line() for r in results))
-    assert not all(r.passed for r in results)
-    assert not next(r for r in results if r.case.name == MUST_FAIL[control]).passed
