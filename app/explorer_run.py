@@ -1,6 +1,6 @@
 """What the explorer runs (streamlit): a live generation started and its rounds streamed, a trace opened for
-replay, and a live round re-scored for its exact rows. Model work waits its turn in the server's compute queue
-(`room_ui.compute_turn`); the session object (`explorer_state.ExplorerSession`) keeps what comes back.
+replay (the studio's capped reader and trace service), and a live round re-scored for its exact rows. Model work
+waits its turn in the server's compute queue (`room_ui.compute_turn`, `room_ui.seat`); the session object (`explorer_state.ExplorerSession`) keeps what comes back.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import figures
 import room_ui
 import shared_ui
 from explorer_state import ExplorerSession, ExplorerSettings, live_meta
+from tevcore.studio import traces as studio_traces
 
 FAN_SHOWN = 6  # children the node-link tree draws per node before folding the rest of a fan into "+N more"
 
@@ -98,10 +99,10 @@ def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool,
 def open_trace(session: ExplorerSession, source: bytes | Path, name: str) -> None:
     """Replay a trace (uploaded bytes or a file): its rounds replace the session's, or an error is shown."""
     try:
-        text_cap = room_ui.upload_text_cap(len(source), name) if isinstance(source, bytes) \
-            else room_ui.limits().text_bytes
-        trace = appdata.load_trace(source, name, max_text_bytes=text_cap)
-    except (ValueError, OSError, EOFError) as err:
+        upload = room_ui.read_upload(source, name) if isinstance(source, bytes) else room_ui.read_file(source, name)
+        with room_ui.seat() as asking:
+            trace = studio_traces.open_trace(asking, upload)
+    except (ValueError, OSError) as err:
         st.error(f"Could not open {name}: {err}")
         return
     session.replay(trace.rounds, trace.meta, name)

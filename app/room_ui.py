@@ -24,6 +24,8 @@ from tevcore.room.queue import ComputeQueue, Replaced
 from tevcore.room.settings import RoomSettings, load_settings
 from tevcore.room.spaces import Space, SpaceKeeper, plain_name  # noqa: F401 (the pages' name check)
 from tevcore.room.training import REGISTRY, Caller, TrainingControl
+from tevcore.studio import participants, reader
+from tevcore.studio.turns import Left, Seat, queue_turn
 
 ss = st.session_state
 
@@ -76,6 +78,12 @@ def participant() -> str:
     return ss.setdefault("room_who", secrets.token_hex(12))
 
 
+def queue_owner() -> str:
+    """Who a queue request belongs to: the browser (one key in all its tabs: `tevcore.studio.participants`), else
+    this session. The queue runs one turn per owner at a time and keeps one request of theirs in line."""
+    return participants.browser_key(st.context.cookies.get(participants.XSRF_COOKIE)) or participant()
+
+
 def space() -> Space:
     """This session's own folder (a new one when it was removed after idling)."""
     keeper = _keeper()
@@ -102,20 +110,50 @@ def check(call, *args) -> None:
         refused(err)
 
 
-@contextmanager
-def compute_turn() -> Iterator[None]:
-    """Hold one of the server's compute slots for the block, showing the place in line while waiting.
+def _page_check():
+    """A check the studio's services call between units of work: `Left` once this page's browser tab is gone
+    (its session no longer active), so the work stops and its queue slot is freed."""
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    A newer request from the same session takes this one's place (this run then ends quietly).
-    """
+    context = get_script_run_ctx()
+    if context is None or not runtime.exists():  # a bare script run (AppTest): nobody can leave
+        return lambda: None
+    server, session_id = runtime.get_instance(), context.session_id
+
+    def still_here() -> None:
+        if not server.is_active_session(session_id):
+            raise Left("the page that asked was closed")
+    return still_here
+
+
+@contextmanager
+def seat() -> Iterator[Seat]:
+    """This participant's seat for the studio's services: the server's caps and queue, their key, their place
+    in line shown while waiting. A newer request of theirs takes this one's place (this run then ends quietly);
+    a closed tab ends the run."""
     box = st.empty()
+    asking = Seat(limits(), compute_queue(), queue_owner(), on_wait=lambda place: box.info(place.text()),
+                  still_here=_page_check())
     try:
-        with compute_queue().turn(participant(), on_wait=lambda place: box.info(place.text())):
-            box.empty()
-            yield
+        yield asking
     except Replaced:
         box.info("This request was replaced by your newer one.")
         st.stop()
+    except Left:
+        st.stop()
+    except BaseException:
+        box.empty()
+        raise
+    box.empty()
+
+
+@contextmanager
+def compute_turn() -> Iterator[None]:
+    """Hold one of the server's compute slots for the block (a page's own model work), as the studio's services
+    do: the place in line shows while waiting."""
+    with seat() as asking, queue_turn(asking):
+        yield
 
 
 def target_input(label: str, default: str, key: str, help: str) -> str:
@@ -130,9 +168,14 @@ def drafter_options(options: list[str]) -> list[str]:
     return list(settings().drafters) if in_room() else options
 
 
-def upload_text_cap(size: int, name: str) -> int:
-    """The decompressed-text cap for an upload of `size` bytes; a one-line CapExceeded when it is too large."""
-    return guarded.check_upload(limits(), size, name)
+def read_upload(data: bytes, name: str) -> reader.Upload:
+    """An uploaded file under this server's byte caps (the studio's one reader); a one-line CapExceeded."""
+    return reader.read_upload(limits(), data, name)
+
+
+def read_file(path: Path, name: str | None = None) -> reader.Upload:
+    """A file on the server's disk under this server's byte caps (the studio's one reader)."""
+    return reader.read_file(limits(), path, name)
 
 
 def is_host() -> bool:

@@ -17,6 +17,7 @@ The floors, lowest first (a unit is a subpackage or a top-level module):
 | 5 | `lab` | benchmarks, prompt sets, the simulator |
 | 6 | `train` | distillation data, training, drafter evaluation (reads the prompt sets of `lab`) |
 | 7 | `cli`, `__main__`, `room` | the command line, which reaches every command module by name; the services of a hosted room (caps, queue, spaces, jobs) the app calls (apart: neither imports the other) |
+| 8 | `studio` | the app's page services: requests checked against the room's caps, heavy work done in its compute-queue turns, the one capped reader |
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ FLOORS = {
     "lab": 5,
     "train": 6,
     "cli": 7, "__main__": 7, "room": 7,
+    "studio": 8,
 }
 # units that share a floor but must not import each other
 APART = [{"verify", "target"}, {"proposers", "decoding"}, {"cli", "room"}]

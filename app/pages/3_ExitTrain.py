@@ -308,7 +308,11 @@ def show_progress(info: RunInfo, launched: bool) -> None:
     st.progress(info.fraction, text=progress_label(info, launched))
     if info.error:  # the status holds only its own process's error: a resume or an end clears it
         st.error(f"{info.folder.name}: {info.error}")
-    metrics = trainruns.metrics_frame(folder)
+    try:
+        metrics = trainruns.metrics_frame(folder, room_ui.limits())
+    except ValueError as err:  # past the server's byte caps
+        st.warning(f"The training curves are not drawn: {err}")
+        metrics = []
     if len(metrics):
         st.plotly_chart(figures.training_curves_figure(metrics), key=f"et_curves_{folder.name}")
         last = metrics.iloc[-1].dropna().to_dict()

@@ -179,6 +179,26 @@ def test_an_oversized_upload_and_a_small_gzip_that_expands_are_refused(browser, 
     assert room.rss_bytes() < 4 * 2**30
 
 
+def test_the_comparisons_trace_upload_is_held_to_the_same_caps(browser, room, tmp_path):
+    """The verifier comparison reads uploads through the same capped reader as the explorer (it once read any file
+    the web server let through, and a small gzip expanded without bound)."""
+    page = session(browser, room, "Verifier comparison")
+    page.get_by_text("a round from a trace file").click()
+    kit.wait_idle(page)
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"x" * 100_000)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(big))
+    page.get_by_text("big.jsonl is 97.7 KB, over this server's upload cap of 64.0 KB (upload_bytes)",
+                     exact=False).wait_for(timeout=60_000)
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip.compress(b'{"a": "' + b"z" * 3_000_000 + b'"}\n'))
+    assert bomb.stat().st_size < 65536  # small enough to pass the upload cap: the text cap must stop it
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(bomb))
+    page.get_by_text("bomb.jsonl.gz holds more than 1 MiB of trace text", exact=False).wait_for(timeout=60_000)
+    kit.no_exception(page)
+    assert room.rss_bytes() < 4 * 2**30
+
+
 def test_the_largest_value_of_every_numeric_input_is_refused_naming_the_cap(browser, room):
     page = session(browser, room, "Tree explorer")
     kit.set_number(page, "budget (tree nodes)", 10**9)

@@ -13,6 +13,7 @@ import figures
 import sampled_view
 from test_explorer_sampled import frames, sampled_session
 from tevcore.engine.builder_specs import BUILDER_FAMILIES, parse_builder
+from tevcore.studio.toy_rounds import draw_toy_rounds
 from tevcore.verify.registry import RULES, rules_for
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -90,5 +91,5 @@ def test_the_comparisons_sampled_source_draws_mixed_trees_and_rrs_follows_the_ta
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "E[1 + C]" in d.value.columns).set_index("verifier")
     assert table.loc["rrs", "first token χ² p (vs the target's row)"] > 1e-4
-    drawn = appdata.sampled_rounds(parse_builder("mixed:3,2,1"), 60, 16, 1.0, 0)
+    drawn = draw_toy_rounds(parse_builder("mixed:3,2,1"), 60, 16, 1.0, 0)
     assert all(tree.draws.mixed for tree, _ in drawn.rounds)

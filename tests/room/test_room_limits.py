@@ -37,15 +37,6 @@ def test_a_decode_request_past_the_room_caps_is_refused_and_passes_the_single_us
         guarded.check_decode(ROOM, DecodeConfig(max_new_tokens=1024, budget=8))
 
 
-def test_an_upload_over_the_cap_is_refused_and_the_text_cap_is_returned_for_the_reader():
-    assert guarded.check_upload(ROOM, ROOM.upload_bytes, "t.jsonl") == ROOM.text_bytes
-    with pytest.raises(CapExceeded, match=r"^big.jsonl is 6.0 MB, over this server's upload cap of 5.0 MB "
-                                          r"\(upload_bytes\)$"):
-        guarded.check_upload(ROOM, 6 * 2**20, "big.jsonl")
-    with pytest.raises(CapExceeded, match=r"^t.jsonl is 100.0 KB, over this server's upload cap of 64.0 KB"):
-        guarded.check_upload(ROOM.with_caps(upload_bytes=65536), 102400, "t.jsonl")
-
-
 @pytest.mark.parametrize("call, cap", [
     (lambda: guarded.check_sampled(ROOM, ROOM.sampled_rounds + 1, 8), "sampled_rounds"),
     (lambda: guarded.check_sampled(ROOM, 10, ROOM.sampled_budget + 1), "sampled_budget"),

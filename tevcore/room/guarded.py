@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tevcore.config import DecodeConfig
-from tevcore.room.limits import CapExceeded, Limits
+from tevcore.room.limits import Limits
 
 
 def check_decode(limits: Limits, config: DecodeConfig) -> DecodeConfig:
@@ -20,21 +20,15 @@ def check_decode(limits: Limits, config: DecodeConfig) -> DecodeConfig:
     return config
 
 
-def check_upload(limits: Limits, size: int, name: str) -> int:
-    """An uploaded file's size; its decompressed text is capped by the reader at `limits.text_bytes`."""
-    if size > limits.upload_bytes:
-        raise CapExceeded(f"{name} is {_size(size)}, over this server's upload cap of {_size(limits.upload_bytes)} "
-                          "(upload_bytes)")
-    return limits.text_bytes
-
-
-def _size(count: int) -> str:
-    return f"{count / 2**20:.1f} MB" if count >= 2**20 else f"{count / 1024:.1f} KB"
-
-
 def check_sampled(limits: Limits, rounds: int, budget: int) -> None:
     """Fresh sampled trees at one context (each keeps its nodes' full-vocabulary logits)."""
     limits.check("sampled_rounds", rounds, "sampled rounds")
+    limits.check("sampled_budget", budget, "sampled tree budget")
+
+
+def check_toy_rounds(limits: Limits, rounds: int, budget: int) -> None:
+    """Fresh sampled trees at one context of the toy target (a dozen-token vocabulary: cheap rows, many rounds)."""
+    limits.check("toy_rounds", rounds, "toy sampled rounds")
     limits.check("sampled_budget", budget, "sampled tree budget")
 
 

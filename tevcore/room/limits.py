@@ -23,6 +23,7 @@ class Limits:
     new_tokens: int  # tokens one generation may emit (the number of rounds and their records)
     sampled_rounds: int  # fresh sampled trees drawn at one context (each keeps full-vocabulary logits)
     sampled_budget: int  # nodes per sampled tree
+    toy_rounds: int  # fresh sampled trees drawn at one context of the toy target (rows of a dozen tokens)
     draws: int  # verifier draws per comparison
     coupling_rounds: int  # rounds of the workshop's coupling demonstration
     prompts: int  # held-out prompts per set in an evaluation
@@ -58,11 +59,11 @@ class Limits:
 
 MB = 1 << 20
 
-SINGLE_USER = Limits(budget=512, new_tokens=1024, sampled_rounds=2000, sampled_budget=64, draws=2_000_000,
-                     coupling_rounds=20_000, prompts=50, compare_budgets=8, compare_budget=512, compare_drafters=8,
+SINGLE_USER = Limits(budget=512, new_tokens=1024, sampled_rounds=2000, sampled_budget=64, toy_rounds=5000,
+                     draws=2_000_000, coupling_rounds=20_000, prompts=50, compare_budgets=8, compare_budget=512, compare_drafters=8,
                      upload_bytes=200 * MB, text_bytes=1 << 30, train_steps=1_000_000, train_batch=4096,
                      data_shards=1000, jobs=4)
-ROOM = Limits(budget=64, new_tokens=128, sampled_rounds=200, sampled_budget=64, draws=200_000, coupling_rounds=5000,
-              prompts=4, compare_budgets=3, compare_budget=64, compare_drafters=2, upload_bytes=5 * MB,
+ROOM = Limits(budget=64, new_tokens=128, sampled_rounds=200, sampled_budget=64, toy_rounds=1000, draws=200_000,
+              coupling_rounds=5000, prompts=4, compare_budgets=3, compare_budget=64, compare_drafters=2, upload_bytes=5 * MB,
               text_bytes=50 * MB, train_steps=2000, train_batch=64, data_shards=8, jobs=1)
 PROFILES = {"single": SINGLE_USER, "room": ROOM}
