@@ -7,6 +7,7 @@ import pytest
 from tevcore.config import DecodeConfig
 from tevcore.room import guarded
 from tevcore.room.limits import ROOM, SINGLE_USER, CapExceeded
+from tevcore.train.config import TrainConfig
 
 
 def test_a_value_at_the_cap_passes_and_one_past_it_is_refused_naming_the_cap():
@@ -47,8 +48,11 @@ def test_a_decode_request_past_the_room_caps_is_refused_and_passes_the_single_us
     (lambda: guarded.check_compare(ROOM, [4], ROOM.prompts + 1, 8, 1), "prompts"),
     (lambda: guarded.check_compare(ROOM, [4], 1, ROOM.new_tokens + 1, 1), "new_tokens"),
     (lambda: guarded.check_compare(ROOM, ["chain"], 1, 8, 3), "compare_drafters"),
-    (lambda: guarded.check_training(ROOM, ROOM.train_steps + 1, 8), "train_steps"),
-    (lambda: guarded.check_training(ROOM, 10, ROOM.train_batch + 1), "train_batch"),
+    (lambda: guarded.check_training(ROOM, TrainConfig(data="d", steps=ROOM.train_steps + 1, checkpoint_every=1000)),
+     "train_steps"),
+    (lambda: guarded.check_training(ROOM, TrainConfig(data="d", steps=10, batch_size=ROOM.train_batch + 1)),
+     "train_batch"),
+    (lambda: guarded.check_toy_rounds(ROOM, ROOM.toy_rounds + 1, 8), "toy_rounds"),
     (lambda: guarded.check_data(ROOM, ROOM.data_shards + 1), "data_shards"),
 ])
 def test_every_request_check_names_its_cap(call, cap):

@@ -112,7 +112,9 @@ def _check_init(config: TrainConfig, manifest: dict) -> None:
                          f"and data with hidden layers {list(layers)}")
 
 
-def _plan(config: TrainConfig) -> str:
+def config_plan(config: TrainConfig) -> str:
+    """What a dry run prints for `config`: its plan and the validated config (a ValueError when its data or its
+    drafter to start from do not fit)."""
     from tevcore.train.data import read_manifests
 
     manifests = read_manifests(config.data)
@@ -131,7 +133,7 @@ def _plan(config: TrainConfig) -> str:
 
 def plan_text(args: argparse.Namespace) -> str:
     """What a dry run prints: the validated config and its plan (a caller in a server takes it as a value)."""
-    return _plan(config_from_args(args))
+    return config_plan(config_from_args(args))
 
 
 STOPPED = 130  # the exit status of a run stopped by the user (Ctrl-C or SIGTERM), as a shell reports SIGINT
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from tevcore.train.rundir import done_steps
 
     config = config_from_args(args)
-    print(_plan(config))
+    print(config_plan(config))
     if args.dry_run:
         return 0
     torch.set_num_threads(config.threads)
