@@ -21,6 +21,7 @@ from tevcore.room import guarded
 from tevcore.room.jobs import JobBoard
 from tevcore.room.limits import Limits
 from tevcore.room.queue import ComputeQueue, Replaced
+from tevcore.room.secret import TooManyGuesses
 from tevcore.room.settings import RoomSettings, load_settings
 from tevcore.room.spaces import Space, SpaceKeeper, plain_name  # noqa: F401 (the pages' name check)
 from tevcore.room.training import REGISTRY, Caller, TrainingControl
@@ -193,10 +194,17 @@ def jobs_allowed() -> bool:
     board = job_board()
     secret = st.text_input("host secret (training and data builds are the host's)", type="password",
                            key="room_secret")
-    if secret:
-        if board.unlock(secret):
+    if secret and ss.get("room_secret_tried") != secret:  # each typed guess is checked once, not on every rerun
+        try:
+            right = board.unlock(secret, guesser=queue_owner())
+        except TooManyGuesses as err:  # not checked: the same guess is taken once the wait is over
+            st.error(f"Refused: {err}")
+            return board.open_to_participants
+        ss.room_secret_tried = secret
+        if right:
             ss.room_host = True
             st.rerun()
+    if secret and not ss.get("room_host"):
         st.error("Refused: that is not the host secret.")
     return board.open_to_participants
 

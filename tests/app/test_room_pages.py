@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,11 @@ def test_training_is_locked_until_the_host_secret_and_then_no_path_is_typed(room
     at.text_input(key="room_secret").set_value("guess").run()
     assert any("not the host secret" in e.value for e in at.error)
     assert not [b for b in at.button if b.key == "et_start"]
-    at.text_input(key="room_secret").set_value("open-sesame").run()
+    at.text_input(key="room_secret").set_value("open-sesame").run()  # too soon after a wrong guess: unchecked
+    assert any("too many wrong guesses of the host secret: try again in 1 s" in e.value for e in at.error)
+    assert not [b for b in at.button if b.key == "et_start"]
+    time.sleep(1.1)  # the wait after one wrong guess
+    at.run()
     assert not at.exception
     assert [b for b in at.button if b.key == "et_start"] and typed_boxes(at) == set()
     assert "other" not in at.selectbox(key="et_init").options  # no drafter folder typed beside it
