@@ -9,6 +9,8 @@ turn). This module only lays out widgets, tables and figures.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -18,6 +20,7 @@ from tevcore.engine.builder_specs import parse_builder, sampled_builder_help
 import room_ui
 from explorer_state import ExplorerSession
 from tevcore.lab.context_rounds import SampledRounds
+from tevcore.lab.simulate import TOO_FEW_ROUNDS
 from tevcore.studio import comparison as studio_comparison
 from tevcore.verify.registry import verifier_label
 
@@ -179,6 +182,12 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
     rows = [{"verifier": sampled_label(name), "standing": standing[name], **result.summary(context)}
             for name, result in found.items()]
     st.dataframe(pd.DataFrame(rows).rename(columns=SUMMARY_COLUMNS), hide_index=True, key="vc_s_rounds_table")
+    unknown = [sampled_label(name) for name, result in found.items() if math.isnan(result.length_gap()[1])]
+    if unknown:
+        st.caption(f"gap ± s.e. of {', '.join(unknown)}: {TOO_FEW_ROUNDS}. Every round ended with the same block "
+                   "length (or there is one round), and the rule's law given a tree is not X, so nothing here "
+                   "measures its noise: draw more rounds. For an optimal rule the s.e. then comes from X's own "
+                   "Var(L | tree).")
     any_result = next(iter(found.values()))
     fixed = sampled.best_first_length
     st.plotly_chart(figures.rounds_length_figure({n: r.mean_emitted() for n, r in found.items()},
