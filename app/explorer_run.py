@@ -55,10 +55,12 @@ def start_generation(session: ExplorerSession, settings: ExplorerSettings) -> bo
     return True
 
 
-def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, live_slot=None) -> None:
+def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, live_slot=None,
+            still_here=lambda: None) -> None:
     """Pull up to `limit` rounds (None = to the end) from the session's generator, streaming them into `live_slot`.
 
     Each round's tree and the text so far are drawn as the round arrives; the slot is emptied at the end.
+    `still_here()` is called before each round: it raises once the page's tab is closed, so the rounds stop there.
     """
     pulled = 0
     live_area = live_slot.container() if live_slot is not None else None
@@ -66,6 +68,7 @@ def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, li
     tree_box = live_area.empty() if live_area is not None else None
     text_box = live_area.empty() if live_area is not None else None
     while limit is None or pulled < limit:
+        still_here()
         try:
             record = next(session.generation)
         except StopIteration:
@@ -91,9 +94,9 @@ def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, li
 def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool, live_slot) -> None:
     """Run (to the end, streamed into `live_slot`) or Step (one round), starting over when the settings changed;
     the decode waits its turn in the server's compute queue."""
-    with room_ui.compute_turn():  # the place in line shows while waiting
+    with room_ui.compute_turn() as still_here:  # the place in line shows while waiting
         if not session.needs_new_generation(settings) or start_generation(session, settings):
-            advance(session, None if run else 1, settings.max_new_tokens, live_slot if run else None)
+            advance(session, None if run else 1, settings.max_new_tokens, live_slot if run else None, still_here)
 
 
 def open_trace(session: ExplorerSession, source: bytes | Path, name: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import atexit
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -150,11 +150,12 @@ def seat() -> Iterator[Seat]:
 
 
 @contextmanager
-def compute_turn() -> Iterator[None]:
+def compute_turn() -> Iterator[Callable[[], None]]:
     """Hold one of the server's compute slots for the block (a page's own model work), as the studio's services
-    do: the place in line shows while waiting."""
+    do: the place in line shows while waiting. Yields the check to call between units of work (`Left` once this
+    tab is closed: the block ends and the slot is freed)."""
     with seat() as asking, queue_turn(asking):
-        yield
+        yield asking.still_here
 
 
 def target_input(label: str, default: str, key: str, help: str) -> str:

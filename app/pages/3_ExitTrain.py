@@ -105,7 +105,7 @@ def resume_run(control: TrainingControl, caller: Caller, folder: Path) -> None:
 
 
 def activate_checkpoint() -> None:
-    ExplorerSession.of(ss).active_drafter = ss.et_ckpt
+    ExplorerSession.of(ss).choose_drafter(ss.et_ckpt, ss)
     say_later("runs", "success", f"The tree explorer will now offer {ss.et_ckpt} as its drafter.")
 
 

@@ -169,3 +169,32 @@ def test_on_ones_own_machine_a_job_of_an_earlier_server_is_found_again_and_can_b
     finally:
         earlier.end_all(wait_s=5)
         st.cache_resource.clear()
+
+
+def test_a_closed_tab_stops_the_studios_work_through_the_pages_check(monkeypatch):
+    """The check a page hands the studio raises `Left` once Streamlit no longer counts the page's session as
+    active (its browser tab closed), so the service stops and frees its queue slot; while open it passes."""
+    import room_ui
+    from streamlit import runtime
+    from streamlit.runtime import scriptrunner
+
+    from tevcore.studio.turns import Left
+
+    active = {"tab-1"}
+
+    class Server:
+        @staticmethod
+        def is_active_session(session_id: str) -> bool:
+            return session_id in active
+
+    class Context:
+        session_id = "tab-1"
+
+    monkeypatch.setattr(runtime, "exists", lambda: True)
+    monkeypatch.setattr(runtime, "get_instance", lambda: Server())
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: Context())
+    still_here = room_ui._page_check()
+    still_here()  # the tab is open
+    active.clear()  # the participant closes it
+    with pytest.raises(Left, match="the page that asked was closed"):
+        still_here()
