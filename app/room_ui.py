@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import secrets
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -85,15 +86,36 @@ def queue_owner() -> str:
     return participants.browser_key(st.context.cookies.get(participants.XSRF_COOKIE)) or participant()
 
 
+@st.cache_resource(show_spinner=False)
+def _browser_spaces() -> weakref.WeakValueDictionary:
+    """The space each browser's sessions share, by browser key; held weakly: a space goes when its last session
+    does (or when it idles past the time to live)."""
+    return weakref.WeakValueDictionary()
+
+
 def space() -> Space:
-    """This session's own folder (a new one when it was removed after idling)."""
+    """This participant's own folder: one for all tabs of their browser, so a reload of the page (a new session)
+    finds the traces saved before; a new one when it was removed after idling. Without a browser key (see
+    `queue_owner`) each session has its own."""
     keeper = _keeper()
     keeper.sweep()
     current = ss.get("room_space")
     if current is None or not keeper.alive(current):
-        current = ss["room_space"] = keeper.open()
+        browser = participants.browser_key(st.context.cookies.get(participants.XSRF_COOKIE))
+        shared = _browser_spaces().get(browser) if browser else None
+        current = ss["room_space"] = shared if shared is not None and keeper.alive(shared) else keeper.open()
+        if browser:
+            _browser_spaces()[browser] = current
     keeper.touch(current)
     return current
+
+
+def space_note() -> str:
+    """Where a participant's saved files live and when they go, in one line for the page."""
+    minutes = settings().space_ttl_s / 60
+    return (f"Saved traces live in your own space on this server: kept across reloads and tabs of this browser, "
+            f"removed a few minutes after its last tab closes, after {minutes:g} idle minutes, or when the server "
+            "restarts. Download what you want to keep.")
 
 
 def refused(err: ValueError) -> None:

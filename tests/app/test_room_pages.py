@@ -198,3 +198,24 @@ def test_a_closed_tab_stops_the_studios_work_through_the_pages_check(monkeypatch
     active.clear()  # the participant closes it
     with pytest.raises(Left, match="the page that asked was closed"):
         still_here()
+
+
+def test_a_reload_finds_the_traces_saved_before_and_another_browser_does_not(room, monkeypatch):
+    """A reload of the page is a new session: it gets the space of its browser (the same browser key) back, with
+    the trace saved before; a session of another browser gets a space of its own. On a10088a a reload got a new,
+    empty space."""
+    from tevcore.studio import participants
+
+    browser = {"key": "browser-ann"}
+    monkeypatch.setattr(participants, "browser_key", lambda cookie: browser["key"])
+    first = page("1_Tree_explorer.py").run()
+    assert not first.exception and any("kept across reloads" in c.value for c in first.caption)
+    saved = first.session_state["room_space"].folder / "trace-1.jsonl.gz"
+    saved.write_bytes(b"saved before the reload")
+    reloaded = page("1_Tree_explorer.py").run()  # the same browser, a new session
+    assert reloaded.session_state["room_space"].folder == saved.parent
+    assert "trace-1.jsonl.gz" in reloaded.selectbox(key="ex_open_pick").options
+    browser["key"] = "browser-bob"
+    other = page("1_Tree_explorer.py").run()
+    assert other.session_state["room_space"].folder != saved.parent
+    assert not [box for box in other.selectbox if box.key == "ex_open_pick"]
