@@ -291,6 +291,40 @@ def test_a_burst_of_reruns_keeps_one_place_in_line_and_ends_in_one_result(browse
     kit.no_exception(second)
 
 
+def test_three_tabs_of_one_participant_hold_one_place_in_line(browser, room):
+    """A participant is their browser: while one of their tabs computes, their other tabs' requests stand in line
+    once (the newest replaces the older), and another participant's request stands behind that one place. On
+    a10088a each tab was a participant of its own: three tabs held three places."""
+    ann = browser.new_context(viewport={"width": 1500, "height": 1400})
+
+    def tab():
+        page = ann.new_page()
+        page.goto(room.url, wait_until="domcontentloaded")
+        page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=120_000)
+        visit(page, "Tree explorer")
+        return page
+
+    first, second, third = tab(), tab(), tab()
+    kit.set_number(first, "max new tokens", 128)
+    for page in (second, third):
+        kit.set_number(page, "max new tokens", 8)
+    first.get_by_role("button", name="▶ Run live").click()
+    first.get_by_text("decoding", exact=False).first.wait_for(timeout=120_000)  # ann's first tab holds the slot
+    second.get_by_role("button", name="▶ Run live").click()
+    second.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
+    third.get_by_role("button", name="▶ Run live").click()
+    second.get_by_text("This request was replaced by your newer one.").wait_for(timeout=60_000)
+    third.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
+    bob = session(browser, room, "Tree explorer")
+    kit.set_number(bob, "max new tokens", 8)
+    bob.get_by_role("button", name="▶ Run live").click()
+    bob.get_by_text(f"{room_load.QUEUE_TEXT}2 of 2 in line", exact=False).wait_for(timeout=60_000)
+    for page in (first, third, bob):
+        page.get_by_text("Across rounds", exact=True).wait_for(timeout=600_000)
+        kit.no_exception(page)
+    ann.close()
+
+
 def test_stopping_the_room_server_ends_the_jobs_it_started(browser, tmp_path):
     """A room's jobs are the server's: the host stops the server (as `bash scripts/app.sh --room` is stopped, by
     SIGTERM) while a data build it started runs, and the build ends with it instead of running on unowned."""
