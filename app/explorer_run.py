@@ -1,6 +1,7 @@
 """What the explorer runs (streamlit): a live generation started and its rounds streamed, a trace opened for
 replay (the studio's capped reader and trace service), and a live round re-scored for its exact rows. Model work
-waits its turn in the server's compute queue (`room_ui.compute_turn`, `room_ui.seat`); the session object (`explorer_state.ExplorerSession`) keeps what comes back.
+waits its turn in the server's compute queue (`room_ui.compute_turn`, `room_ui.seat`); the session object
+(`explorer_state.ExplorerSession`) keeps what comes back.
 """
 
 from __future__ import annotations

@@ -195,7 +195,8 @@ else:
                f"exact: {laws_held_to_text(list(results), temperature)}. Small cells are pooled (expected < 5). A tiny "
                "p-value for an exact verifier would be a bug; for the foil it is the test's power.")
     st.caption(f"Decision latency: one real verifier call on this same tree for every verifier, given the round's "
-               f"target flow (as the decoding loop calls it), median of {studio_comparison.LATENCY_REPEATS} timed calls after one "
+               f"target flow (as the decoding loop calls it), median of {studio_comparison.LATENCY_REPEATS} timed "
+               "calls after one "
                f"warm-up call, wall clock (`tevcore.timing`). On a toy vocabulary the fixed per-call overhead "
                f"dominates; on a real vocabulary the bonus draw over V does. `python -m tevcore bench-verifiers` "
                f"measures it on real trees, with and without the flow handed in.")

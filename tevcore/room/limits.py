@@ -71,14 +71,16 @@ class Limits:
 MB = 1 << 20
 
 SINGLE_USER = Limits(budget=512, new_tokens=1024, sampled_rounds=2000, sampled_budget=64, toy_rounds=5000,
-                     draws=2_000_000, coupling_rounds=20_000, prompts=50, compare_budgets=8, compare_budget=512, compare_drafters=8,
-                     upload_bytes=200 * MB, text_bytes=1 << 30, train_steps=1_000_000, train_batch=4096,
-                     train_tree_budget=512, train_tree_anchors=4096, train_tree_pool=4096, train_checkpoints=1_000_000,
-                     train_threads=256, train_depth=64, train_context=1024, train_draft_vocab=1 << 20, train_layers=64,
-                     train_heads=256, train_ffn=1 << 16, data_shards=1000, jobs=4)
+                     draws=2_000_000, coupling_rounds=20_000, prompts=50, compare_budgets=8, compare_budget=512,
+                     compare_drafters=8, upload_bytes=200 * MB, text_bytes=1 << 30, train_steps=1_000_000,
+                     train_batch=4096, train_tree_budget=512, train_tree_anchors=4096, train_tree_pool=4096,
+                     train_checkpoints=1_000_000, train_threads=256, train_depth=64, train_context=1024,
+                     train_draft_vocab=1 << 20, train_layers=64, train_heads=256, train_ffn=1 << 16, data_shards=1000,
+                     jobs=4)
 ROOM = Limits(budget=64, new_tokens=128, sampled_rounds=200, sampled_budget=64, toy_rounds=1000, draws=200_000,
-              coupling_rounds=5000, prompts=4, compare_budgets=3, compare_budget=64, compare_drafters=2, upload_bytes=5 * MB,
-              text_bytes=50 * MB, train_steps=2000, train_batch=64, train_tree_budget=64, train_tree_anchors=32,
-              train_tree_pool=64, train_checkpoints=20, train_threads=2, train_depth=8, train_context=32,
-              train_draft_vocab=16384, train_layers=4, train_heads=16, train_ffn=4096, data_shards=8, jobs=1)
+              coupling_rounds=5000, prompts=4, compare_budgets=3, compare_budget=64, compare_drafters=2,
+              upload_bytes=5 * MB, text_bytes=50 * MB, train_steps=2000, train_batch=64, train_tree_budget=64,
+              train_tree_anchors=32, train_tree_pool=64, train_checkpoints=20, train_threads=2, train_depth=8,
+              train_context=32, train_draft_vocab=16384, train_layers=4, train_heads=16, train_ffn=4096, data_shards=8,
+              jobs=1)
 PROFILES = {"single": SINGLE_USER, "room": ROOM}
