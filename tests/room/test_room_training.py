@@ -40,6 +40,13 @@ def controls(tmp_path):
         control.board.end_all(wait_s=10)
 
 
+def read_back(words: list[str]) -> argparse.Namespace:
+    """What the training process's own parser reads from the words after `tevcore train`."""
+    parser = argparse.ArgumentParser(prog="tevcore train")
+    train_cli.add_arguments(parser)
+    return parser.parse_args(words)
+
+
 def _data(tmp_path: Path, shards: int = 3) -> Path:
     data = tmp_path / "data"
     data.mkdir()
@@ -62,7 +69,7 @@ def test_every_recipe_value_reaches_the_cli_as_the_config_it_names(tmp_path):
         values["keep_checkpoints"] = fine  # a boolean spelled both ways
         command = training.train_command(tmp_path / "run", values)
         assert command[1:4] == ["-m", "tevcore", "train"] and command[4] == str(tmp_path / "run")
-        args = train_cli.parse_words(command[4:])
+        args = read_back(command[4:])
         assert train_cli.config_from_args(args) == TrainConfig.from_dict({k: v for k, v in values.items()
                                                                           if v is not None})
     with pytest.raises(ValueError, match="no option for not_a_field"):
@@ -76,7 +83,7 @@ def test_a_request_typed_once_reaches_the_process_as_the_same_config(tmp_path):
         values = {"data": str(tmp_path), "init": "drafter" if fine else None, **recipe(fine_tune=fine, short=True)}
         request = TrainRequest.from_form(tmp_path / "run", values)
         command = request.command()
-        assert train_cli.config_from_args(train_cli.parse_words(command[4:])) == request.config
+        assert train_cli.config_from_args(read_back(command[4:])) == request.config
     with pytest.raises(ValueError, match="tree_budget must be a positive integer"):
         TrainRequest.from_form(tmp_path / "run", {"data": "d", "tree_budget": 0})
 
@@ -85,7 +92,7 @@ def test_a_resume_reads_the_runs_saved_config(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text(json.dumps({"data": "somewhere", "steps": 7}))
-    args = train_cli.parse_words(training.resume_command(run)[4:])
+    args = read_back(training.resume_command(run)[4:])
     assert args.out == run and train_cli.config_from_args(args).steps == 7
 
 
