@@ -10,6 +10,7 @@ one of these goes through (path boxes, no lock, no queue), so these tests fail t
 from __future__ import annotations
 
 import gzip
+import re
 import sys
 import time
 from pathlib import Path
@@ -330,6 +331,43 @@ def test_three_tabs_of_one_participant_hold_one_place_in_line(browser, room):
         page.get_by_text("Across rounds", exact=True).wait_for(timeout=600_000)
         kit.no_exception(page)
     ann.close()
+
+
+def test_a_tab_closed_mid_computation_frees_its_slot(browser, tmp_path):
+    """A participant draws 2,000 sampled trees of up to 64 nodes at an explorer round's context (about ten minutes
+    of work on a quiet 2-core machine, in the server's only slot) and closes the tab: the work stops at its next tree
+    and the next participant's run starts at once. A regression guard, not a bug test: it passes on a10088a too,
+    where Streamlit's stop request to a disconnected session took effect at the draw's next progress bar; work that
+    draws nothing between its units stops through the studio's `Seat.still_here` (tests/studio/test_turns.py)."""
+    server = room_load.start_room_server(tmp_path / "room", secret=SECRET, slots=1,
+                                         config='targets = ["default"]\ndrafters = ["rollout"]\n'
+                                                '[caps]\nsampled_rounds = 2000\n')
+    try:
+        ann = session(browser, server, "Tree explorer")
+        kit.set_number(ann, "max new tokens", 8)
+        ann.get_by_role("button", name="▶ Run live").click()
+        ann.get_by_text("Across rounds", exact=True).wait_for(timeout=300_000)
+        visit(ann, "Verifier comparison")
+        ann.get_by_text("sampled trees at an explorer round's context", exact=False).click()
+        kit.wait_idle(ann)
+        builder = ann.get_by_label("sampled builder", exact=True)
+        builder.fill("sampled:4,4,4")
+        builder.press("Enter")
+        kit.wait_idle(ann)
+        kit.set_number(ann, "budget", 64)  # trees of up to 64 nodes: 2,000 of them take many minutes
+        kit.set_number(ann, "rounds (fresh trees)", 2000)
+        ann.get_by_role("button", name="▶ Draw the trees").click()
+        ann.get_by_text(re.compile(r"tree \d+/2000")).wait_for(timeout=300_000)  # ann's draw holds the only slot
+        bob = session(browser, server, "Tree explorer")
+        kit.set_number(bob, "max new tokens", 8)
+        bob.get_by_role("button", name="▶ Run live").click()
+        bob.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
+        ann.context.close()  # mid-draw: most of its trees to go (minutes of work)
+        bob.get_by_text("Across rounds", exact=True).wait_for(timeout=120_000)
+        kit.no_exception(bob)
+        assert server.process.poll() is None
+    finally:
+        server.stop()
 
 
 def test_stopping_the_room_server_ends_the_jobs_it_started(browser, tmp_path):
