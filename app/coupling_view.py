@@ -1,8 +1,9 @@
 """The workshop's coupling preset (streamlit): a fixed guess against a draw from q verified by rrs, at depth 1.
 
-The laws and rates come from `appdata.coupling` / `appdata.coupling_rates`
-(the engine's flow, rrs's law, builders and verifiers); this module lays out
-the numbers and figures.
+The laws come from `appdata.coupling` (the engine's flow and rrs's law), the
+empirical rates from the studio's `tevcore.studio.workshop.coupling_rounds`
+(under the server's cap, in a compute-queue turn); this module lays out the
+numbers and figures.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import figures
 import room_ui
 
 from tevcore.engine.sampling import MAX_SEED
+from tevcore.studio import workshop as studio_workshop
 
 EXPLANATION = (
     "**Why sampling can win.** A fixed tree holds one guess, the drafter's argmax *x*; the target's sample starts "
@@ -42,8 +44,9 @@ def show(ss, found: appdata.Coupling) -> None:
                  help="the fixed node verified by TEV, and a fresh node drawn from q by the sampled builder "
                       "(sampled:1) in every round, verified by rrs"):
         room_ui.check(room_ui.guarded.check_coupling, rounds)
-        with st.spinner(f"{rounds:,} rounds of each…"):
-            ss.ws_c_rates = (signature, appdata.coupling_rates(found, rounds, seed))
+        with st.spinner(f"{rounds:,} rounds of each…"), room_ui.seat() as asking:
+            ss.ws_c_rates = (signature, studio_workshop.coupling_rounds(asking, found.fixed_tree, found.p, found.q,
+                                                                        rounds, seed))
     stored = ss.get("ws_c_rates")
     rates = stored[1] if stored and stored[0] == signature else None
     laws = {"fixed guess + TEV": found.fixed_accept, "sampled draw + rrs": found.sampled_accept}

@@ -1,6 +1,7 @@
 """What the explorer runs (streamlit): a live generation started and its rounds streamed, a trace opened for
-replay, and a live round re-scored for its exact rows. Model work waits its turn in the server's compute queue
-(`room_ui.compute_turn`); the session object (`explorer_state.ExplorerSession`) keeps what comes back.
+replay (the studio's capped reader and trace service), and a live round re-scored for its exact rows. Model work
+waits its turn in the server's compute queue (`room_ui.compute_turn`, `room_ui.seat`); the session object
+(`explorer_state.ExplorerSession`) keeps what comes back.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import figures
 import room_ui
 import shared_ui
 from explorer_state import ExplorerSession, ExplorerSettings, live_meta
+from tevcore.studio import traces as studio_traces
 
 FAN_SHOWN = 6  # children the node-link tree draws per node before folding the rest of a fan into "+N more"
 
@@ -54,10 +56,12 @@ def start_generation(session: ExplorerSession, settings: ExplorerSettings) -> bo
     return True
 
 
-def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, live_slot=None) -> None:
+def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, live_slot=None,
+            still_here=lambda: None) -> None:
     """Pull up to `limit` rounds (None = to the end) from the session's generator, streaming them into `live_slot`.
 
     Each round's tree and the text so far are drawn as the round arrives; the slot is emptied at the end.
+    `still_here()` is called before each round: it raises once the page's tab is closed, so the rounds stop there.
     """
     pulled = 0
     live_area = live_slot.container() if live_slot is not None else None
@@ -65,6 +69,7 @@ def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, li
     tree_box = live_area.empty() if live_area is not None else None
     text_box = live_area.empty() if live_area is not None else None
     while limit is None or pulled < limit:
+        still_here()
         try:
             record = next(session.generation)
         except StopIteration:
@@ -90,18 +95,18 @@ def advance(session: ExplorerSession, limit: int | None, max_new_tokens: int, li
 def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool, live_slot) -> None:
     """Run (to the end, streamed into `live_slot`) or Step (one round), starting over when the settings changed;
     the decode waits its turn in the server's compute queue."""
-    with room_ui.compute_turn():  # the place in line shows while waiting
+    with room_ui.compute_turn() as still_here:  # the place in line shows while waiting
         if not session.needs_new_generation(settings) or start_generation(session, settings):
-            advance(session, None if run else 1, settings.max_new_tokens, live_slot if run else None)
+            advance(session, None if run else 1, settings.max_new_tokens, live_slot if run else None, still_here)
 
 
 def open_trace(session: ExplorerSession, source: bytes | Path, name: str) -> None:
     """Replay a trace (uploaded bytes or a file): its rounds replace the session's, or an error is shown."""
     try:
-        text_cap = room_ui.upload_text_cap(len(source), name) if isinstance(source, bytes) \
-            else room_ui.limits().text_bytes
-        trace = appdata.load_trace(source, name, max_text_bytes=text_cap)
-    except (ValueError, OSError, EOFError) as err:
+        upload = room_ui.read_upload(source, name) if isinstance(source, bytes) else room_ui.read_file(source, name)
+        with room_ui.seat() as asking:
+            trace = studio_traces.open_trace(asking, upload)
+    except (ValueError, OSError) as err:
         st.error(f"Could not open {name}: {err}")
         return
     session.replay(trace.rounds, trace.meta, name)

@@ -13,7 +13,7 @@ import explorer_sampled
 import inputs
 import room_ui
 import shared_ui
-from explorer_state import ExplorerSettings
+from explorer_state import DRAFTER_KEY, ExplorerSettings
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig
 from tevcore.engine.sampling import MAX_SEED
 from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
@@ -51,7 +51,7 @@ def _drafter(active_drafter: str | None) -> str:
     first_choice = active_drafter or env_choice
     options = room_ui.drafter_options(options)
     return st.selectbox("drafter", options, index=options.index(first_choice) if first_choice in options else 0,
-                        key="ex_proposer",
+                        key=DRAFTER_KEY,
                         help=f"{proposer_specs()}; a folder made active on the ExitTrain page is offered first")
 
 

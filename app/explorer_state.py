@@ -37,6 +37,7 @@ SESSION_KEY = "explorer"  # the one session-state entry of the explorer
 LIVE = "live"  # the source of rounds decoded in this session (a trace's is "trace <name>")
 SETTING_KEYS = ("ex_set", "ex_chat", "ex_target", "ex_temp", "ex_budget", "ex_builder", "ex_widths", "ex_draws",
                 "ex_verifier", "ex_trim", "ex_seed", "ex_max_new", "ex_proposer")  # the sidebar's widget keys
+DRAFTER_KEY = "ex_proposer"  # the sidebar's drafter box
 SETTING_PREFIXES = ("ex_item_", "ex_prompt_")  # one prompt pick and text per prompt source
 SETTING_NAMES = {"target": "target", "prompt": "prompt", "chat": "chat template", "temperature": "temperature",
                  "budget": "budget", "builder": "builder", "verifier": "verifier", "seed": "seed",
@@ -179,6 +180,15 @@ class ExplorerSession:
         """After the widgets are drawn: remember their values."""
         self.kept.update({key: state[key] for key in list(state.keys()) if isinstance(key, str)
                           and (key in SETTING_KEYS or key.startswith(SETTING_PREFIXES))})
+
+    def choose_drafter(self, spec: str, state: MutableMapping) -> None:
+        """Make `spec` the explorer's drafter (the ExitTrain page's choice): offered first in the sidebar and
+        selected there, over whatever drafter the sidebar last kept (the session owns the choice, so the next round
+        runs what the ExitTrain page said)."""
+        self.active_drafter = spec
+        self.kept[DRAFTER_KEY] = spec
+        if DRAFTER_KEY in state:  # a value streamlit still holds for the box would win over the kept one
+            del state[DRAFTER_KEY]
 
     # ------------------------------------------------------------ where the rounds come from
     def _fresh(self, **values) -> None:

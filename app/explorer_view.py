@@ -49,6 +49,8 @@ def save_rounds(records, meta: dict) -> None:
     with s2:
         out_folder = room_ui.space().folder if room_ui.in_room() else st.text_input(
             "save to folder", value="traces", key="ex_save_folder")
+        if room_ui.in_room():
+            st.caption(room_ui.space_note())
         if st.button("💾 Save trace", key="ex_save"):
             from tevcore.engine.records import write_trace
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import atexit
 import secrets
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,9 +22,12 @@ from tevcore.room import guarded
 from tevcore.room.jobs import JobBoard
 from tevcore.room.limits import Limits
 from tevcore.room.queue import ComputeQueue, Replaced
+from tevcore.room.secret import TooManyGuesses
 from tevcore.room.settings import RoomSettings, load_settings
 from tevcore.room.spaces import Space, SpaceKeeper, plain_name  # noqa: F401 (the pages' name check)
 from tevcore.room.training import REGISTRY, Caller, TrainingControl
+from tevcore.studio import participants, reader
+from tevcore.studio.turns import Left, Seat, queue_turn
 
 ss = st.session_state
 
@@ -76,15 +80,42 @@ def participant() -> str:
     return ss.setdefault("room_who", secrets.token_hex(12))
 
 
+def queue_owner() -> str:
+    """Who a queue request belongs to: the browser (one key in all its tabs: `tevcore.studio.participants`), else
+    this session. The queue runs one turn per owner at a time and keeps one request of theirs in line."""
+    return participants.browser_key(st.context.cookies.get(participants.XSRF_COOKIE)) or participant()
+
+
+@st.cache_resource(show_spinner=False)
+def _browser_spaces() -> weakref.WeakValueDictionary:
+    """The space each browser's sessions share, by browser key; held weakly: a space goes when its last session
+    does (or when it idles past the time to live)."""
+    return weakref.WeakValueDictionary()
+
+
 def space() -> Space:
-    """This session's own folder (a new one when it was removed after idling)."""
+    """This participant's own folder: one for all tabs of their browser, so a reload of the page (a new session)
+    finds the traces saved before; a new one when it was removed after idling. Without a browser key (see
+    `queue_owner`) each session has its own."""
     keeper = _keeper()
     keeper.sweep()
     current = ss.get("room_space")
     if current is None or not keeper.alive(current):
-        current = ss["room_space"] = keeper.open()
+        browser = participants.browser_key(st.context.cookies.get(participants.XSRF_COOKIE))
+        shared = _browser_spaces().get(browser) if browser else None
+        current = ss["room_space"] = shared if shared is not None and keeper.alive(shared) else keeper.open()
+        if browser:
+            _browser_spaces()[browser] = current
     keeper.touch(current)
     return current
+
+
+def space_note() -> str:
+    """Where a participant's saved files live and when they go, in one line for the page."""
+    minutes = settings().space_ttl_s / 60
+    return (f"Saved traces live in your own space on this server: kept across reloads and tabs of this browser, "
+            f"removed a few minutes after its last tab closes, after {minutes:g} idle minutes, or when the server "
+            "restarts. Download what you want to keep.")
 
 
 def refused(err: ValueError) -> None:
@@ -102,20 +133,51 @@ def check(call, *args) -> None:
         refused(err)
 
 
-@contextmanager
-def compute_turn() -> Iterator[None]:
-    """Hold one of the server's compute slots for the block, showing the place in line while waiting.
+def _page_check():
+    """A check the studio's services call between units of work: `Left` once this page's browser tab is gone
+    (its session no longer active), so the work stops and its queue slot is freed."""
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    A newer request from the same session takes this one's place (this run then ends quietly).
-    """
+    context = get_script_run_ctx()
+    if context is None or not runtime.exists():  # a bare script run (AppTest): nobody can leave
+        return lambda: None
+    server, session_id = runtime.get_instance(), context.session_id
+
+    def still_here() -> None:
+        if not server.is_active_session(session_id):
+            raise Left("the page that asked was closed")
+    return still_here
+
+
+@contextmanager
+def seat() -> Iterator[Seat]:
+    """This participant's seat for the studio's services: the server's caps and queue, their key, their place
+    in line shown while waiting. A newer request of theirs takes this one's place (this run then ends quietly);
+    a closed tab ends the run."""
     box = st.empty()
+    asking = Seat(limits(), compute_queue(), queue_owner(), on_wait=lambda place: box.info(place.text()),
+                  still_here=_page_check())
     try:
-        with compute_queue().turn(participant(), on_wait=lambda place: box.info(place.text())):
-            box.empty()
-            yield
+        yield asking
     except Replaced:
         box.info("This request was replaced by your newer one.")
         st.stop()
+    except Left:
+        st.stop()
+    except BaseException:
+        box.empty()
+        raise
+    box.empty()
+
+
+@contextmanager
+def compute_turn() -> Iterator[Callable[[], None]]:
+    """Hold one of the server's compute slots for the block (a page's own model work), as the studio's services
+    do: the place in line shows while waiting. Yields the check to call between units of work (`Left` once this
+    tab is closed: the block ends and the slot is freed)."""
+    with seat() as asking, queue_turn(asking):
+        yield asking.still_here
 
 
 def target_input(label: str, default: str, key: str, help: str) -> str:
@@ -130,9 +192,14 @@ def drafter_options(options: list[str]) -> list[str]:
     return list(settings().drafters) if in_room() else options
 
 
-def upload_text_cap(size: int, name: str) -> int:
-    """The decompressed-text cap for an upload of `size` bytes; a one-line CapExceeded when it is too large."""
-    return guarded.check_upload(limits(), size, name)
+def read_upload(data: bytes, name: str) -> reader.Upload:
+    """An uploaded file under this server's byte caps (the studio's one reader); a one-line CapExceeded."""
+    return reader.read_upload(limits(), data, name)
+
+
+def read_file(path: Path, name: str | None = None) -> reader.Upload:
+    """A file on the server's disk under this server's byte caps (the studio's one reader)."""
+    return reader.read_file(limits(), path, name)
 
 
 def is_host() -> bool:
@@ -140,22 +207,36 @@ def is_host() -> bool:
     return not in_room() or bool(ss.get("room_host"))
 
 
+def host_secret_box(label: str, key: str, help: str | None = None) -> bool:
+    """Whether this session is the host's, drawing the secret box where it is not yet (entered once per session).
+
+    Each typed guess is checked once, not on every rerun, and through the board's limit on wrong guesses."""
+    if is_host():
+        return True
+    secret = st.text_input(label, type="password", key=key, help=help)
+    if secret and ss.get("room_secret_tried") != secret:
+        try:
+            right = job_board().unlock(secret, guesser=queue_owner())
+        except TooManyGuesses as err:  # not checked: the same guess is taken once the wait is over
+            st.error(f"Refused: {err}")
+            return False
+        ss.room_secret_tried = secret
+        if right:
+            ss.room_host = True
+            st.rerun()
+    if secret and not ss.get("room_host"):
+        st.error("Refused: that is not the host secret.")
+    return False
+
+
 def jobs_allowed() -> bool:
     """Whether this session may use the training page: the host, or anyone once the host opened jobs to the room.
 
-    In a room, a host-secret box is drawn for the others (entered once per session).
+    In a room, a host-secret box is drawn for the others.
     """
-    if is_host():
+    if host_secret_box("host secret (training and data builds are the host's)", "room_secret"):
         return True
-    board = job_board()
-    secret = st.text_input("host secret (training and data builds are the host's)", type="password",
-                           key="room_secret")
-    if secret:
-        if board.unlock(secret):
-            ss.room_host = True
-            st.rerun()
-        st.error("Refused: that is not the host secret.")
-    return board.open_to_participants
+    return job_board().open_to_participants
 
 
 def host_controls() -> None:

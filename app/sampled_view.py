@@ -1,13 +1,15 @@
 """The verifier comparison's sampled rounds (streamlit): draw them, pick a realised tree, compare across rounds.
 
 The rounds are fresh draws of a sampled builder's tree at one context: of a
-toy target (`appdata.sampled_rounds`), or at a live explorer round's context
-with the explorer's drafter and target (`tevcore.lab.context_rounds`). The
-rules run through the engine (`appdata.rules_over_rounds`,
-`tevcore.lab.simulate`). This module only lays out widgets, tables and figures.
+toy target, or at a live explorer round's context with the explorer's drafter
+and target; both are drawn, and the rules run over them, by the studio's
+services (`tevcore.studio.comparison`: the server's caps, a compute-queue
+turn). This module only lays out widgets, tables and figures.
 """
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 import streamlit as st
@@ -19,6 +21,8 @@ import room_ui
 from explorer_state import ExplorerSession
 from tevcore.lab.ceilings import design_ceilings
 from tevcore.lab.context_rounds import SampledRounds
+from tevcore.lab.simulate import TOO_FEW_ROUNDS
+from tevcore.studio import comparison as studio_comparison
 from tevcore.verify.registry import verifier_label
 
 SOURCE = "sampled trees (toy target, fresh draws at one context)"
@@ -65,9 +69,9 @@ def choose_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     drawn = ss.get("vc_s_drawn")
     if drawn is None or drawn[0] != settings:
         try:
-            with st.spinner(f"drawing {rounds} trees with {builder}…"):
-                drawn = (settings, appdata.sampled_rounds(parse_builder(builder, budget), rounds, budget, temperature,
-                                                          seed))
+            with st.spinner(f"drawing {rounds} trees with {builder}…"), room_ui.seat() as asking:
+                drawn = (settings, studio_comparison.toy_rounds(asking, parse_builder(builder, budget), rounds,
+                                                                budget, temperature, seed))
         except ValueError as err:
             st.error(f"Refused: {err}")
             st.stop()
@@ -96,9 +100,8 @@ def choose_live_round(ss, explorer: ExplorerSession) -> tuple[SampledRounds, tup
     if st.button("▶ Draw the trees" if not fresh else "▶ Draw them again", key="vc_l_draw"):
         room_ui.check(room_ui.guarded.check_sampled, rounds, budget)  # each tree keeps full-vocabulary rows
         try:
-            with room_ui.compute_turn():
-                drawn = ((explorer.started, settings),
-                         *_draw_live(explorer, at, builder, budget, temperature, rounds, seed))
+            drawn = ((explorer.started, settings), *_draw_live(explorer, at, builder, budget, temperature, rounds,
+                                                               seed))
         except ValueError as err:
             st.error(f"Refused: {err}")
             st.stop()
@@ -121,16 +124,15 @@ def _draw_live(explorer: ExplorerSession, at: int, builder: str, budget: int, te
                seed: int) -> tuple[SampledRounds, appdata.LazyTexts, str]:
     """The drawn rounds, the target's token texts and where they were drawn (for the caption)."""
     import shared_ui
-    from tevcore.lab.context_rounds import rounds_at_context
 
     target = shared_ui.get_target(explorer.target_spec)
     proposer, note = shared_ui.proposer_with_fallback(explorer.settings.proposer, explorer.target_spec)
     context = explorer.context(at)
     bar = st.progress(0.0, text=f"drawing and scoring {rounds} trees…")
-    sampled = rounds_at_context(target, proposer, context, parse_builder(builder, budget), budget, temperature,
-                                rounds, seed,
-                                progress=lambda done, total: bar.progress(done / total,
-                                                                          text=f"tree {done}/{total}"))
+    with room_ui.seat() as asking:  # the service takes the compute-queue turn
+        sampled = studio_comparison.context_rounds(
+            asking, target, proposer, context, parse_builder(builder, budget), budget, temperature, rounds, seed,
+            progress=lambda done, total: bar.progress(done / total, text=f"tree {done}/{total}"))
     bar.empty()
     if note:
         st.warning(note)
@@ -170,8 +172,8 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
                "the target's row there, whichever tree was drawn: the χ² column tests that.")
     signature = (id(sampled), tuple(chosen), seed)
     if st.button("▶ Verify every round", key="vc_s_run_rounds"):
-        with st.spinner(f"{len(chosen)} rules × {len(sampled.rounds)} rounds…"):
-            ss.vc_s_over = (signature, appdata.rules_over_rounds(chosen, sampled, seed))
+        with st.spinner(f"{len(chosen)} rules × {len(sampled.rounds)} rounds…"), room_ui.seat() as asking:
+            ss.vc_s_over = (signature, studio_comparison.rules_over_rounds(asking, chosen, sampled, seed))
     stored = ss.get("vc_s_over")
     if not stored or stored[0] != signature:
         st.info("Press **Verify every round** to run the chosen rules on every realised tree.")
@@ -185,6 +187,12 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
                  column_config={p_column: st.column_config.NumberColumn(p_column, format="%.3g")})
     st.caption("Standing in full (the table cuts long ones): " + " · ".join(
         f"**{sampled_label(name)}**: {standing[name]}" for name in found))
+    unknown = [sampled_label(name) for name, result in found.items() if math.isnan(result.length_gap()[1])]
+    if unknown:
+        st.caption(f"gap ± s.e. of {', '.join(unknown)}: {TOO_FEW_ROUNDS}. Every round ended with the same block "
+                   "length (or there is one round), and the rule's law given a tree is not X, so nothing here "
+                   "measures its noise: draw more rounds. For an optimal rule the s.e. then comes from X's own "
+                   "Var(L | tree).")
     any_result = next(iter(found.values()))
     fixed = sampled.best_first_length
     st.plotly_chart(figures.rounds_length_figure({n: r.mean_emitted() for n, r in found.items()},

@@ -12,6 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from tevcore.proposers.block import default_drafter_path
+from tevcore.room.limits import Limits
+from tevcore.studio import reader
 from tevcore.train import rundir
 from tevcore.train.runs import RunInfo
 
@@ -28,16 +30,17 @@ def runs_table(runs: list[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run", "state", "step", "resumable", "checkpoints", "updated", "error"])
 
 
-def metrics_frame(folder: Path) -> pd.DataFrame:
-    """metrics.jsonl as a frame (a line being written is skipped)."""
+def metrics_frame(folder: Path, limits: Limits) -> pd.DataFrame:
+    """metrics.jsonl as a frame (a line being written is skipped), read under the server's byte caps (the studio's
+    one reader: a CapExceeded past them)."""
     path = Path(folder) / rundir.METRICS
     if not path.is_file():
         return pd.DataFrame()
     from appdata import read_jsonl_frame
 
     try:
-        return read_jsonl_frame(path.read_text())
-    except (OSError, UnicodeDecodeError):
+        return read_jsonl_frame(reader.text_of(reader.read_file(limits, path)))
+    except OSError:  # removed while being read
         return pd.DataFrame()
 
 

@@ -17,7 +17,7 @@ The floors, lowest first (a unit is a subpackage or a top-level module):
 | 5 | `lab`, `hf` | benchmarks, prompt sets, the simulator; the `model.generate(custom_generate=...)` door (apart: neither imports the other) |
 | 6 | `train` | distillation data, training, drafter evaluation (reads the prompt sets of `lab`) |
 | 7 | `cli`, `__main__`, `room` | the command line, which reaches every command module by name; the services of a hosted room (caps, queue, spaces, jobs) the app calls (apart: neither imports the other) |
-| 8 | `studio` | the pages' services: typed requests and results, the room's queue taken inside (the lessons) |
+| 8 | `studio` | the app's page services: requests checked against the room's caps, heavy work done in its compute-queue turns, the one capped reader, the lessons |
 """
 
 from __future__ import annotations

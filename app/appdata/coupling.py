@@ -5,7 +5,7 @@ accepts it with p(x). A node drawn from q and verified by recursive rejection
 is accepted with sum over x of q(x) min(1, p(x)/q(x)) = 1 - TV(p, q). Both
 numbers come from the engine's laws (the fixed tree's flow; rrs's law on the
 one-node sampled tree for each token it can draw, weighted by q), and their
-empirical rates from the engine's builders and verifiers over many rounds.
+empirical rates over many rounds from the studio (`tevcore.studio.workshop.coupling_rounds`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,10 @@ import pandas as pd
 import torch
 
 from tevcore.engine.builders import chain
-from tevcore.engine.builder_specs import BUILDER_FAMILIES
 from tevcore.engine.flow import target_flow
 from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
 from tevcore.engine.draft_rows import as_draft_rows
-from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
-from tevcore.lab.simulate import simulate, verify_rounds
 from tevcore.verify.registry import rule_law
 
 from appdata.replay import OTHER
@@ -109,15 +106,3 @@ def coupling(table: pd.DataFrame) -> Coupling:
         sampled_accept += float(q_row[token]) * float(rule_law("rrs", tree, logits, 1.0).exit_probs[1])
     return Coupling([ROOT] + tokens + [OTHER], p_row, q_row, fixed, fixed_accept, sampled_accept)
 
-
-def coupling_rates(found: Coupling, rounds: int, seed: int) -> dict[str, tuple[float, float]]:
-    """Empirical acceptance and its standard error over `rounds` rounds (L = 1 + accepted): the fixed node
-    verified by TEV (the tree never changes: `simulate`'s batched draws), and a fresh one-node tree drawn from q
-    by the sampled builder in every round, verified by rrs (`verify_rounds`)."""
-    logits, generator = found.node_logits, make_generator(seed)
-    build = BUILDER_FAMILIES["sampled"].spec(ONE_DRAW.widths)
-    draws = [(build(0, found.q.log().unsqueeze(0), None, 1.0, generator), logits) for _ in range(int(rounds))]
-    fixed = simulate("tev", found.fixed_tree, logits, 1.0, int(rounds), seed)
-    sampled_mean, sampled_se = verify_rounds(["rrs"], draws, 1.0, seed)["rrs"].mean_emitted()
-    return {"fixed guess + TEV": (fixed.mean_emitted - 1.0, fixed.emitted_stderr),
-            "sampled draw + rrs": (sampled_mean - 1.0, sampled_se)}

@@ -1,13 +1,12 @@
-"""Trace files in memory: the bytes of a download, an uploaded file read back (by the engine's reader, each round
-checked against its rule by the registry)."""
+"""Trace files in memory: the bytes of a download and what a trace was made with. An uploaded file is read back by
+the studio (`tevcore.studio.reader`, `tevcore.studio.traces`), under the server's caps and in a queue turn."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
-from tevcore.engine.records import TRACE_TEXT_LIMIT, RoundRecord, Trace, write_trace
-from tevcore.verify.trace_checks import read_trace
+from tevcore.engine.records import RoundRecord, write_trace
 
 
 def trace_bytes(records: list[RoundRecord], meta: dict | None = None) -> bytes:
@@ -15,28 +14,6 @@ def trace_bytes(records: list[RoundRecord], meta: dict | None = None) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         path = write_trace(Path(tmp) / "trace.jsonl", records, meta or {})
         return path.read_bytes()
-
-
-def trace_from_bytes(data: bytes, name: str = "trace.jsonl", max_text_bytes: int = TRACE_TEXT_LIMIT) -> Trace:
-    """Read an uploaded trace file (.jsonl or .jsonl.gz); ValueError when corrupt or its text is over the limit."""
-    suffix = ".jsonl.gz" if name.endswith(".gz") else ".jsonl"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"upload{suffix}"
-        path.write_bytes(data)
-        try:
-            return read_trace(path, max_text_bytes=max_text_bytes)
-        except (ValueError, OSError, EOFError) as err:  # name the user's file, not the temporary copy
-            raise ValueError(str(err).replace(str(path), name)) from None
-
-
-def load_trace(source: bytes | str | Path, name: str = "trace.jsonl", max_text_bytes: int = TRACE_TEXT_LIMIT) -> Trace:
-    """A trace to replay, from uploaded bytes (named `name`) or a file; ValueError when corrupt, empty or its text
-    is over `max_text_bytes`."""
-    trace = trace_from_bytes(source, name, max_text_bytes) if isinstance(source, bytes) else \
-        read_trace(source, max_text_bytes=max_text_bytes)
-    if not trace.rounds:
-        raise ValueError("the trace holds no rounds")
-    return trace
 
 
 def trace_settings_text(meta: dict | None, records: list[RoundRecord]) -> str:

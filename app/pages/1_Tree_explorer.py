@@ -39,9 +39,11 @@ with st.expander("Open a trace (replay without a model)", expanded=False):
     upload = st.file_uploader("trace file (.jsonl or .jsonl.gz)", type=["jsonl", "gz"], key="ex_upload")
     if upload is not None and session.takes_upload(upload.file_id):
         explorer_run.open_trace(session, upload.getvalue(), upload.name)
-    folder = room_ui.space().folder if room_ui.in_room() else Path(  # a room: only this session's own space
+    folder = room_ui.space().folder if room_ui.in_room() else Path(  # a room: only this browser's own space
         st.text_input("or open a saved trace from a folder", value="traces", key="ex_open_folder"))
     saved = sorted(folder.glob("*.jsonl*")) if folder.is_dir() else []
+    if room_ui.in_room():
+        st.caption(room_ui.space_note())
     if saved:
         chosen = st.selectbox("saved traces", [p.name for p in saved], key="ex_open_pick")
         if st.button("Open", key="ex_open_btn"):

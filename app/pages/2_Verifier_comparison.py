@@ -18,16 +18,12 @@ import figures  # noqa: E402
 import room_ui  # noqa: E402
 import sampled_view  # noqa: E402
 from explorer_state import ExplorerSession  # noqa: E402
-from tevcore.engine.sampling import MAX_SEED, make_generator  # noqa: E402
-from tevcore.lab.simulate import simulate  # noqa: E402
-from tevcore.timing import median_seconds  # noqa: E402
+from tevcore.engine.sampling import MAX_SEED  # noqa: E402
 from tevcore.verify.laws import FOIL, OPTIMAL, bonus_pvalue, exit_law, exit_pvalue  # noqa: E402
 from figures.common import top_shares  # noqa: E402
 from tevcore.verify.registry import (get_rule, law_name, rule_law, rules_on, standing, standing_text,  # noqa: E402
                                      held_to_x, laws_held_to_text, verifier_label, x_law_label)
-from tevcore.verify.verifiers import get_verifier  # noqa: E402
-
-LATENCY_REPEATS = 30
+from tevcore.studio import comparison as studio_comparison, traces as studio_traces  # noqa: E402
 
 shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, many independent draws each: the "
                       "exact ones must follow the exit law X and the bonus law; the naive ratio rule is the foil "
@@ -74,11 +70,16 @@ elif source == "a round from a trace file":
     if upload is None:
         st.info("Upload a trace saved by the tree explorer or `python -m tevcore generate --out`.")
         st.stop()
-    try:
-        trace = appdata.load_trace(upload.getvalue(), upload.name)
-    except (ValueError, OSError, EOFError) as err:
-        st.error(f"Could not open {upload.name}: {err}")
-        st.stop()
+    opened = ss.get("vc_trace")
+    if opened is None or opened[0] != upload.file_id:  # read once per upload, not on every rerun
+        try:
+            with room_ui.seat() as asking:  # the server's byte caps, parsed in a compute-queue turn
+                opened = ss.vc_trace = (upload.file_id, studio_traces.open_trace(
+                    asking, room_ui.read_upload(upload.getvalue(), upload.name)))
+        except (ValueError, OSError) as err:
+            st.error(f"Could not open {upload.name}: {err}")
+            st.stop()
+    trace = opened[1]
     index = st.number_input("round", 0, len(trace.rounds) - 1, value=0, key="vc_trace_round")
     record = trace.rounds[int(index)]
     round_key = (upload.file_id, int(index))
@@ -156,26 +157,18 @@ def own_law(name: str):
     return rule_law(name, tree, node_logits, temperature)
 
 
-def latency(name: str) -> float:
-    """Median seconds of one real decision on this tree, given its flow (as the decoding loop calls it)."""
-    verify, generator = get_verifier(name), make_generator(seed)
-    return median_seconds(lambda: verify(tree, node_logits, temperature, generator, flow=law.flow),
-                          LATENCY_REPEATS, node_logits.device)
-
-
 if st.button("▶ Run every verifier", type="primary", key="vc_run"):
-    results, latencies = {}, {}
     with st.status(f"simulating {n_draws:,} verifications per verifier…", expanded=True) as status:
         bar = st.progress(0.0)
-        for i, name in enumerate(chosen):
-            try:
-                results[name] = simulate(name, tree, node_logits, temperature, n_draws, seed)
-                latencies[name] = latency(name)
-            except Exception as err:  # one verifier failing must not hide the others
-                st.error(f"{verifier_label(name)} failed ({type(err).__name__}): {err}")
-            bar.progress((i + 1) / max(len(chosen), 1), text=f"{verifier_label(name)} done")
+        with room_ui.seat() as asking:  # the draws take a compute-queue turn inside the service
+            drawn = studio_comparison.draw_verifiers(
+                asking, chosen, tree, node_logits, law.flow, temperature, n_draws, seed,
+                progress=lambda done, total, name: bar.progress(done / max(total, 1),
+                                                                text=f"{verifier_label(name)} done"))
+        for name, why in drawn.failures.items():  # one verifier failing does not hide the others
+            st.error(f"{verifier_label(name)} failed ({why})")
         status.update(label="simulation finished", state="complete", expanded=False)
-    ss.vc_results = (signature, results, latencies)
+    ss.vc_results = (signature, drawn.results, drawn.latencies)
 
 stored = ss.get("vc_results")
 if not stored or stored[0] != signature:
@@ -202,7 +195,8 @@ else:
                f"exact: {laws_held_to_text(list(results), temperature)}. Small cells are pooled (expected < 5). A tiny "
                "p-value for an exact verifier would be a bug; for the foil it is the test's power.")
     st.caption(f"Decision latency: one real verifier call on this same tree for every verifier, given the round's "
-               f"target flow (as the decoding loop calls it), median of {LATENCY_REPEATS} timed calls after one "
+               f"target flow (as the decoding loop calls it), median of {studio_comparison.LATENCY_REPEATS} timed "
+               "calls after one "
                f"warm-up call, wall clock (`tevcore.timing`). On a toy vocabulary the fixed per-call overhead "
                f"dominates; on a real vocabulary the bonus draw over V does. `python -m tevcore bench-verifiers` "
                f"measures it on real trees, with and without the flow handed in.")
@@ -277,13 +271,13 @@ folder = room_ui.space().folder if room_ui.in_room() else Path(  # a room: no se
 records = {}
 for up in uploads or []:
     try:
-        records[up.name] = appdata.result_file(up.getvalue(), up.name)
+        records[up.name] = appdata.result_file(room_ui.read_upload(up.getvalue(), up.name).data, up.name)
     except ValueError as err:
         st.error(str(err))
 if folder.is_dir():
     for path in sorted(folder.glob("*.json")):
         try:
-            records[path.name] = appdata.result_file(path.read_bytes(), str(path))
+            records[path.name] = appdata.result_file(room_ui.read_file(path, str(path)).data, str(path))
         except (ValueError, OSError) as err:
             st.warning(f"{path}: {err}")
 if records:

@@ -12,11 +12,11 @@ import shared_ui  # noqa: E402
 import streamlit as st  # noqa: E402
 from tevcore.room.jobs import Job, JobRefused  # noqa: E402
 from tevcore.room.limits import CapExceeded  # noqa: E402
-from tevcore.room.training import Caller, FolderBusy, TrainingControl, plan, train_command  # noqa: E402
-from tevcore.train.config import TrainConfig  # noqa: E402
+from tevcore.room.training import Caller, FolderBusy, TrainingControl, TrainRequest, plan  # noqa: E402
 from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
 from tevcore.train.recipes import recipe  # noqa: E402
-from tevcore.train.runs import (DATA_LOG, LOG_NAME, STOPPED_STATES, RunInfo, data_progress, data_sets,  # noqa: E402
+from tevcore.train.rundir import RunState  # noqa: E402
+from tevcore.train.runs import (DATA_LOG, LOG_NAME, RunInfo, data_progress, data_sets,  # noqa: E402
                                 list_runs, log_tail)
 
 from exittrain_ablation import ablation_tab  # noqa: E402
@@ -46,14 +46,6 @@ def start_label(choice: str) -> str:
     if choice == START_OTHER:
         return "another drafter folder (type it beside)"
     return f"the committed drafter ({choice})" if Path(choice) == trainruns.DEFAULT_DRAFTER else choice
-
-
-def config_warnings(values: dict) -> list[str]:
-    """The engine's warnings for these settings (none while the settings are refused: the plan says why)."""
-    try:
-        return TrainConfig.from_dict({"data": "-", **{k: v for k, v in values.items() if v is not None}}).warnings()
-    except (ValueError, TypeError):
-        return []
 
 
 def fmt_seconds(seconds: float | None) -> str:
@@ -113,7 +105,7 @@ def resume_run(control: TrainingControl, caller: Caller, folder: Path) -> None:
 
 
 def activate_checkpoint() -> None:
-    ExplorerSession.of(ss).active_drafter = ss.et_ckpt
+    ExplorerSession.of(ss).choose_drafter(ss.et_ckpt, ss)
     say_later("runs", "success", f"The tree explorer will now offer {ss.et_ckpt} as its drafter.")
 
 
@@ -255,34 +247,36 @@ with tab_new:
               "batch_size": int(batch), "max_shards": int(shards) if shards else None,
               "checkpoint_every": int(every), "threads": int(threads), "warmup": int(warmup), "init": init,
               "lr": float(lr), "dropout": float(dropout), "weight_decay": float(decay), "min_lr_ratio": float(min_lr)}
-    for warning in config_warnings(values):
-        st.warning(f"Warning: {warning}.")
     folder = runs_root / name.strip()
-    command, command_error = None, None
+    request, request_error = None, None
     if not name.strip() or "/" in name or name.strip().startswith("."):
-        command_error = "Give the run a plain folder name."
+        request_error = "Give the run a plain folder name."
     elif not sets:
-        command_error = f"No distillation set under {runs_root}: build one first (`python -m tevcore build-data`)."
+        request_error = f"No distillation set under {runs_root}: build one first (`python -m tevcore build-data`)."
     else:
-        try:
-            command = train_command(folder, values)
+        try:  # typed once: the caps, the plan, the job board and the process all read this request
+            request = control.check(TrainRequest.from_form(folder, values))
+        except CapExceeded as err:
+            request_error = f"Refused: {err}"
         except ValueError as err:
-            command_error = f"Cannot build the training command: {err}"
-    if command_error:
-        st.error(command_error)
-    elif command:
-        ok_plan, plan_text = plan(command)
+            request_error = f"These settings are not a training config: {err}"
+    if request_error:
+        st.error(request_error)
+    elif request:
+        for warning in request.config.warnings():
+            st.warning(f"Warning: {warning}.")
+        ok_plan, plan_text = plan(request)
         st.markdown("**Plan (the CLI's dry run)**")
         if ok_plan:
             st.code(plan_text, language="text")
         else:
             st.error(f"The training CLI refuses these settings: {plan_text}")
-            command = None
-    if command:
-        st.code("python " + " ".join(command[1:]), language="bash")
-    if st.button("▶ Start training", type="primary", disabled=command is None, key="et_start"):
-        try:  # the service checks the caps on what the command runs, a busy folder, and the job board
-            job = control.start_training(me, folder, command)
+            request = None
+    if request:
+        st.code("python " + " ".join(request.command()[1:]), language="bash")
+    if st.button("▶ Start training", type="primary", disabled=request is None, key="et_start"):
+        try:  # the service checks the caps on the request, a busy folder, and the job board
+            job = control.start_training(me, request)
         except ValueError as err:
             start_refused(err)
         except OSError as err:
@@ -300,7 +294,7 @@ def progress_label(info: RunInfo, launched: bool = False) -> str:
     """
     state = "resuming (the new process is loading)" if launched and not info.running else info.shown_state
     label = f"{state}: step {info.step}/{info.total} · elapsed {fmt_seconds(info.active_seconds)}"
-    return label + (f" · ETA {fmt_seconds(info.eta_seconds)}" if info.state == "running" else "")
+    return label + (f" · ETA {fmt_seconds(info.eta_seconds)}" if info.state is RunState.RUNNING else "")
 
 
 def show_progress(info: RunInfo, launched: bool) -> None:
@@ -308,7 +302,11 @@ def show_progress(info: RunInfo, launched: bool) -> None:
     st.progress(info.fraction, text=progress_label(info, launched))
     if info.error:  # the status holds only its own process's error: a resume or an end clears it
         st.error(f"{info.folder.name}: {info.error}")
-    metrics = trainruns.metrics_frame(folder)
+    try:
+        metrics = trainruns.metrics_frame(folder, room_ui.limits())
+    except ValueError as err:  # past the server's byte caps
+        st.warning(f"The training curves are not drawn: {err}")
+        metrics = []
     if len(metrics):
         st.plotly_chart(figures.training_curves_figure(metrics), key=f"et_curves_{folder.name}")
         last = metrics.iloc[-1].dropna().to_dict()
@@ -349,7 +347,7 @@ def show_runs(root: Path) -> None:
     if chosen.running:
         st.caption(f"refreshing every {REFRESH_SECONDS:g} s")
     code = job.exit_code if job is not None else None
-    if code and chosen.state not in (*STOPPED_STATES, "finished"):  # a stop is no failure
+    if code and chosen.state not in (RunState.INTERRUPTED, RunState.FINISHED):  # a stop is no failure
         st.error(f"The training process of {chosen.folder.name} exited with status {code}: see its log.")
     r1, r2 = st.columns(2)
     in_charge = control.may_control(chosen.folder, me)  # a room: the run's starter or the host

@@ -132,16 +132,7 @@ def room_answers() -> None:
 
 def host_gate() -> bool:
     """Whether this session is the host's; draws the secret box for the others."""
-    if room_ui.is_host():
-        return True
-    secret = st.text_input("host secret", type="password", key="ls_host_secret",
-                           help="the room's answers are the host's to see")
-    if secret:
-        if room_ui.job_board().unlock(secret):
-            ss.room_host = True
-            st.rerun()
-        st.error("Refused: that is not the host secret.")
-    return False
+    return room_ui.host_secret_box("host secret", "ls_host_secret", help="the room's answers are the host's to see")
 
 
 # ------------------------------------------------------------------ a participant's lesson

@@ -10,6 +10,7 @@ one of these goes through (path boxes, no lock, no queue), so these tests fail t
 from __future__ import annotations
 
 import gzip
+import re
 import sys
 import time
 from pathlib import Path
@@ -179,6 +180,33 @@ def test_an_oversized_upload_and_a_small_gzip_that_expands_are_refused(browser, 
     assert room.rss_bytes() < 4 * 2**30
 
 
+def test_the_comparisons_trace_upload_is_held_to_the_same_caps(browser, room, tmp_path):
+    """The verifier comparison reads uploads through the same capped reader as the explorer (it once read any file
+    the web server let through, and a small gzip expanded without bound)."""
+    page = session(browser, room, "Verifier comparison")
+    # the trace's uploader is drawn above the result files' one; a click lost during a script run would leave only
+    # that one, so the choice is clicked until the trace's own prompt shows
+    prompt = page.get_by_text("Upload a trace saved by the tree explorer", exact=False)
+    for _ in range(3):
+        page.get_by_text("a round from a trace file").click()
+        kit.wait_idle(page)
+        if prompt.count():
+            break
+    prompt.wait_for(timeout=60_000)
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"x" * 100_000)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(big))
+    page.get_by_text("big.jsonl is 97.7 KB, over this server's upload cap of 64.0 KB (upload_bytes)",
+                     exact=False).wait_for(timeout=60_000)
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip.compress(b'{"a": "' + b"z" * 3_000_000 + b'"}\n'))
+    assert bomb.stat().st_size < 65536  # small enough to pass the upload cap: the text cap must stop it
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(bomb))
+    page.get_by_text("bomb.jsonl.gz holds more than 1 MiB of trace text", exact=False).wait_for(timeout=60_000)
+    kit.no_exception(page)
+    assert room.rss_bytes() < 4 * 2**30
+
+
 def test_the_largest_value_of_every_numeric_input_is_refused_naming_the_cap(browser, room):
     page = session(browser, room, "Tree explorer")
     kit.set_number(page, "budget (tree nodes)", 10**9)
@@ -269,6 +297,77 @@ def test_a_burst_of_reruns_keeps_one_place_in_line_and_ends_in_one_result(browse
     first.get_by_text("Across rounds", exact=True).wait_for(timeout=600_000)
     kit.no_exception(first)
     kit.no_exception(second)
+
+
+def test_three_tabs_of_one_participant_hold_one_place_in_line(browser, room):
+    """A participant is their browser: while one of their tabs computes, their other tabs' requests stand in line
+    once (the newest replaces the older), and another participant's request stands behind that one place. On
+    a10088a each tab was a participant of its own: three tabs held three places."""
+    ann = browser.new_context(viewport={"width": 1500, "height": 1400})
+
+    def tab():
+        page = ann.new_page()
+        page.goto(room.url, wait_until="domcontentloaded")
+        page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=120_000)
+        visit(page, "Tree explorer")
+        return page
+
+    first, second, third = tab(), tab(), tab()
+    kit.set_number(first, "max new tokens", 128)
+    for page in (second, third):
+        kit.set_number(page, "max new tokens", 8)
+    first.get_by_role("button", name="▶ Run live").click()
+    first.get_by_text("decoding", exact=False).first.wait_for(timeout=120_000)  # ann's first tab holds the slot
+    second.get_by_role("button", name="▶ Run live").click()
+    second.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
+    third.get_by_role("button", name="▶ Run live").click()
+    second.get_by_text("This request was replaced by your newer one.").wait_for(timeout=60_000)
+    third.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
+    bob = session(browser, room, "Tree explorer")
+    kit.set_number(bob, "max new tokens", 8)
+    bob.get_by_role("button", name="▶ Run live").click()
+    bob.get_by_text(f"{room_load.QUEUE_TEXT}2 of 2 in line", exact=False).wait_for(timeout=60_000)
+    for page in (first, third, bob):
+        page.get_by_text("Across rounds", exact=True).wait_for(timeout=600_000)
+        kit.no_exception(page)
+    ann.close()
+
+
+def test_a_tab_closed_mid_computation_frees_its_slot(browser, tmp_path):
+    """A participant draws 2,000 sampled trees of up to 64 nodes at an explorer round's context (about ten minutes
+    of work on a quiet 2-core machine, in the server's only slot) and closes the tab: the work stops at its next tree
+    and the next participant's run starts at once. A regression guard, not a bug test: it passes on a10088a too,
+    where Streamlit's stop request to a disconnected session took effect at the draw's next progress bar; work that
+    draws nothing between its units stops through the studio's `Seat.still_here` (tests/studio/test_turns.py)."""
+    server = room_load.start_room_server(tmp_path / "room", secret=SECRET, slots=1,
+                                         config='targets = ["default"]\ndrafters = ["rollout"]\n'
+                                                '[caps]\nsampled_rounds = 2000\n')
+    try:
+        ann = session(browser, server, "Tree explorer")
+        kit.set_number(ann, "max new tokens", 8)
+        ann.get_by_role("button", name="▶ Run live").click()
+        ann.get_by_text("Across rounds", exact=True).wait_for(timeout=300_000)
+        visit(ann, "Verifier comparison")
+        ann.get_by_text("sampled trees at an explorer round's context", exact=False).click()
+        kit.wait_idle(ann)
+        builder = ann.get_by_label("sampled builder", exact=True)
+        builder.fill("sampled:4,4,4")
+        builder.press("Enter")
+        kit.wait_idle(ann)
+        kit.set_number(ann, "budget", 64)  # trees of up to 64 nodes: 2,000 of them take many minutes
+        kit.set_number(ann, "rounds (fresh trees)", 2000)
+        ann.get_by_role("button", name="▶ Draw the trees").click()
+        ann.get_by_text(re.compile(r"tree \d+/2000")).wait_for(timeout=300_000)  # ann's draw holds the only slot
+        bob = session(browser, server, "Tree explorer")
+        kit.set_number(bob, "max new tokens", 8)
+        bob.get_by_role("button", name="▶ Run live").click()
+        bob.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
+        ann.context.close()  # mid-draw: most of its trees to go (minutes of work)
+        bob.get_by_text("Across rounds", exact=True).wait_for(timeout=120_000)
+        kit.no_exception(bob)
+        assert server.process.poll() is None
+    finally:
+        server.stop()
 
 
 def test_stopping_the_room_server_ends_the_jobs_it_started(browser, tmp_path):

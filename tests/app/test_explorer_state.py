@@ -139,3 +139,14 @@ def test_a_rounds_rows_are_scored_once_a_failure_is_said_and_not_retried_and_few
     for index in range(2, 2 + explorer_state.KEPT_ROWS):
         session.keep_rows(index, torch.zeros(1))
     assert len(session.rows) == explorer_state.KEPT_ROWS and not session.has_rows(0)  # the oldest went first
+
+
+def test_a_drafter_made_active_elsewhere_wins_over_the_one_the_sidebar_kept():
+    """Issue 50: after the explorer was visited, ExitTrain's "Make this the explorer's drafter" was undone by the
+    sidebar's kept value, and the next round ran the old drafter. The session owns the choice now."""
+    state = {"ex_proposer": "default"}
+    session = ExplorerSession.of(state)
+    session.keep(state)  # the explorer ran with the committed drafter
+    session.choose_drafter("runs/r/checkpoint-50", state)  # on the ExitTrain page (the box may still be held)
+    session.restore(state)  # back on the explorer, before its widgets are drawn
+    assert state["ex_proposer"] == "runs/r/checkpoint-50" and session.active_drafter == "runs/r/checkpoint-50"

@@ -16,6 +16,11 @@ import appdata
 import figures
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import STAGES, RoundRecord
+from tevcore.room.limits import SINGLE_USER
+from tevcore.room.queue import ComputeQueue
+from tevcore.studio.reader import read_upload
+from tevcore.studio.traces import open_trace
+from tevcore.studio.turns import Seat
 
 
 @pytest.fixture(scope="module")
@@ -131,12 +136,17 @@ def test_root_only_tree_draws():
     assert _trace(fig, "exit node 0")
 
 
+def opened(data: bytes, name: str = "trace.jsonl"):
+    """An uploaded trace as the pages open it: the studio's capped reader, then its trace service."""
+    return open_trace(Seat(SINGLE_USER, ComputeQueue(1), "test"), read_upload(SINGLE_USER, data, name))
+
+
 def test_trace_round_trip_and_approximate_rows_keep_the_exit_law(records, tmp_path):
     data = appdata.trace_bytes(records, {"prompt": "p"})
-    trace = appdata.trace_from_bytes(data)
+    trace = opened(data)
     assert len(trace.rounds) == len(records) and trace.meta == {"prompt": "p"}
     with pytest.raises(ValueError):
-        appdata.trace_from_bytes(b"not a trace\n")
+        opened(b"not a trace\n")
     compact = appdata.approximate_round(trace.rounds[0])
     assert compact.approximate and compact.vocab_texts[-1] == appdata.OTHER
     flow = target_flow(compact.tree, compact.node_logits, 1.0)
@@ -426,7 +436,7 @@ def test_bench_axis_ticks_sit_on_the_measured_budgets():
 
 def test_an_unreadable_upload_names_the_users_file():
     with pytest.raises(ValueError) as err:
-        appdata.trace_from_bytes(b'{"schema": "not a trace"}\n', "my-run.jsonl")
+        opened(b'{"schema": "not a trace"}\n', "my-run.jsonl")
     assert "upload" not in str(err.value) and "/tmp" not in str(err.value)
 
 
@@ -436,8 +446,8 @@ def test_an_upload_with_rounds_out_of_order_is_never_replayed(records, order):
     lines = appdata.trace_bytes(records).decode().splitlines()
     shuffled = "\n".join([lines[0]] + [lines[1 + i] for i in order]) + "\n"
     with pytest.raises(ValueError, match="^my-run.jsonl, line .*rounds must be in increasing order"):
-        appdata.load_trace(shuffled.encode(), "my-run.jsonl")
-    assert [r.index for r in appdata.load_trace(appdata.trace_bytes(records)).rounds] == [0, 1, 2, 3]
+        opened(shuffled.encode(), "my-run.jsonl")
+    assert [r.index for r in opened(appdata.trace_bytes(records)).rounds] == [0, 1, 2, 3]
 
 
 def test_top_shares_keep_the_picked_bars_and_put_the_rest_in_one():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -126,7 +127,9 @@ def test_two_participants_answers_reach_the_hosts_histogram_and_csv(room, monkey
     assert not host.get("plotly_chart") and not host.get("download_button")  # nothing of the room before the secret
     host.text_input(key="ls_host_secret").set_value("wrong").run()
     assert "Refused: that is not the host secret." in [e.value for e in host.error]
-    host.text_input(key="ls_host_secret").set_value("open-sesame").run()
+    host.text_input(key="ls_host_secret").set_value("open-sesame").run()  # too soon after a wrong guess: unchecked
+    assert any("too many wrong guesses of the host secret" in e.value for e in host.error)
+    time.sleep(1.1)  # the wait after one wrong guess (the room's one limit on guesses, as on the ExitTrain page)
     host.run()
     assert not host.exception
     charts = host.get("plotly_chart")

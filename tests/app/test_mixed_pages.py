@@ -13,6 +13,7 @@ import figures
 import sampled_view
 from test_explorer_sampled import frames, sampled_session
 from tevcore.engine.builder_specs import BUILDER_FAMILIES, parse_builder
+from tevcore.studio.toy_rounds import draw_toy_rounds
 from tevcore.verify.registry import RULES, rules_for
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -117,7 +118,7 @@ def test_the_comparisons_sampled_source_draws_mixed_trees_and_rrs_follows_the_ta
     ceilings = [d.value for d in at.dataframe if "ceiling" in d.value.columns]
     assert len(ceilings) == 2 and set(ceilings[0]["design"]) <= {"mixed", "fixed"}  # drawn trees + rrs, best-first
     assert (ceilings[1]["design"] == "fixed").all() and (ceilings[1]["gap"].abs() < 1e-9).all()
-    drawn = appdata.sampled_rounds(parse_builder("mixed:3,2,1"), 60, 16, 1.0, 0)
+    drawn = draw_toy_rounds(parse_builder("mixed:3,2,1"), 60, 16, 1.0, 0)
     assert all(tree.draws.mixed for tree, _ in drawn.rounds)
 
 

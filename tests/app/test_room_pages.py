@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,11 @@ def test_training_is_locked_until_the_host_secret_and_then_no_path_is_typed(room
     at.text_input(key="room_secret").set_value("guess").run()
     assert any("not the host secret" in e.value for e in at.error)
     assert not [b for b in at.button if b.key == "et_start"]
-    at.text_input(key="room_secret").set_value("open-sesame").run()
+    at.text_input(key="room_secret").set_value("open-sesame").run()  # too soon after a wrong guess: unchecked
+    assert any("too many wrong guesses of the host secret: try again in 1 s" in e.value for e in at.error)
+    assert not [b for b in at.button if b.key == "et_start"]
+    time.sleep(1.1)  # the wait after one wrong guess
+    at.run()
     assert not at.exception
     assert [b for b in at.button if b.key == "et_start"] and typed_boxes(at) == set()
     assert "other" not in at.selectbox(key="et_init").options  # no drafter folder typed beside it
@@ -164,3 +169,53 @@ def test_on_ones_own_machine_a_job_of_an_earlier_server_is_found_again_and_can_b
     finally:
         earlier.end_all(wait_s=5)
         st.cache_resource.clear()
+
+
+def test_a_closed_tab_stops_the_studios_work_through_the_pages_check(monkeypatch):
+    """The check a page hands the studio raises `Left` once Streamlit no longer counts the page's session as
+    active (its browser tab closed), so the service stops and frees its queue slot; while open it passes."""
+    import room_ui
+    from streamlit import runtime
+    from streamlit.runtime import scriptrunner
+
+    from tevcore.studio.turns import Left
+
+    active = {"tab-1"}
+
+    class Server:
+        @staticmethod
+        def is_active_session(session_id: str) -> bool:
+            return session_id in active
+
+    class Context:
+        session_id = "tab-1"
+
+    monkeypatch.setattr(runtime, "exists", lambda: True)
+    monkeypatch.setattr(runtime, "get_instance", lambda: Server())
+    monkeypatch.setattr(scriptrunner, "get_script_run_ctx", lambda: Context())
+    still_here = room_ui._page_check()
+    still_here()  # the tab is open
+    active.clear()  # the participant closes it
+    with pytest.raises(Left, match="the page that asked was closed"):
+        still_here()
+
+
+def test_a_reload_finds_the_traces_saved_before_and_another_browser_does_not(room, monkeypatch):
+    """A reload of the page is a new session: it gets the space of its browser (the same browser key) back, with
+    the trace saved before; a session of another browser gets a space of its own. On a10088a a reload got a new,
+    empty space."""
+    from tevcore.studio import participants
+
+    browser = {"key": "browser-ann"}
+    monkeypatch.setattr(participants, "browser_key", lambda cookie: browser["key"])
+    first = page("1_Tree_explorer.py").run()
+    assert not first.exception and any("kept across reloads" in c.value for c in first.caption)
+    saved = first.session_state["room_space"].folder / "trace-1.jsonl.gz"
+    saved.write_bytes(b"saved before the reload")
+    reloaded = page("1_Tree_explorer.py").run()  # the same browser, a new session
+    assert reloaded.session_state["room_space"].folder == saved.parent
+    assert "trace-1.jsonl.gz" in reloaded.selectbox(key="ex_open_pick").options
+    browser["key"] = "browser-bob"
+    other = page("1_Tree_explorer.py").run()
+    assert other.session_state["room_space"].folder != saved.parent
+    assert not [box for box in other.selectbox if box.key == "ex_open_pick"]

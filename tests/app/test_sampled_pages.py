@@ -1,6 +1,6 @@
 """Sampled trees in the app: the verifier comparison's sampled rounds and the workshop's coupling preset.
 
-AppTest runs of both pages, the services behind them (`appdata.sampled_rounds`,
+AppTest runs of both pages, the services behind them (`tevcore.studio.toy_rounds`,
 `appdata.coupling`) checked against the engine, and their figures' category
 axes.
 """
@@ -24,6 +24,7 @@ from test_figures import NUMERIC_LOOKING, _bars_all_on_a_category_axis
 from test_pages import PAGES
 from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
+from tevcore.studio.toy_rounds import draw_toy_rounds
 from tevcore.verify.laws import exit_law
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
@@ -71,7 +72,7 @@ def test_sampled_rounds_run_every_valid_rule_and_compare_tev_with_rrs_on_one_tre
     assert (exact["exit χ² p (vs its law)"] > 1e-4).all()  # rrs against its own law on this tree
     assert (exact["bonus χ² p (all exits, vs its law)"] > 1e-4).all()
     # the picked tree is round 3 of the service's draws; the chart's bars are the engine's laws on it
-    drawn = appdata.sampled_rounds(parse_builder(sampled_view.DEFAULT_BUILDER), ROUNDS, 16, 1.0, 0)
+    drawn = draw_toy_rounds(parse_builder(sampled_view.DEFAULT_BUILDER), ROUNDS, 16, 1.0, 0)
     tree, logits = drawn.rounds[3]
     x = exit_law(tree, logits, 1.0).exit_mass.numpy()
     chart = specs(at)["one realised tree: TEV's exit law against rrs's outcomes"]
@@ -91,7 +92,7 @@ def test_across_rounds_every_rule_sees_the_same_trees_and_exact_rules_emit_targe
     at.button(key="vc_s_run_rounds").click().run()
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "E[1 + C]" in d.value.columns)
-    drawn = appdata.sampled_rounds(parse_builder(sampled_view.DEFAULT_BUILDER), ROUNDS, 16, 1.0, 0)
+    drawn = draw_toy_rounds(parse_builder(sampled_view.DEFAULT_BUILDER), ROUNDS, 16, 1.0, 0)
     mean_c = np.mean([target_flow(tree, logits, 1.0).expected_length for tree, logits in drawn.rounds])
     assert table["E[1 + C]"].to_numpy() == pytest.approx(np.full(len(table), mean_c))  # one yardstick for all
     by_rule = table.set_index("verifier")
@@ -223,7 +224,7 @@ def test_the_live_source_is_offered_only_for_a_live_generation():
 
 
 def test_sampled_rounds_share_one_prefix_deterministic_target():
-    drawn = appdata.sampled_rounds(parse_builder("sampled-wor:2,2"), 30, 8, 1.0, seed=5)
+    drawn = draw_toy_rounds(parse_builder("sampled-wor:2,2"), 30, 8, 1.0, seed=5)
     rows: dict[tuple[int, ...], torch.Tensor] = {}
     for tree, logits in drawn.rounds:
         assert tree.sampled and tree.draws.mode == "wor" and tree.size <= 8

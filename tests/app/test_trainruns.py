@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import trainruns
+from tevcore.room.limits import SINGLE_USER
 from tevcore.train.runs import list_runs
 
 
@@ -74,4 +75,5 @@ def test_the_runs_table_shows_a_stopped_run_as_resumable_and_a_torn_metrics_line
     (tmp_path / "bad" / "status.json").write_text("{oops")
     table = trainruns.runs_table(list_runs(tmp_path))
     assert dict(zip(table["run"], table["state"])) == {"r": "stopped (resumable)", "bad": "unreadable"}
-    assert len(trainruns.metrics_frame(run)) == 1 and trainruns.metrics_frame(tmp_path / "bad").empty
+    assert len(trainruns.metrics_frame(run, SINGLE_USER)) == 1
+    assert trainruns.metrics_frame(tmp_path / "bad", SINGLE_USER).empty

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer_kit import live_explorer, put_explorer
+from explorer_state import ExplorerSession
 from test_pages import APP, chart_specs, page, titled
 
 SAMPLED_SOURCE = "sampled trees (toy target, fresh draws at one context)"
@@ -166,3 +167,17 @@ def test_the_explorer_keeps_its_settings_across_pages_and_says_when_shown_rounds
     assert not at.exception
     assert at.number_input(key="ex_budget").value == 24
     assert any("The rounds shown came from other settings: budget 8 (now 24)" in w.value for w in at.warning)
+
+
+def test_a_drafter_made_active_after_the_explorer_was_visited_is_the_one_its_sidebar_selects():
+    """Issue 50: once the explorer had been visited, its kept sidebar value was put back over ExitTrain's "Make this
+    the explorer's drafter", and the next round ran the old drafter while ExitTrain said otherwise."""
+    at = page("Home.py").run()
+    at.switch_page("pages/1_Tree_explorer.py").run()  # visited: the sidebar keeps its drafter
+    before = at.selectbox(key="ex_proposer").value
+    at.switch_page("pages/4_Exit_law_workshop.py").run()
+    # what ExitTrain's button does (its callback, on that page's run)
+    ExplorerSession.of(at.session_state).choose_drafter("runs/x/checkpoint-50", at.session_state)
+    at.switch_page("pages/1_Tree_explorer.py").run()
+    assert not at.exception
+    assert at.selectbox(key="ex_proposer").value == "runs/x/checkpoint-50" != before

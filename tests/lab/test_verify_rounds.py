@@ -11,7 +11,8 @@ from scipy import stats
 from tevcore.engine.builders import chain
 from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.sampling import make_generator
-from tevcore.lab.simulate import verify_rounds
+from tevcore.engine.flow import target_flow
+from tevcore.lab.simulate import gap_text, simulate, verify_rounds
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -75,3 +76,36 @@ def test_bad_input_is_one_clear_error():
         verify_rounds(["tev"], [], 1.0, seed=0)
     with pytest.raises(ValueError, match="unknown verifier 'nope'"):
         verify_rounds(["nope"], [(chain(0, torch.zeros(1, 4), 1), torch.zeros(2, 4))], 1.0, seed=0)
+
+
+def test_the_gap_has_an_honest_standard_error_when_every_round_ends_alike():
+    """A one-node chain the target accepts with p = 0.9: over a few rounds TEV often accepts every time, and the
+    rounds' spread is then 0; the gap's s.e. comes from X's Var(L | tree) = 0.9 * 4 + 0.1 * 1 - 1.9^2 = 0.09 (on
+    a10088a it was a bare 0). A rule whose law given the tree is not X gets no s.e. at all: too few rounds."""
+    p = torch.tensor([0.9, 0.1], dtype=torch.float64)
+    tree = chain(0, p.log().unsqueeze(0), 1)
+    rounds = [(tree, p.log().expand(2, -1).clone())] * 5
+    seed = next(s for s in range(200) if verify_rounds(["tev"], rounds, 1.0, s)["tev"].emitted.unique().numel() == 1)
+    found = verify_rounds(["tev", "chain"], rounds, 1.0, seed)
+    gap, stderr = found["tev"].length_gap()
+    assert stderr == pytest.approx(math.sqrt(0.09 / 5))
+    assert gap == pytest.approx(float(found["tev"].emitted[0]) - 1.9)
+    chain_gap, chain_se = found["chain"].length_gap()
+    if found["chain"].emitted.unique().numel() == 1:
+        assert math.isnan(chain_se) and gap_text(chain_gap, chain_se).endswith("(too few rounds)")
+    many = verify_rounds(["tev"], rounds * 200, 1.0, seed)["tev"]  # rounds that differ: the plain s.e.
+    values = many.emitted.double() - many.expected_lengths
+    assert many.length_gap()[1] == pytest.approx(float(values.std() / math.sqrt(values.numel())))
+
+
+def test_the_length_variance_of_the_flow_is_that_of_an_optimal_rules_draws():
+    """Var(L | tree) from X against the block lengths of 200,000 TEV verifications of one depth-2 chain."""
+    node_logits = torch.log(torch.tensor([[0.5, 0.3, 0.2], [0.6, 0.3, 0.1], [0.2, 0.2, 0.6]]))
+    tree = chain(0, torch.log_softmax(node_logits, -1), 2)
+    flow = target_flow(tree, node_logits, 1.0)
+    drawn = simulate("tev", tree, node_logits, 1.0, 200_000, seed=11)
+    lengths = torch.arange(drawn.length_counts.numel(), dtype=torch.float64)  # L = depth + 1 = index
+    shares = drawn.length_counts.double() / drawn.n
+    sample_variance = float((shares * lengths ** 2).sum() - (shares * lengths).sum() ** 2)
+    assert flow.length_variance(tree) > 0.1
+    assert sample_variance == pytest.approx(flow.length_variance(tree), rel=0.02)

@@ -27,7 +27,7 @@ def board(tmp_path):
 
 def test_jobs_are_locked_until_the_host_secret_unlocks_them(board, tmp_path):
     jobs = board()
-    assert not jobs.unlock("wrong") and jobs.unlock("s3cret")
+    assert not jobs.unlock("wrong", guesser="p1") and jobs.unlock("s3cret", guesser="host")
     assert not board(secret=None).unlock("")
     with pytest.raises(JobRefused, match="host's: enter the host secret"):
         jobs.start("p1", "train", tmp_path / "run", SLEEP, tmp_path / "run" / "log", unlocked=False)

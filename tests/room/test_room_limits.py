@@ -7,6 +7,7 @@ import pytest
 from tevcore.config import DecodeConfig
 from tevcore.room import guarded
 from tevcore.room.limits import ROOM, SINGLE_USER, CapExceeded
+from tevcore.train.config import TrainConfig
 
 
 def test_a_value_at_the_cap_passes_and_one_past_it_is_refused_naming_the_cap():
@@ -37,15 +38,6 @@ def test_a_decode_request_past_the_room_caps_is_refused_and_passes_the_single_us
         guarded.check_decode(ROOM, DecodeConfig(max_new_tokens=1024, budget=8))
 
 
-def test_an_upload_over_the_cap_is_refused_and_the_text_cap_is_returned_for_the_reader():
-    assert guarded.check_upload(ROOM, ROOM.upload_bytes, "t.jsonl") == ROOM.text_bytes
-    with pytest.raises(CapExceeded, match=r"^big.jsonl is 6.0 MB, over this server's upload cap of 5.0 MB "
-                                          r"\(upload_bytes\)$"):
-        guarded.check_upload(ROOM, 6 * 2**20, "big.jsonl")
-    with pytest.raises(CapExceeded, match=r"^t.jsonl is 100.0 KB, over this server's upload cap of 64.0 KB"):
-        guarded.check_upload(ROOM.with_caps(upload_bytes=65536), 102400, "t.jsonl")
-
-
 @pytest.mark.parametrize("call, cap", [
     (lambda: guarded.check_sampled(ROOM, ROOM.sampled_rounds + 1, 8), "sampled_rounds"),
     (lambda: guarded.check_sampled(ROOM, 10, ROOM.sampled_budget + 1), "sampled_budget"),
@@ -56,8 +48,11 @@ def test_an_upload_over_the_cap_is_refused_and_the_text_cap_is_returned_for_the_
     (lambda: guarded.check_compare(ROOM, [4], ROOM.prompts + 1, 8, 1), "prompts"),
     (lambda: guarded.check_compare(ROOM, [4], 1, ROOM.new_tokens + 1, 1), "new_tokens"),
     (lambda: guarded.check_compare(ROOM, ["chain"], 1, 8, 3), "compare_drafters"),
-    (lambda: guarded.check_training(ROOM, ROOM.train_steps + 1, 8), "train_steps"),
-    (lambda: guarded.check_training(ROOM, 10, ROOM.train_batch + 1), "train_batch"),
+    (lambda: guarded.check_training(ROOM, TrainConfig(data="d", steps=ROOM.train_steps + 1, checkpoint_every=1000)),
+     "train_steps"),
+    (lambda: guarded.check_training(ROOM, TrainConfig(data="d", steps=10, batch_size=ROOM.train_batch + 1)),
+     "train_batch"),
+    (lambda: guarded.check_toy_rounds(ROOM, ROOM.toy_rounds + 1, 8), "toy_rounds"),
     (lambda: guarded.check_data(ROOM, ROOM.data_shards + 1), "data_shards"),
 ])
 def test_every_request_check_names_its_cap(call, cap):

@@ -147,3 +147,48 @@ def test_the_estimate_follows_the_measured_turns():
 def test_a_queue_without_slots_is_refused():
     with pytest.raises(ValueError, match="at least one slot"):
         ComputeQueue(0)
+
+
+def test_three_tabs_of_one_participant_hold_one_place_and_others_pass_them():
+    """One participant (one owner key in all their tabs) runs one turn at a time and stands in line once: with
+    slots free, their second and third tab's requests do not take them, another participant's request does."""
+    queue = ComputeQueue(3)
+    first, release_first = hold_a_turn(queue, "ann")  # ann's first tab runs
+    wait_until(lambda: queue.running == 1)
+    outcome: dict[str, str] = {}
+
+    def tab(label: str, owner: str) -> None:
+        try:
+            with queue.turn(owner, poll_s=0.01):
+                outcome[label] = "ran"
+        except Replaced:
+            outcome[label] = "replaced"
+
+    second = threading.Thread(target=tab, args=("ann 2", "ann"))
+    second.start()
+    wait_until(lambda: queue.waiting == 1)
+    third = threading.Thread(target=tab, args=("ann 3", "ann"))
+    third.start()
+    wait_until(lambda: "ann 2" in outcome)  # the newer tab takes the older one's place
+    assert outcome == {"ann 2": "replaced"} and queue.waiting == 1 and queue.running == 1  # two slots stay free
+    other = threading.Thread(target=tab, args=("bob", "bob"))
+    other.start()
+    other.join(5)
+    assert outcome["bob"] == "ran" and "ann 3" not in outcome  # bob passed ann's waiting tab
+    release_first.set()
+    for thread in (first, third):
+        thread.join(5)
+    assert outcome["ann 3"] == "ran" and queue.running == 0 and queue.waiting == 0
+
+
+def test_a_turn_left_by_an_exception_frees_the_slot_for_the_next_participant():
+    """A closed tab stops its work with an exception inside the turn (`tevcore.studio.turns.Left`): the slot is
+    free at once and the participant can ask again."""
+    queue = ComputeQueue(1)
+    with pytest.raises(RuntimeError):
+        with queue.turn("ann"):
+            raise RuntimeError("the page that asked was closed")
+    assert queue.running == 0
+    for owner in ("bob", "ann"):
+        with queue.turn(owner, on_wait=lambda place: pytest.fail("the slot was still held")):
+            pass

@@ -3,6 +3,8 @@ saw a response the target generated (the naive start of issue 55 must say it saw
 
 from __future__ import annotations
 
+import argparse
+
 import json
 from dataclasses import replace
 
@@ -81,10 +83,12 @@ def test_the_export_carries_the_record(tiny_target, text_only_data, tmp_path, mo
     from tevcore.train import train_cli
 
     monkeypatch.setattr(train_cli, "target_from_args", lambda *a, **k: tiny_target)
-    args = train_cli.parse_words([str(tmp_path / "run"), "--data", str(text_only_data), "--target", "tiny",
-                                  "--depth", "3", "--context", "4", "--layers", "1", "--heads", "4", "--ffn", "64",
-                                  "--draft-vocab", "40", "--steps", "1", "--batch-size", "4", "--warmup", "1",
-                                  "--export", str(tmp_path / "export")])
+    parser = argparse.ArgumentParser()
+    train_cli.add_arguments(parser)
+    args = parser.parse_args([str(tmp_path / "run"), "--data", str(text_only_data), "--target", "tiny",
+                              "--depth", "3", "--context", "4", "--layers", "1", "--heads", "4", "--ffn", "64",
+                              "--draft-vocab", "40", "--steps", "1", "--batch-size", "4", "--warmup", "1",
+                              "--export", str(tmp_path / "export")])
     assert train_cli.run(args) == 0
     assert _record(tmp_path / "export") == _record(tmp_path / "run" / "drafter")
     assert _record(tmp_path / "export")["saw_generated_responses"] is False

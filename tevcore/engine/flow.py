@@ -118,6 +118,13 @@ class TargetFlow:
         """1 + C: the expected output block length of an optimal exact verifier."""
         return 1.0 + self.coverage
 
+    def length_variance(self, tree: DraftTree) -> float:
+        """Var(L | tree) of an optimal exact verifier on `tree`: its exit node is distributed as X, so L = depth + 1
+        has variance sum_v X(v) (depth(v) + 1)^2 - (1 + C)^2 (0 when the flow is 0/1, as at T = 0)."""
+        lengths = tree.depths.to(self.exit_mass.dtype) + 1.0
+        second = float((self.exit_mass * lengths * lengths).sum())
+        return max(0.0, second - self.expected_length ** 2)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "temperature": self.temperature,

@@ -22,7 +22,7 @@ from tevcore.flags import (add_target_arguments, count_at_least_one, prompt_text
                            thread_count)
 from tevcore.lab.ceilings import design_ceilings, format_ceilings
 from tevcore.lab.context_rounds import check_sampled, rounds_at_context
-from tevcore.lab.simulate import verify_rounds
+from tevcore.lab.simulate import gap_text, verify_rounds
 from tevcore.results import Column, ResultRecord, RunMeta, format_table as tabulate_rows, write_result
 from tevcore.parsing import comma_list
 from tevcore.engine.builder_specs import BuilderSpec, parse_builder, sampled_builder_help
@@ -120,7 +120,7 @@ def _check_room(at_round: int, prompt_tokens: int, reserve: int, depth: int, con
 COLUMNS = (Column("verifier", "verifier"), Column("standing", "standing"),
            Column("E[L]", lambda r: f"{r['mean_emitted']:.3f} ± {r['mean_emitted_se']:.3f}", "s"),
            Column("E[1 + C]", lambda r: f"{r['mean_expected_length']:.3f} ± {r['mean_expected_length_se']:.3f}", "s"),
-           Column("gap", lambda r: f"{r['gap']:+.3f} ± {r['gap_se']:.3f}", "s"),
+           Column("gap", lambda r: gap_text(r["gap"], r["gap_se"]), "s"),
            Column("first token p", "first_token_p", ".3g"))
 
 

@@ -11,6 +11,15 @@ with each round's yardstick 1 + C beside its block length. A proposal-ratio
 rule is exact only over the tree's draws, so only such a sample of trees
 shows it: its first emitted tokens follow the target's row, and its mean L
 may differ from the mean 1 + C.
+
+Which rules have the gap E[L] - E[1 + C] = 0 in expectation: exactly those
+the registry calls optimal at the rounds' temperature (tev, predraw, residual;
+greedy at T = 0 only), whose exit law given every tree is X, so that
+E[L | tree] = 1 + C(tree). The chain-only rule (its own law) falls at or below
+1 + C; greedy at T > 0 and the naive ratio foil follow other laws; rrs and
+block, exact only over the tree's draw, may exceed it. The gap's standard
+error is never a bare 0 from rounds that all ended alike: see
+`RoundsResult.length_gap`.
 """
 
 from __future__ import annotations
@@ -25,11 +34,19 @@ from tevcore.engine.flow import target_flow
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.timing import seconds_of
-from tevcore.verify.laws import chi_square, chi_square_pvalue
+from tevcore.verify.laws import OPTIMAL, chi_square, chi_square_pvalue
+from tevcore.verify.registry import standing
 from tevcore.verify.scored import scored_round
 from tevcore.verify.verifiers import draw, get_rule, get_verifier
 
 BonusCounts = dict[int, tuple[torch.Tensor, torch.Tensor]]  # exit node -> (token ids, counts)
+TOO_FEW_ROUNDS = "too few rounds"  # what a gap's NaN standard error means (see `RoundsResult.length_gap`)
+
+
+def gap_text(gap: float, stderr: float) -> str:
+    """A gap and its standard error as shown: '+0.120 ± 0.034', or the gap and 'too few rounds' when no honest
+    standard error exists."""
+    return f"{gap:+.3f} ({TOO_FEW_ROUNDS})" if math.isnan(stderr) else f"{gap:+.3f} ± {stderr:.3f}"
 
 
 @dataclass(frozen=True)
@@ -112,6 +129,7 @@ class RoundsResult:
     emitted: torch.Tensor  # (R,) long: depth(exit) + 1 of each round's verdict
     expected_lengths: torch.Tensor  # (R,) float64: 1 + C of each round's tree
     first_tokens: torch.Tensor  # (R,) long: the first token each round emits (its first draft token, or the bonus)
+    law_variances: torch.Tensor | None = None  # (R,) float64: Var(L | tree) under X, for a rule optimal here
 
     @property
     def n(self) -> int:
@@ -126,8 +144,19 @@ class RoundsResult:
         return _mean_and_stderr(self.expected_lengths)
 
     def length_gap(self) -> tuple[float, float]:
-        """Mean of L - (1 + C) per round and its standard error: 0 in expectation for an exact-given-tree rule."""
-        return _mean_and_stderr(self.emitted.double() - self.expected_lengths)
+        """Mean of L - (1 + C) per round and its standard error: 0 in expectation for an optimal rule.
+
+        When every round's block length is the same, the rounds' spread says nothing of L's own noise (a few
+        rounds of a sharp target often all end alike), so the plain standard error would be a false 0. For a
+        rule optimal here L given the tree follows X, whose variance is known: the gap's variance is then the
+        mean of Var(L | tree) over the rounds, and its standard error sqrt(that / R). For any other rule the
+        standard error is NaN, shown as "too few rounds" (as for a single round).
+        """
+        gap, stderr = _mean_and_stderr(self.emitted.double() - self.expected_lengths)
+        if self.n > 1 and bool((self.emitted == self.emitted[0]).all()):
+            stderr = (math.sqrt(float(self.law_variances.mean()) / self.n) if self.law_variances is not None
+                      else float("nan"))
+        return gap, stderr
 
     def first_token_pvalue(self, target_probs: torch.Tensor) -> float:
         """Chi-square p-value of the first emitted tokens against the target's row (V,) at the rounds' context.
@@ -158,14 +187,18 @@ def verify_rounds(names: Sequence[str], rounds: Sequence[tuple[DraftTree, torch.
     verifiers = {name: (get_verifier(name), make_generator(seed)) for name in names}
     lengths: dict[str, list[int]] = {name: [] for name in names}
     first: dict[str, list[int]] = {name: [] for name in names}
-    expected = []
+    expected, variances = [], []
     for tree, logits in rounds:
         flow = target_flow(tree, logits, temperature, missing_k=0)
         expected.append(flow.expected_length)
+        variances.append(flow.length_variance(tree))
         for name, (verify, generator) in verifiers.items():
             verdict = verify(tree, logits, temperature, generator, flow=flow)
             lengths[name].append(verdict.emitted)
             first[name].append(int(tree.tokens[verdict.path[1]]) if len(verdict.path) > 1 else int(verdict.bonus_token))
     expected_lengths = torch.tensor(expected, dtype=torch.float64)
+    law_variances = torch.tensor(variances, dtype=torch.float64)
     return {name: RoundsResult(name, float(temperature), torch.tensor(lengths[name]), expected_lengths,
-                               torch.tensor(first[name])) for name in names}
+                               torch.tensor(first[name]),
+                               law_variances if standing(name, temperature) == OPTIMAL else None)
+            for name in names}

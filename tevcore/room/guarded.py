@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tevcore.config import DecodeConfig
-from tevcore.room.limits import CapExceeded, Limits
+from tevcore.room.limits import Limits
+from tevcore.train.config import TrainConfig
 
 
 def check_decode(limits: Limits, config: DecodeConfig) -> DecodeConfig:
@@ -20,21 +21,15 @@ def check_decode(limits: Limits, config: DecodeConfig) -> DecodeConfig:
     return config
 
 
-def check_upload(limits: Limits, size: int, name: str) -> int:
-    """An uploaded file's size; its decompressed text is capped by the reader at `limits.text_bytes`."""
-    if size > limits.upload_bytes:
-        raise CapExceeded(f"{name} is {_size(size)}, over this server's upload cap of {_size(limits.upload_bytes)} "
-                          "(upload_bytes)")
-    return limits.text_bytes
-
-
-def _size(count: int) -> str:
-    return f"{count / 2**20:.1f} MB" if count >= 2**20 else f"{count / 1024:.1f} KB"
-
-
 def check_sampled(limits: Limits, rounds: int, budget: int) -> None:
     """Fresh sampled trees at one context (each keeps its nodes' full-vocabulary logits)."""
     limits.check("sampled_rounds", rounds, "sampled rounds")
+    limits.check("sampled_budget", budget, "sampled tree budget")
+
+
+def check_toy_rounds(limits: Limits, rounds: int, budget: int) -> None:
+    """Fresh sampled trees at one context of the toy target (a dozen-token vocabulary: cheap rows, many rounds)."""
+    limits.check("toy_rounds", rounds, "toy sampled rounds")
     limits.check("sampled_budget", budget, "sampled tree budget")
 
 
@@ -57,9 +52,34 @@ def check_compare(limits: Limits, budgets: Sequence[int], prompts: int, tokens: 
     limits.check("compare_drafters", drafters, "drafters compared")
 
 
-def check_training(limits: Limits, steps: int, batch: int) -> None:
-    limits.check("train_steps", steps, "training steps")
-    limits.check("train_batch", batch, "batch size")
+# every TrainConfig field that sizes a run's memory, time or disk, and the cap that bounds it
+TRAIN_CAPS = {"steps": "train_steps", "batch_size": "train_batch", "tree_budget": "train_tree_budget",
+              "tree_anchors": "train_tree_anchors", "tree_share": "train_tree_anchors",  # as anchors per step
+              "tree_pool": "train_tree_pool", "checkpoint_every": "train_checkpoints",  # as checkpoints per run
+              "threads": "train_threads", "depth": "train_depth", "context": "train_context",
+              "draft_vocab": "train_draft_vocab", "layers": "train_layers", "heads": "train_heads", "ffn": "train_ffn",
+              "probe_every": "train_checkpoints"}  # as gradient probes per run (each costs about a step)
+# the fields that size nothing (rates, weights, switches, a seed) or name a folder or model the page offers
+UNSIZED_TRAIN_FIELDS = frozenset({"data", "target", "init", "dropout", "lr", "min_lr_ratio", "warmup", "weight_decay",
+                                  "grad_clip", "seed", "known_prob", "anchor_loss", "tree_lambda", "tree_weight",
+                                  "tree_alpha", "tree_temperature", "tree_norm", "max_shards", "keep_checkpoints"})
+
+
+def check_training(limits: Limits, config: TrainConfig) -> TrainConfig:
+    """A training run: every field that sizes it (`TRAIN_CAPS`), the checkpoint interval as the checkpoints the
+    run writes, the probe interval as the gradient probes it takes and the tree anchors as those a step scores."""
+    sized = {"tree_anchors": config.tree_anchor_count, "tree_share": config.tree_anchor_count,
+             "checkpoint_every": -(-config.steps // config.checkpoint_every),
+             "probe_every": -(-config.steps // config.probe_every) if config.probe_every else None}
+    for name, cap in TRAIN_CAPS.items():
+        value = sized.get(name, getattr(config, name))
+        if value is not None:
+            what = {"tree_anchors": "tree anchors per step", "tree_share": "tree anchors per step",
+                    "checkpoint_every": f"checkpoints ({config.steps} steps, one every {config.checkpoint_every})",
+                    "probe_every": f"gradient probes ({config.steps} steps, one every {config.probe_every})",
+                    }.get(name, name.replace("_", " "))
+            limits.check(cap, value, what)
+    return config
 
 
 def check_data(limits: Limits, shards: int) -> None:

@@ -9,7 +9,6 @@ and shows them as such; `end_all` ends every running job when the server stops.
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
 import secrets
@@ -19,6 +18,8 @@ import threading
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+from tevcore.room.secret import SecretCheck
 
 HOST = "host"  # the owner name of a job the host started
 
@@ -82,16 +83,17 @@ class JobBoard:
     def __init__(self, registry: Path, cap: int, host_secret: str | None) -> None:
         self.registry = Path(registry)
         self.cap = cap
-        self._secret = host_secret or None
+        self._secret = SecretCheck(host_secret)
         self.open_to_participants = False  # the host's switch: participants may start jobs of their own
         self._lock = threading.Lock()
         self._jobs: list[Job] = self._found_again()
         self._save()
 
     # -------------------------------------------------------------- who may
-    def unlock(self, secret: str) -> bool:
-        """Whether `secret` is the host's (compared in constant time; no secret set: nothing unlocks)."""
-        return self._secret is not None and hmac.compare_digest(secret.encode(), self._secret.encode())
+    def unlock(self, secret: str, guesser: str = "") -> bool:
+        """Whether `secret` is the host's (compared in constant time; no secret set: nothing unlocks); a guess too
+        soon after wrong ones is refused unchecked (`TooManyGuesses`, a ValueError saying when to try again)."""
+        return self._secret.check(secret, guesser)
 
     @staticmethod
     def may_control(job: Job, who: str, is_host: bool) -> bool:

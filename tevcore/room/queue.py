@@ -2,8 +2,10 @@
 
 Two people pressing Run together on one shared model each wait about twice as long, with nothing to say why.
 The queue makes the wait visible and fair: a request waits first in, first out, and is told its place and an
-estimate (the mean time of the last turns) while it waits. A participant has at most one request in line: a
-new one takes the place of their queued one, which ends with `Replaced`, so a burst of clicks never stacks.
+estimate (the mean time of the last turns) while it waits. The queue is fair per participant (an owner key, the
+same in all of one participant's browser tabs): a participant has at most one request in line, a new one taking
+the place of their queued one (which ends with `Replaced`, so a burst of clicks never stacks), and at most one
+turn running; their next request waits for it, keeping its place, while requests behind it from others start.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,6 +59,7 @@ class ComputeQueue:
         self._lock = threading.Condition()
         self._line: list[_Ticket] = []
         self._running = 0
+        self._busy: Counter[str] = Counter()  # running turns per owner (at most one each)
         self._times: deque[float] = deque(maxlen=TIMED_TURNS)
 
     @property
@@ -77,11 +80,23 @@ class ComputeQueue:
         return Place(position, len(self._line), self._turn_estimate() * math.ceil(position / self.slots))
 
     def _grant(self) -> None:
-        while self._line and self._running < self.slots:
-            ticket = self._line.pop(0)
+        """Start the first requests in line whose owner has no turn running, while slots are free."""
+        for ticket in list(self._line):
+            if self._running >= self.slots:
+                break
+            if self._busy[ticket.owner]:
+                continue
+            self._line.remove(ticket)
             ticket.granted = True
             self._running += 1
+            self._busy[ticket.owner] += 1
         self._lock.notify_all()
+
+    def _release(self, ticket: _Ticket) -> None:
+        self._running -= 1
+        self._busy[ticket.owner] -= 1
+        if not self._busy[ticket.owner]:
+            del self._busy[ticket.owner]
 
     def _enter(self, owner: str) -> _Ticket:
         ticket = _Ticket(owner)
@@ -121,7 +136,7 @@ class ComputeQueue:
                 if ticket in self._line:
                     self._line.remove(ticket)
                 elif ticket.granted:
-                    self._running -= 1
+                    self._release(ticket)
                 self._grant()
             raise
         began = self._clock()
@@ -129,6 +144,6 @@ class ComputeQueue:
             yield
         finally:
             with self._lock:
-                self._running -= 1
+                self._release(ticket)
                 self._times.append(self._clock() - began)
                 self._grant()

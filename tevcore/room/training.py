@@ -1,8 +1,11 @@
 """Training control as a service: plan a run, start it (or a resume, or a data build) through the job board, stop
 it, say whose it is; the pages lay out what it returns.
 
-Command lines are spelled by the CLI modules themselves (`train_cli.command_line`, `data_cli.command_line`, from
-the flags their parsers declare), and the plan is the CLI's own dry run made in-process and taken as a value. Every
+A training run is asked for once, typed: a `TrainRequest` (its folder and a validated `TrainConfig`, from the page's
+form or a resume's saved config) carries the caps' check, the plan and the command to the job board; only the
+process reads it back, from the command's flags. Command lines are spelled by the CLI modules themselves
+(`train_cli.command_line`, `data_cli.command_line`, from the flags their parsers declare), and the plan is the CLI's
+own dry run of the config, made in-process and taken as a value. Every
 start goes through one `JobBoard` per runs folder, in both profiles: the cap on running jobs, each job's owner, and
 the registry a restarted server reads. On one's own machine the user is the host of every job, and a job that
 outlives the server is found again at the next start, shown as such, and can be stopped; a room's server ends its
@@ -20,7 +23,9 @@ from tevcore.room import guarded
 from tevcore.room.jobs import Job, JobBoard, JobRefused
 from tevcore.room.limits import Limits
 from tevcore.train import data_cli, train_cli
+from tevcore.train.config import TrainConfig
 from tevcore.train.recipes import SMALL_SET
+from tevcore.train.rundir import read_saved_config
 from tevcore.train.runs import DATA_LOG, LOG_NAME, busy_reason
 
 REGISTRY = ".room-jobs.json"  # the board's record of its running jobs, in the runs folder it serves
@@ -37,6 +42,36 @@ class Caller:
 
     who: str
     is_host: bool
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """One training run asked for: its folder and its config, validated once (`TrainConfig`), and whether it
+    resumes the folder's run from its saved config and newest checkpoint."""
+
+    folder: Path
+    config: TrainConfig
+    resume: bool = False
+
+    @classmethod
+    def from_form(cls, folder: Path, values: Mapping[str, object]) -> TrainRequest:
+        """A new run from a form's values (TrainConfig fields; None leaves a field at its default); a ValueError
+        names a field that is out of range or unknown."""
+        return cls(Path(folder), TrainConfig.from_dict({k: v for k, v in values.items() if v is not None}))
+
+    @classmethod
+    def resuming(cls, folder: Path) -> TrainRequest:
+        """A resume of the run in `folder`, as its saved config.json describes it (a ValueError when damaged)."""
+        folder = Path(folder)
+        return cls(folder, TrainConfig.from_dict(read_saved_config(folder)), resume=True)
+
+    def command(self) -> list[str]:
+        """The process the job board starts: a resume reads the saved config; a new run gets every field as a
+        flag, defaults included, so the command shown is the whole config (the process's parser reads back this
+        very config)."""
+        if self.resume:
+            return resume_command(self.folder)
+        return train_command(self.folder, self.config.to_dict())
 
 
 def train_command(folder: Path, values: Mapping[str, object]) -> list[str]:
@@ -57,24 +92,16 @@ def data_command(folder: Path, shards: int, threads: int | None = None) -> list[
             *data_cli.command_line(folder, SMALL_SET, max_shards=int(shards), threads=threads)]
 
 
-def plan(command: list[str]) -> tuple[bool, str]:
-    """The CLI's own dry run of `command`, in-process (it validates the config and reads the data manifest only).
+def plan(request: TrainRequest) -> tuple[bool, str]:
+    """The CLI's own dry run of the request's config, in-process (it reads the data manifest only).
 
     Returns (ok, the plan or the reason it was refused). The plan is taken as a value: the process's stdout and
     stderr are never swapped, so another session's output cannot land here, nor this plan's anywhere else.
     """
     try:
-        args = train_cli.parse_words(_words(command))
-        return True, train_cli.plan_text(args).strip()
-    except train_cli.OptionsRefused as refused:
-        return False, str(refused)
+        return True, train_cli.config_plan(request.config).strip()
     except (ValueError, FileNotFoundError, KeyError, OSError) as error:
         return False, f"{type(error).__name__}: {error}"
-
-
-def _words(command: list[str]) -> list[str]:
-    """What follows `tevcore train` in a command this module spelled (a dry run is the plan's own business)."""
-    return [word for word in command[command.index("train") + 1:] if word != "--dry-run"]
 
 
 class TrainingControl:
@@ -104,23 +131,26 @@ class TrainingControl:
         return job is None or self.board.may_control(job, caller.who, caller.is_host)
 
     # -------------------------------------------------------------- starting
-    def start_training(self, caller: Caller, folder: Path, command: list[str]) -> Job:
-        """Start `command` (a `train_command` or `resume_command`) on `folder`, or refuse in one line: the caps on
-        what it would run (read back by the CLI's parser: a resume's saved config counts), a busy folder, the
-        board's cap and owners."""
-        folder = Path(folder)
-        config = train_cli.config_from_args(train_cli.parse_words(_words(command)))
-        guarded.check_training(self.limits, config.steps, config.batch_size)
+    def check(self, request: TrainRequest) -> TrainRequest:
+        """The request against this server's caps on every field that sizes a run (`guarded.check_training`)."""
+        guarded.check_training(self.limits, request.config)
+        return request
+
+    def start_training(self, caller: Caller, request: TrainRequest) -> Job:
+        """Start the requested run (or resume), or refuse in one line: the caps on its config (a resume's saved
+        config counts), a busy folder, the board's cap and owners."""
+        self.check(request)
+        folder = request.folder
         own = self.running_on(folder)
         if own is not None:
             raise FolderBusy(f"{folder} is already training (started from this app, process {own.pid})")
         reason = busy_reason(folder)
         if reason:
             raise FolderBusy(reason)
-        return self._start(caller, "train", folder, command, folder / LOG_NAME)
+        return self._start(caller, "train", folder, request.command(), folder / LOG_NAME)
 
     def resume(self, caller: Caller, folder: Path) -> Job:
-        return self.start_training(caller, folder, resume_command(folder))
+        return self.start_training(caller, TrainRequest.resuming(folder))
 
     def build_data(self, caller: Caller, folder: Path, shards: int, threads: int | None = None) -> Job:
         """Start a data build into `folder` (it resumes from the shards written), or refuse in one line."""

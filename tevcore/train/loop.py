@@ -41,6 +41,7 @@ from tevcore.train.how_made import HOW_MADE, how_made
 from tevcore.train.losses import anchor_loss, tree_objective
 from tevcore.train.rundir import (
     RunClock,
+    RunState,
     TrainingFailed,
     append_metrics,
     held_run_folder,
@@ -261,7 +262,7 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
     clock = RunClock.begin(out)
     writes = rank == 0
     if writes:
-        write_status(out, "starting", clock.start_step, config.steps, clock)
+        write_status(out, RunState.STARTING, clock.start_step, config.steps, clock)
     anchors = AnchorSet(config.data, config.context, config.depth, config.max_shards)
     checkpoint = latest_checkpoint(out)
     adapter = load(checkpoint) if checkpoint is not None else start(anchors)
@@ -311,7 +312,7 @@ def _run(config: TrainConfig, out: Path, target: Target, start: Callable[[Anchor
                 if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
                     save_checkpoint(out, adapter.network, optimizer, step + 1, save=save,
                                     keep_older=config.keep_checkpoints)
-                write_status(out, "running", step + 1, config.steps, clock)
+                write_status(out, RunState.RUNNING, step + 1, config.steps, clock)
             if on_step is not None:
                 on_step(metrics)
         final = save_final(out, adapter.network, save) if writes else out / "drafter"

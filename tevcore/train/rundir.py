@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 import torch
@@ -42,6 +43,34 @@ METRICS = "metrics.jsonl"
 STATUS = "status.json"
 LATEST = "latest.json"
 FINAL_DRAFTER = "drafter"
+
+
+class RunState(str, Enum):
+    """How a run stands: the states its process writes to status.json, and those a reader finds without one.
+
+    A string enum, so status.json holds the plain word (the value) and older files read back unchanged.
+    """
+
+    STARTING = "starting"  # the process is loading (target, data) before its first step
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"  # stopped by Ctrl-C or a stop signal: resumable from its newest checkpoint
+    FAILED = "failed"  # it could not learn (a non-finite loss); its last good checkpoint kept
+    CRASHED = "crashed"  # an error ended it, or its process is gone without a last word
+    NOT_STARTED = "not started"  # a config but no status yet (read, never written)
+    UNREADABLE = "unreadable"  # no status and no config, or a corrupt status (read, never written)
+    UNKNOWN = "unknown"  # a status naming no state this code knows (read, never written)
+
+    @classmethod
+    def read(cls, value: object) -> RunState:
+        """The state a status.json names (UNKNOWN for anything else)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN
+
+    def __str__(self) -> str:
+        return self.value
 
 
 def append_metrics(folder: Path, metrics: dict) -> None:
@@ -156,9 +185,9 @@ def held_run_folder(folder: Path, owner: bool = True) -> Iterator[Path]:
 def _take_back_start(folder: Path, fresh: bool, before: dict, err: BaseException) -> None:
     """Undo a run that failed before its first step (see `held_run_folder`); keep its error in status.json."""
     status = read_status(folder)
-    if status.get("state") == "starting" and status.get("pid") == os.getpid():  # it failed while setting up
+    if status.get("state") == RunState.STARTING and status.get("pid") == os.getpid():  # it failed while setting up
         stopped = isinstance(err, KeyboardInterrupt)
-        status.update(state="interrupted" if stopped else "crashed", step=before.get("step", 0), updated=time.time(),
+        status.update(state=(RunState.INTERRUPTED if stopped else RunState.CRASHED).value, step=before.get("step", 0), updated=time.time(),
                       **({} if stopped else {"error": f"{type(err).__name__}: {err}"}))
         try:
             write_json(folder / STATUS, status, overwrite=True)
@@ -199,14 +228,14 @@ class RunClock:
                 "start_step": self.start_step, "steps_began": self.steps_began}
 
 
-def write_status(folder: Path, state: str, step: int, total: int, clock: RunClock, **extra) -> None:
+def write_status(folder: Path, state: RunState, step: int, total: int, clock: RunClock, **extra) -> None:
     now = time.time()
-    status = {"state": state, "pid": os.getpid(), "step": step, "total_steps": total, "updated": now,
+    status = {"state": RunState(state).value, "pid": os.getpid(), "step": step, "total_steps": total, "updated": now,
               **clock.fields(now), **extra}
     write_json(Path(folder) / STATUS, status, overwrite=True)
 
 
-def _last_words(folder: Path, state: str, total: int, clock: RunClock, **extra) -> None:
+def _last_words(folder: Path, state: RunState, total: int, clock: RunClock, **extra) -> None:
     """A status written while a run fails: best effort, so a full disk never hides the failure's own error."""
     try:
         write_status(folder, state, done_steps(folder), total, clock, **extra)
@@ -257,18 +286,18 @@ def reported_end(folder: Path, total: int, clock: RunClock, writes: bool = True)
         yield
     except KeyboardInterrupt:
         if writes:
-            _last_words(folder, "interrupted", total, clock)
+            _last_words(folder, RunState.INTERRUPTED, total, clock)
         raise
     except TrainingFailed as err:
         if writes:
-            _last_words(folder, "failed", total, clock, error=str(err))
+            _last_words(folder, RunState.FAILED, total, clock, error=str(err))
         raise
     except BaseException as err:
         if writes:
-            _last_words(folder, "crashed", total, clock, error=f"{type(err).__name__}: {err}")
+            _last_words(folder, RunState.CRASHED, total, clock, error=f"{type(err).__name__}: {err}")
         raise
     if writes:
-        write_status(folder, "finished", done_steps(folder), total, clock)
+        write_status(folder, RunState.FINISHED, done_steps(folder), total, clock)
 
 
 def save_checkpoint(folder: Path, drafter, optimizer: torch.optim.Optimizer, step: int,

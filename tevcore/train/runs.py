@@ -13,11 +13,11 @@ from pathlib import Path
 
 from tevcore.train import rundir
 from tevcore.train.data import MANIFEST, build_progress
+from tevcore.train.rundir import RunState
 
 LOG_NAME = "train.log"  # a training process's output, when a server started it
 DATA_LOG = "build-data.log"  # a data build's output, when a server started it
-STOPPED_STATES = ("interrupted", "stopped")  # a user's Ctrl-C or stop signal: the run resumes from its checkpoint
-SHOWN_STATES = {"interrupted": "stopped (resumable)", "stopped": "stopped (resumable)"}
+SHOWN_STATES = {RunState.INTERRUPTED: "stopped (resumable)"}  # a user's Ctrl-C or stop signal: it resumes
 
 
 @dataclass
@@ -25,7 +25,7 @@ class RunInfo:
     """What a run folder says of itself: its status.json as the training process wrote it."""
 
     folder: Path
-    state: str  # running / finished / crashed / interrupted / starting / not started / unreadable
+    state: RunState
     step: int = 0
     total: int = 0
     updated: float | None = None
@@ -39,7 +39,7 @@ class RunInfo:
 
     @property
     def shown_state(self) -> str:
-        return SHOWN_STATES.get(self.state, self.state)
+        return SHOWN_STATES.get(self.state, self.state.value)
 
     @property
     def fraction(self) -> float:
@@ -53,17 +53,17 @@ class RunInfo:
         and a resumed process's loading time or earlier processes' pace are not guessed at.
         """
         steps = self.step - self.start_step
-        if self.state != "running" or steps <= 0 or self.steps_began is None or self.updated is None:
+        if self.state is not RunState.RUNNING or steps <= 0 or self.steps_began is None or self.updated is None:
             return None
         return (self.updated - self.steps_began) / steps * max(0, self.total - self.step)
 
     @property
     def resumable(self) -> bool:
-        return self.state in ("crashed", *STOPPED_STATES) and (self.folder / rundir.CONFIG).is_file()
+        return self.state in (RunState.CRASHED, RunState.INTERRUPTED) and (self.folder / rundir.CONFIG).is_file()
 
     @property
     def running(self) -> bool:
-        return self.state in ("running", "starting")
+        return self.state in (RunState.RUNNING, RunState.STARTING)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -84,21 +84,21 @@ def run_info(folder: Path) -> RunInfo:
     config = _read_json(folder / rundir.CONFIG)
     drafters = rundir.usable_drafters(folder)
     if not (folder / rundir.STATUS).exists():
-        state = "not started" if config is not None else "unreadable"
+        state = RunState.NOT_STARTED if config is not None else RunState.UNREADABLE
         return RunInfo(folder, state, config=config, checkpoints=drafters,
                        error=None if config is not None else f"no {rundir.STATUS} or {rundir.CONFIG}")
     status = rundir.read_status(folder)  # {} when unreadable
     if not status:
-        return RunInfo(folder, "unreadable", error=f"{rundir.STATUS} is corrupt", config=config, checkpoints=drafters)
+        return RunInfo(folder, RunState.UNREADABLE, error=f"{rundir.STATUS} is corrupt", config=config, checkpoints=drafters)
     pid = status.get("pid")
-    info = RunInfo(folder, str(status.get("state", "unknown")), step=int(_number(status.get("step")) or 0),
+    info = RunInfo(folder, RunState.read(status.get("state")), step=int(_number(status.get("step")) or 0),
                    total=int(_number(status.get("total_steps")) or 0), updated=_number(status.get("updated")),
                    active_seconds=_number(status.get("active_seconds")),
                    start_step=int(_number(status.get("start_step")) or 0),
                    steps_began=_number(status.get("steps_began")), error=status.get("error"), pid=pid,
                    checkpoints=drafters, config=config)
     if info.running and not rundir.pid_alive(pid):
-        info.state = "crashed"
+        info.state = RunState.CRASHED
         info.error = info.error or f"the training process {pid} is gone without finishing"
     return info
 
@@ -137,7 +137,7 @@ def busy_reason(folder: Path) -> str | None:
     info = run_info(folder) if folder.is_dir() else None
     if info is not None and info.running:
         return f"{folder} is already training (status: {info.state}, process {info.pid})"
-    if info is not None and info.state == "finished":
+    if info is not None and info.state is RunState.FINISHED:
         return f"{folder} has finished training; choose a new run name"
     return None
 

@@ -58,28 +58,6 @@ def command_line(out: Path, values: Mapping[str, object], config: Path | None = 
     return words
 
 
-class OptionsRefused(ValueError):
-    """Options the CLI's parser refused; the message is argparse's one line."""
-
-
-class _RefusingParser(argparse.ArgumentParser):
-    """The CLI's parser, but a refused option raises instead of printing to the process's stderr and exiting."""
-
-    def error(self, message: str):
-        raise OptionsRefused(message)
-
-    def exit(self, status: int = 0, message: str | None = None):
-        raise OptionsRefused(message or f"the training options were refused (status {status})")
-
-
-def parse_words(words: list[str]) -> argparse.Namespace:
-    """`words` (what follows `tevcore train`) read by the CLI's own parser, in a server: a refused option is an
-    OptionsRefused, and nothing is printed."""
-    parser = _RefusingParser(prog="tevcore train", add_help=False)
-    add_arguments(parser)
-    return parser.parse_args(words)
-
-
 def _true_or_false(text: str) -> bool:
     if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
         raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
@@ -113,7 +91,9 @@ def _check_init(config: TrainConfig, manifest: dict) -> None:
                          f"and data with hidden layers {list(layers)}")
 
 
-def _plan(config: TrainConfig) -> str:
+def config_plan(config: TrainConfig) -> str:
+    """What a dry run prints for `config`: its plan and the validated config (a ValueError when its data or its
+    drafter to start from do not fit); a server takes it as a value (`tevcore.room.training.plan`)."""
     from tevcore.train.data import read_manifests
 
     manifests = read_manifests(config.data)
@@ -130,11 +110,6 @@ def _plan(config: TrainConfig) -> str:
             + json.dumps(config.to_dict(), indent=2))
 
 
-def plan_text(args: argparse.Namespace) -> str:
-    """What a dry run prints: the validated config and its plan (a caller in a server takes it as a value)."""
-    return _plan(config_from_args(args))
-
-
 STOPPED = 130  # the exit status of a run stopped by the user (Ctrl-C or SIGTERM), as a shell reports SIGINT
 
 
@@ -149,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     from tevcore.train.rundir import done_steps
 
     config = config_from_args(args)
-    print(_plan(config))
+    print(config_plan(config))
     if args.dry_run:
         return 0
     torch.set_num_threads(config.threads)

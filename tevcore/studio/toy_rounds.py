@@ -1,17 +1,19 @@
-"""Sampled rounds on a toy target (no model): many draws of a sampled tree at one context, and the rules on them.
+"""Sampled rounds on a toy target (no model): many draws of a sampled tree at one context.
 
 The toy target is a fixed function of the prefix (its row after a path is
 seeded by the path's tokens), so every realised tree scores the same target
 and a rule that is exact over the tree's draws emits target samples across
 rounds. The drafter gives one row per depth (a block drafter's shape), close
 to the target's rows but not equal. The trees come from the engine's sampled
-builder (a `BuilderSpec`), the verdicts from `tevcore.lab.simulate`; this module
-only makes the toy rows and collects the results.
+builder (a `BuilderSpec`); this module only makes the toy rows. The verifier
+comparison draws them through `tevcore.studio.comparison.toy_rounds`, which
+applies the server's cap and takes a compute-queue turn.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import torch
 
@@ -20,8 +22,6 @@ from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
 from tevcore.engine.builder_specs import BuilderSpec
 from tevcore.lab.context_rounds import SampledRounds, check_sampled, matched_budget
-from tevcore.lab.simulate import RoundsResult, verify_rounds
-from tevcore.verify.registry import rules_for  # noqa: F401  (re-exported: the page's rule list)
 
 TOY_VOCAB = 12
 TOY_DEPTH = 4
@@ -42,10 +42,12 @@ def toy_draft_logits(seed: int, vocab: int = TOY_VOCAB, depth: int = TOY_DEPTH) 
     return 2.0 * torch.randn(depth, vocab, generator=torch.Generator().manual_seed(seed))
 
 
-def sampled_rounds(builder: BuilderSpec, rounds: int, budget: int | None, temperature: float, seed: int,
-                   vocab: int = TOY_VOCAB, depth: int = TOY_DEPTH) -> SampledRounds:
+def draw_toy_rounds(builder: BuilderSpec, rounds: int, budget: int | None, temperature: float, seed: int,
+                    vocab: int = TOY_VOCAB, depth: int = TOY_DEPTH,
+                    between: Callable[[], None] | None = None) -> SampledRounds:
     """`rounds` trees drawn by `builder` (sampled:K1,... or sampled-wor:K1,...) at one toy context, one
-    generator for the run, each tree scored by the toy target."""
+    generator for the run, each tree scored by the toy target; `between()` is called before each tree (a page
+    that is gone stops the draw there)."""
     check_sampled(builder, rounds)
     builder.check_depth(depth)
     draft_logits = toy_draft_logits(seed, vocab, depth)
@@ -63,7 +65,11 @@ def sampled_rounds(builder: BuilderSpec, rounds: int, budget: int | None, temper
         return tree, torch.stack(rows)
 
     draft = torch.log_softmax(draft_logits, -1)
-    out = [scored(builder(ROOT_TOKEN, draft, budget, temperature, generator)) for _ in range(rounds)]
+    out = []
+    for _ in range(rounds):
+        if between is not None:
+            between()
+        out.append(scored(builder(ROOT_TOKEN, draft, budget, temperature, generator)))
     fixed = scored(best_first(ROOT_TOKEN, draft, matched_budget(out, budget if budget is not None else 4 * depth)))
     return SampledRounds(builder, float(temperature), out, fixed)
 
@@ -72,7 +78,3 @@ def toy_texts(vocab: int = TOY_VOCAB) -> list[str]:
     """The toy vocabulary's token texts."""
     return [f"t{i}" for i in range(vocab)]
 
-
-def rules_over_rounds(names: list[str], sampled: SampledRounds, seed: int) -> dict[str, RoundsResult]:
-    """Each rule once on every round's tree (the same trees for every rule: a paired comparison)."""
-    return verify_rounds(names, sampled.rounds, sampled.temperature, seed)
