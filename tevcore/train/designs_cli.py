@@ -12,15 +12,14 @@ import argparse
 import time
 from pathlib import Path
 
-import torch
-
-from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count
+from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, thread_count
 from tevcore.parsing import comma_list
 from tevcore.proposers.flags import add_proposer_arguments, proposer_from_args, proposer_options
-from tevcore.ranks import device_for_rank, is_first
-from tevcore.results import ResultRecord, RunMeta, write_result
+from tevcore.ranks import is_first
+from tevcore.results import ResultRecord, write_result
 from tevcore.train.designs import FIXED_FIRST, compare_designs, designs_to_json, format_designs, parse_design
-from tevcore.train.eval import GREEDY_SETS, MIX, eval_prompts
+from tevcore.train.eval import GREEDY_SETS, MIX
+from tevcore.train.eval_cli import load_for_run, prompt_plan
 
 DEFAULT_DESIGNS = ("best_first=tev", "sampled:2,1,1,1=rrs", f"mixed:2,1,1,1={FIXED_FIRST}", "mixed:2,1,1,1=rrs",
                    "policy:2,1,1,1=rrs")
@@ -56,13 +55,8 @@ def run(args: argparse.Namespace) -> int:
         if design.builder.family.check_budget is not None:
             for budget in budgets:
                 design.builder.family.check_budget(design.builder.counts, budget)
-    plan = []
-    for temperature in comma_list(args.temperatures, float, "temperatures"):
-        sets = args.greedy_sets if temperature == 0 else args.sample_sets
-        plan.append((temperature, eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)))
-    torch.set_num_threads(args.threads)
-    target = target_from_args(args, device=device_for_rank(args.device))
-    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
+    plan = prompt_plan(args)
+    target, meta = load_for_run(args)
     proposer = proposer_from_args(args, target, proposer_options(args))
     for design in designs:
         design.builder.check_depth(proposer.depth)

@@ -103,19 +103,31 @@ def compared_pairs(text: str | None, compared: int) -> list[tuple[int, int]]:
     return pairs
 
 
+def prompt_plan(args: argparse.Namespace) -> list[tuple[float, list]]:
+    """(temperature, prompts) per temperature: the greedy sets at T = 0, the sampled ones above; every set is read
+    here, before any model loads, so a bad set name costs nothing."""
+    plan = []
+    for temperature in comma_list(args.temperatures, float, "temperatures"):
+        sets = args.greedy_sets if temperature == 0 else args.sample_sets
+        plan.append((temperature, eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)))
+    return plan
+
+
+def load_for_run(args: argparse.Namespace) -> tuple:
+    """The target on this rank's device, at the asked thread count, and the run's meta block."""
+    torch.set_num_threads(args.threads)
+    target = target_from_args(args, device=device_for_rank(args.device))
+    return target, RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
+
+
 def run(args: argparse.Namespace) -> int:
     options = proposer_options(args)
     budgets = comma_list(args.budgets, budget_or_chain, "budgets (or 'chain')")
     if args.compare and (args.oracle or "chain" in budgets):
         raise ValueError("--compare scores best-first trees of numbered budgets; drop 'chain' and --oracle")
     pairs = compared_pairs(args.pairs, len(args.compare or []))
-    plan = []  # (temperature, prompts): every set read before the model loads
-    for temperature in comma_list(args.temperatures, float, "temperatures"):
-        sets = args.greedy_sets if temperature == 0 else args.sample_sets
-        plan.append((temperature, eval_prompts(tuple(comma_list(sets, str, "prompt sets")), args.per_set)))
-    torch.set_num_threads(args.threads)
-    target = target_from_args(args, device=device_for_rank(args.device))
-    meta = RunMeta.now(args.command_line, device=str(target.device), seed=args.seed)
+    plan = prompt_plan(args)
+    target, meta = load_for_run(args)
     spec = args.drafter or str(default_drafter_path())
 
     def proposer_for(spec: str):
