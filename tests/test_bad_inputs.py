@@ -143,7 +143,7 @@ def test_a_bad_launcher_variable_is_named_in_its_one_line(name, value, tmp_path,
         ranks.device_for_rank("auto")
     if name == "WORLD_SIZE":
         code, err = run_cli(["bench", "--target", "some-org/some-model", "--out", str(tmp_path / "b.json")], capsys)
-        assert code == 2 and "Traceback" not in err and f"environment variable WORLD_SIZE must be" in err
+        assert code == 2 and "Traceback" not in err and "environment variable WORLD_SIZE must be" in err
 
 
 def test_a_second_train_on_a_busy_folder_is_refused_before_any_work(tmp_path, capsys):

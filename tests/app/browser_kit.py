@@ -17,6 +17,25 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 
+def screenshot_folder(tmp_path_factory) -> Path:
+    """Where a module's screenshots go: TEV_SCREENSHOTS if set (the README's pictures), else a temporary folder."""
+    chosen = os.environ.get("TEV_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def chromium(executable: Path, args: list[str]) -> Iterator[object]:
+    """A headless Chromium (the system's, with the room load test's flags), closed when the module is done."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(executable), args=args)
+        yield browser
+        browser.close()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -42,11 +42,7 @@ if not CHROMIUM.exists():
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    """Where screenshots go: TEV_SCREENSHOTS if set (the README's pictures), else a temporary folder."""
-    chosen = os.environ.get("TEV_SCREENSHOTS")
-    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return kit.screenshot_folder(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

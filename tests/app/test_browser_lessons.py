@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import sys
 from pathlib import Path
 
@@ -35,20 +34,13 @@ import room_load  # noqa: E402
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    chosen = os.environ.get("TEV_SCREENSHOTS")
-    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return kit.screenshot_folder(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=room_load.ARGS)
+    with kit.chromium(CHROMIUM, room_load.ARGS) as chromium:
         yield chromium
-        chromium.close()
 
 
 def open_lessons(browser, url: str):

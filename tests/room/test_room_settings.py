@@ -87,8 +87,8 @@ def test_a_bad_thread_count_names_its_environment_variable(tmp_path, value):
 def test_spaces_at_root_a_system_folder_the_runs_folder_or_other_data_are_refused(tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "thesis.tex").write_text("years of work")
-    for text, message in ((f'space_root = "/"\n', "is a system folder"),
-                          (f'space_root = "/usr"\n', "is a system folder"),
+    for text, message in (('space_root = "/"\n', "is a system folder"),
+                          ('space_root = "/usr"\n', "is a system folder"),
                           (f'space_root = "{tmp_path / "runs"}"\nruns = "{tmp_path / "runs"}"\n', "overlap"),
                           (f'space_root = "{tmp_path / "full"}"\n', "holds other data")):
         with pytest.raises(ValueError, match=message):

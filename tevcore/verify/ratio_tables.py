@@ -193,7 +193,7 @@ class RrsTables:
         """The node's state after rejecting its first `step` tries, moving on from where it is; the
         acceptance of every try it moves past is recorded first, so no entry is left behind."""
         state = self._states.get(node)
-        draws, tries = self.tree.draws, int((self.table[node] >= 0).sum())
+        tries = int((self.table[node] >= 0).sum())
         if state is None:
             row = self.logits[node].to("cpu", torch.float64)
             state = self._states[node] = _Residual(probs(row, self.temperature), self.proposal_of(node, 0))
