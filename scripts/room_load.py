@@ -5,7 +5,7 @@ Each session runs the tree explorer live on its own prompt and seed, reads its g
 workshop. Before that, every session's settings run once alone (solo, one after another) for the reference text
 and time. Reported: completions, whether each session's text equals its solo run, time to result p50/p95 against
 solo, the largest queue place each session was shown, the server's peak RSS, and every error box or traceback
-seen. Writes a JSON report and prints a table.
+seen. Writes the one tevcore result record (`--out`: settings, summary, a row per session) and prints a table.
 
     HF_HUB_OFFLINE=1 python scripts/room_load.py --sessions 5 --out results/room-load-5.json
 
@@ -36,6 +36,9 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from tevcore.outputs import check_not_replacing, check_output_file
+from tevcore.results import ResultRecord, RunMeta, command_line, write_result
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -438,6 +441,15 @@ def lessons_load_test(sessions: int, slots: int | None = None, timeout_s: float 
     }
 
 
+def as_result(report: dict, meta: RunMeta, options: dict) -> ResultRecord:
+    """The report as the one result record every measuring command writes: its options as settings, its
+    figures as the summary, one row per session."""
+    settings = {key: options[key] for key in ("mode", "sessions", "budget", "tokens", "slots", "timeout", "stagger")}
+    summary = json.loads(json.dumps({k: v for k, v in report.items() if k != "session_rows"}, default=str))
+    rows = json.loads(json.dumps(report["session_rows"], default=str))
+    return ResultRecord(command="room-load", meta=meta, rows=rows, settings=settings, summary=summary)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("explorer", "lessons"), default="explorer",
@@ -448,7 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=None, help="compute slots (default: what the cores hold)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a session may wait for its result")
     parser.add_argument("--stagger", type=float, default=0.5, help="seconds between two sessions' first visits")
-    parser.add_argument("--out", type=Path, default=None, help="write the report here (JSON)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the report here (a tevcore result: settings, summary, one row per session)")
+    parser.add_argument("--force", action="store_true", help="replace an existing --out")
     args = parser.parse_args(argv)
     if not CHROMIUM.exists():
         print("room_load: no system Chromium at /usr/bin/chromium", file=sys.stderr)
@@ -456,6 +470,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.sessions < 1:
         print("room_load: --sessions must be at least 1", file=sys.stderr)
         return 2
+    try:
+        if args.out:
+            check_output_file(args.out, "--out", make_parents=True)
+            check_not_replacing(args.out, "--out", args.force)
+    except ValueError as err:
+        print(f"room_load: {err}", file=sys.stderr)
+        return 2
+    meta = RunMeta.now(command_line("python scripts/room_load.py", sys.argv[1:] if argv is None else argv),
+                       device="cpu", seed=None)
     if args.mode == "lessons":
         report = lessons_load_test(args.sessions, args.slots, args.timeout, stagger_s=args.stagger)
         keys = ["sessions", "completed", "checks_right", "p50_s", "p95_s", "server_rss_peak_mb",
@@ -467,10 +490,8 @@ def main(argv: list[str] | None = None) -> int:
                 "largest_queue_place_shown", "sessions_shown_a_queue_place", "pages_ok", "server_rss_peak_mb",
                 "server_alive_at_end", "server_log_tracebacks"]
         passed = report["completed"] == args.sessions
-    text = json.dumps(report, indent=1, default=str)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        write_result(args.out, as_result(report, meta, vars(args)), force=args.force)
     for key in keys:
         value = report[key]
         print(f"{key:30s} {value:.1f}" if isinstance(value, float) else f"{key:30s} {value}")
