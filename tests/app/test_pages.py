@@ -75,7 +75,7 @@ def test_explorer_recovers_from_a_view_error_and_keeps_the_rounds(monkeypatch):
         patch.setattr(figures, "record_tree_figure", broken)
         at.slider(key="ex_round").set_value(1).run()
     assert not at.exception
-    assert any("drawing failed" in e.value and "3 rounds are kept" in e.value for e in at.error)
+    assert any("drawing failed" in e.value and "Every round is kept (3 rounds)" in e.value for e in at.error)
     assert len(explorer_of(at).records) == 3
     at.run()
     assert not at.exception and not at.error and charts(at) >= 6
