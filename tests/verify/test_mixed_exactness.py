@@ -129,7 +129,7 @@ def test_a_fixed_child_is_reached_with_the_target_probability_of_its_token():
 # ---------------------------------------------------------------- 2. Monte Carlo with a fresh tree per round
 
 @pytest.mark.slow
-@pytest.mark.parametrize("builder", ["mixed:3,2", "mixed-wor:3,2"])
+@pytest.mark.parametrize("builder", ["mixed:3,2", "mixed-wor:3,2", "policy:3,2", "mixed@qt0.6:3,2"])
 def test_monte_carlo_over_seeds_follows_the_target(builder):
     cells = _target_cells(1.0, 2)
     pvalues = [chi_square_pvalue(*chi_square(mc_first_tokens("rrs", builder, 1.0, 2, MC_STRINGS, seed), cells))
