@@ -18,7 +18,7 @@ import pytest
 from tevcore.cli import main
 from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.tree import DRAWN
-from tevcore.lab.bench import valid_pairs
+from tevcore.verify.registry import valid_pairs
 from tevcore.verify import rules
 from tevcore.verify.laws import OPTIMAL, OVER_DRAWS, exit_law, rrs_law
 from tevcore.verify.registry import RULES, Rule, always, rules_for

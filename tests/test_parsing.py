@@ -65,7 +65,7 @@ def test_the_largest_seed_works_all_the_way_to_the_generators():
 
     from tevcore.config import DecodeConfig
     from tevcore.engine.sampling import make_generator
-    from tevcore.lab.bench import draw_seed
+    from tevcore.engine.sampling import draw_seed
 
     seed = seed_value(str(MAX_SEED))
     DecodeConfig(seed=seed)

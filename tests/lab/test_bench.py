@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tevcore.lab.bench import MethodStats, draw_seed, run_bench
+from tevcore.engine.sampling import draw_seed
+from tevcore.lab.bench import MethodStats, run_bench
 from tevcore.lab.bench_table import format_table
 from tevcore.cli import main
 from tevcore.results import git_commit, read_result

@@ -9,7 +9,8 @@ from tevcore.engine.builder_specs import parse_builder_list
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.tree import DraftTree
-from tevcore.lab.bench import run_bench, valid_pairs
+from tevcore.lab.bench import run_bench
+from tevcore.verify.registry import valid_pairs
 from tevcore.lab.bench_table import format_table
 from tevcore.lab.siblings import format_sibling_table, sibling_diagnostics
 from tevcore.proposers.base import GreedyRolloutProposer

@@ -10,6 +10,7 @@ the order `generate` runs them, so a warped target law here is the law
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -138,6 +139,22 @@ def masked_probs(logits: torch.Tensor, temperature: float, banned: torch.Tensor)
     if bool(banned.all(-1).any()):
         raise ValueError("every token of a row is banned: there is nothing left to draw")
     return probs(logits.masked_fill(banned, -math.inf), temperature)
+
+
+def seed_from_global_rng() -> int:
+    """A seed drawn from torch's global generator (it is read, never seeded): a caller's `torch.manual_seed` before
+    `model.generate` then reproduces a sampled decode, as it does transformers' own sampling."""
+    return int(torch.randint(0, MAX_SEED, (1,)).item())
+
+
+def draw_seed(seed: int, *cell: object) -> int:
+    """The seed of one decode: `--seed` plus a hash of its set, temperature, prompt and method (bench's cells).
+
+    With one seed per prompt index shared by every cell, TEV drew the same
+    uniforms round by round in every set, budget and verifier, so the cells'
+    length gaps were correlated and could not be pooled as independent.
+    """
+    return seed + zlib.crc32("/".join(map(str, cell)).encode())
 
 
 def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import torch
 
-from tevcore.engine.sampling import MAX_SEED
 
 HONOURED_PROCESSORS = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper")
 HONOURED_STOPS = ("MaxLengthCriteria", "EosTokenCriteria")
@@ -86,9 +85,3 @@ def read_settings(input_ids: torch.Tensor, logits_processor, stopping_criteria, 
                             top_k=generation_config.top_k if sampling else None,
                             top_p=generation_config.top_p if sampling else None, stop_tokens=stops,
                             return_dict=bool(generation_config.return_dict_in_generate))
-
-
-def global_seed() -> int:
-    """A seed drawn from torch's global generator: `torch.manual_seed` before `generate` reproduces a sampled decode,
-    as it does transformers' own sampling."""
-    return int(torch.randint(0, MAX_SEED, (1,)).item())

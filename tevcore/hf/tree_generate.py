@@ -32,11 +32,13 @@ from tevcore.config import DecodeConfig
 from tevcore.decoding.autobudget import trim_costs
 from tevcore.decoding.loop import rounds
 from tevcore.engine.records import RoundRecord
+from tevcore.engine.sampling import seed_from_global_rng
 from tevcore.engine.spec_counts import SpecDecodeCounts, spec_decode_counts
-from tevcore.hf.settings import global_seed, read_settings
+from tevcore.hf.settings import read_settings
 from tevcore.proposer_protocol import Proposer
 from tevcore.proposers.registry import resolve_proposer
-from tevcore.target.loading import Target, loaded_target
+from tevcore.target.caller_model import loaded_target
+from tevcore.target.loading import Target
 from tevcore.verify.laws import FOIL, T0_ONLY
 from tevcore.verify.registry import standing, standing_text
 
@@ -89,7 +91,7 @@ def tree_generate(model, input_ids: torch.Tensor, logits_processor=None, stoppin
     costs = trim_costs(target, [chosen_budget], trim)[chosen_budget] if chosen_budget > 0 else None
     config = DecodeConfig(max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
                           top_k=settings.top_k, top_p=settings.top_p,
-                          seed=seed if seed is not None else (global_seed() if settings.temperature else 0),
+                          seed=seed if seed is not None else (seed_from_global_rng() if settings.temperature else 0),
                           stop_tokens=settings.stop_tokens, chat=False, record="lean", trim=trim if costs is not None else "off",
                           tree_costs=costs, **options)
     if standing(config.verifier, config.temperature) in (FOIL, T0_ONLY):

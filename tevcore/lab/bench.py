@@ -23,7 +23,6 @@ import argparse
 import math
 import sys
 import time
-import zlib
 from dataclasses import dataclass, field, replace
 from statistics import mean, median, stdev
 
@@ -44,11 +43,11 @@ from tevcore.parsing import comma_list
 from tevcore.target.loading import Target
 from tevcore.engine.records import STAGES
 from tevcore.engine.spec_counts import counts_of_drafts
-from tevcore.engine.sampling import seeded_torch_rng
+from tevcore.engine.sampling import draw_seed, seeded_torch_rng
 from tevcore.results import ResultRecord, RunMeta, write_result
 from tevcore.ranks import device_for_rank, from_first, gather, is_first, shard, world
 from tevcore.timing import seconds_of
-from tevcore.verify.registry import get_rule, pairing_problem, rules_for
+from tevcore.verify.registry import get_rule, skipped_pairs, valid_pairs
 
 PROMPT_LOOKUP_TOKENS = 10
 
@@ -154,16 +153,6 @@ def _hf_generate(target: Target, ids: list[int], max_new_tokens: int, temperatur
     return out.shape[1] - inputs.shape[1], seconds
 
 
-def draw_seed(seed: int, *cell: object) -> int:
-    """The seed of one decode: `--seed` plus a hash of its set, temperature, prompt and method.
-
-    With one seed per prompt index shared by every cell, TEV drew the same
-    uniforms round by round in every set, budget and verifier, so the cells'
-    length gaps were correlated and could not be pooled as independent.
-    """
-    return seed + zlib.crc32("/".join(map(str, cell)).encode())
-
-
 def run_bench(target: Target, proposer, datasets: list[str], n: int, max_new_tokens: int,
               temperatures: list[float], budgets: list[int], verifiers: list[str], seed: int = 0,
               peers: bool = True, trims: dict[str, dict[int, tuple[float, ...] | None]] | None = None,
@@ -265,25 +254,6 @@ def _ceiling_observer(entry: MethodStats, temperature: float):
         spent[0] += time.perf_counter() - start
 
     return observe, spent
-
-
-def valid_pairs(builders: list[BuilderSpec], verifiers: list[str]) -> list[tuple[BuilderSpec, str]]:
-    """Every (builder, verifier) the registry lets run together (`rules_for`), in the order given."""
-    for verifier in verifiers:
-        get_rule(verifier)  # an unknown name is refused, not skipped
-    pairs = [(builder, verifier) for builder in builders for verifier in verifiers if verifier in rules_for(builder)]
-    if not pairs:
-        raise ValueError(f"no verifier of {', '.join(verifiers)} runs on the trees of "
-                         f"{', '.join(b.name for b in builders)}")
-    return pairs
-
-
-def skipped_pairs(builders: list[BuilderSpec], verifiers: list[str]) -> list[str]:
-    """A line per (builder, verifier) of the flags that `valid_pairs` leaves out, saying why (the registry's
-    `pairing_problem`), so a table without a column the user asked for is never a surprise."""
-    return [f"skipped: {builder.name} + {verifier}: " + pairing_problem(
-                verifier, builder.traits, f"the trees of builder {builder.name!r} are")
-            for builder in builders for verifier in verifiers if verifier not in rules_for(builder)]
 
 
 def check_configs(pairs: list[tuple[BuilderSpec, str]], budgets: list[int], trims: list[str]) -> None:

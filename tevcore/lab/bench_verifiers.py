@@ -29,7 +29,7 @@ import torch
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.target.walker import walk
 from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec, parse_builder_list
-from tevcore.lab.bench import valid_pairs
+from tevcore.verify.registry import valid_pairs
 from tevcore.lab.datasets import load_prompts
 from tevcore.proposers.base import GreedyRolloutProposer
 from tevcore.flags import add_target_arguments, count_at_least_one, seed_value, target_from_args, thread_count

@@ -7,8 +7,8 @@ queue, the participant's key, and how the page hears back; every heavy service h
 capped reader of every upload and file the app reads: the byte cap, and the text cap of a gzip's expanded size),
 `traces` (trace files opened for replay), `comparison` (the verifier comparison's draws and sampled rounds),
 `toy_rounds` (the toy target those rounds can be drawn at), `workshop` (the workshop's coupling rounds), `lessons`
-(the workshop's lessons as data: a setting, a question, a truth the package computes, an explanation) and
-`lesson_service` (a lesson's truth computed once per setting through the compute queue, a participant's progress
+(the workshop's lessons as data: a setting, a question, a truth the package computes, an explanation; the
+settings' trees and rows in `lesson_settings`) and `lesson_service` (a lesson's truth computed once per setting through the compute queue, a participant's progress
 as one typed object). A public function whose first parameter is a `Seat` is a heavy service and takes a queue
 turn (a test enumerates them). This package sits above `room` (it applies the room's caps and queue); the engine
 never imports it.

@@ -23,9 +23,8 @@ from typing import Callable
 import torch
 
 from tevcore.engine.builder_specs import BuilderSpec, parse_builder
-from tevcore.engine.sampling import make_generator
+from tevcore.engine.sampling import draw_seed, make_generator
 from tevcore.engine.tree import DraftTree, union
-from tevcore.lab.bench import draw_seed
 from tevcore.lab.datasets import Prompt
 from tevcore.ranks import gather
 from tevcore.results import Column, format_table

@@ -244,3 +244,22 @@ def verifier_help() -> str:
     """The help of a verifier flag, from the entries."""
     return "; ".join(f"{rule.name} = {rule.description}" + ("" if not rule.needs else f" ({rule.where})")
                      for rule in RULES.values())
+
+
+def valid_pairs(builders: list[BuilderSpec], verifiers: list[str]) -> list[tuple[BuilderSpec, str]]:
+    """Every (builder, verifier) the registry lets run together (`rules_for`), in the order given."""
+    for verifier in verifiers:
+        get_rule(verifier)  # an unknown name is refused, not skipped
+    pairs = [(builder, verifier) for builder in builders for verifier in verifiers if verifier in rules_for(builder)]
+    if not pairs:
+        raise ValueError(f"no verifier of {', '.join(verifiers)} runs on the trees of "
+                         f"{', '.join(b.name for b in builders)}")
+    return pairs
+
+
+def skipped_pairs(builders: list[BuilderSpec], verifiers: list[str]) -> list[str]:
+    """A line per (builder, verifier) of the flags that `valid_pairs` leaves out, saying why (the registry's
+    `pairing_problem`), so a table without a column the user asked for is never a surprise."""
+    return [f"skipped: {builder.name} + {verifier}: " + pairing_problem(
+                verifier, builder.traits, f"the trees of builder {builder.name!r} are")
+            for builder in builders for verifier in verifiers if verifier not in rules_for(builder)]
