@@ -3,7 +3,8 @@
 A page collects input and renders; the work it asks for is done here, so no page can skip a cap or the compute
 queue, and no page copies the math. `turns` (the `Seat` a request arrives with: the server's `Limits`, its compute
 queue, the participant's key, and how the page hears back; every heavy service holds a queue turn through it),
-`participants` (one key for all tabs of a browser: who a place in line and a space belong to), `reader` (the one
+`participants` (one key for all tabs of a browser: who a place in line and a space belong to), `page_states` (one typed state object per page and participant, so a page switch or a reload finds the
+work), `reader` (the one
 capped reader of every upload and file the app reads: the byte cap, and the text cap of a gzip's expanded size),
 `traces` (trace files opened for replay), `comparison` (the verifier comparison's draws and sampled rounds),
 `toy_rounds` (the toy target those rounds can be drawn at), `workshop` (the workshop's coupling rounds), `lessons`
