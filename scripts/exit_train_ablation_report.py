@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from tevcore.results import ResultRecord, RunMeta, read_result, write_result
+from tevcore.train.ablation_finding import ablation_finding
 
 EVAL_COMMAND = "eval-drafter"
 CELL_KEYS = ("temperature", "budget", "prompts", "positions", "baseline", "other", "baseline_length",
@@ -238,6 +239,8 @@ def report(out: Path, argv: list[str]) -> ResultRecord:
     if not result.rows and not result.settings["arms"]:
         raise ValueError(f"{out} holds no ablation arm and no evaluated checkpoint yet: nothing to report")
     print(table(result))
+    for sentence in ablation_finding(result.rows):
+        print(sentence)
     if probe_table(result):
         print(f"gradient probe (the batch tree E, its twin difference on the same batch, and the gradients):\n"
               f"{probe_table(result)}")
