@@ -45,7 +45,8 @@ from tevcore.verify.registry import rules_for
 Scored = tuple[DraftTree, torch.Tensor]  # a tree and its target rows (node logits)
 ROW_BYTES = 4  # a target row's entry (float32)
 PROPOSAL_BYTES = 8  # a drafter's proposal row's entry (float64, in a sampled tree's draw record)
-TREE_NODE_BYTES = 8 + 8 + 4 + 8 + 8 * 3 + 1  # per node: token, parent, draft log-prob, depth; its draw (3 x 8, a flag)
+# per node: its token, parent, draft log-prob and depth; its draw (parent, child, q, the fixed flag) and proposal row
+TREE_NODE_BYTES = (8 + 8 + 4 + 8) + (8 + 8 + 8 + 1) + 8
 VERDICT_BYTES = 8 + 8 + 8 + 8  # per rule and round: block length, first token, 1 + C and Var(L | tree)
 PROPOSAL_POOL = 4  # distinct proposal-row tensors a draw compares each tree's with (`share_proposals`)
 
