@@ -127,7 +127,8 @@ def test_a_round_scored_again_with_other_rows_than_it_was_drawn_with_is_refused(
     prints[2] = bytes(16)
     tampered = RescoredRounds(lean.trees, prints, lean.rounds._rescore)
     assert torch.equal(tampered[1][1], lean.rounds[1][1])
-    with pytest.raises(ValueError, match=r"^round 2's tree scored again gave other target rows .*draw the trees again$"):
+    with pytest.raises(ValueError, match=r"^round 2's tree scored again gave other target rows .*draw the trees "
+                                         r"again$"):
         tampered[2]
     with pytest.raises(ValueError, match="round 2's tree"):
         verify_rounds(["tev"], tampered, 1.0, 8)

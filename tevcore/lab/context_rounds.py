@@ -192,10 +192,10 @@ class SampledRounds:
 def estimated_kept_bytes(rounds: int, budget: int, vocab: int, depth: int, keep_rows: bool,
                          rules: int = 0) -> int:
     """An upper estimate, made before any work, of the bytes `rounds` trees of at most `budget` nodes keep over a
-    `vocab`-token target: the trees and their draws, the drafter's proposal rows once (`depth` rows, shared by every
-    round of a per-depth drafter; a drafter whose rows depend on the path keeps more, which the draw checks as it
-    goes; `PROPOSAL_POOL` shapes of them at most), the best-first tree's rows, and either every tree's rows (`keep_rows`) or the context's row, one round
-    read again and the fingerprints and verdicts of `rules` rules."""
+    `vocab`-token target: the trees and their draws; the drafter's proposal rows (`depth` rows, shared by every
+    round of a per-depth drafter, in at most `PROPOSAL_POOL` shapes; a drafter whose rows depend on the path keeps
+    more, which the draw counts as it goes); the best-first tree's rows; and either every tree's rows
+    (`keep_rows`) or the context's row, one round read again, the fingerprints and the verdicts of `rules` rules."""
     nodes = budget + 1
     trees = (rounds + 1) * nodes * TREE_NODE_BYTES
     proposals = PROPOSAL_POOL * depth * vocab * PROPOSAL_BYTES
