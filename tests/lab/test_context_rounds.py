@@ -134,6 +134,28 @@ def test_a_round_scored_again_with_other_rows_than_it_was_drawn_with_is_refused(
         verify_rounds(["tev"], tampered, 1.0, 8)
 
 
+class Gone(Exception):
+    pass
+
+
+def test_rules_run_again_on_rescored_trees_stop_between_trees_once_the_page_is_gone(pair):
+    target, proposers = pair
+    lean = rounds_at_context(target, proposers["rollout"], CONTEXT, parse_builder("sampled:2,2"), 6, 1.0, 6, seed=1,
+                             keep_rows=False)
+    asked = []
+
+    def still_here() -> None:
+        asked.append(1)
+        if len(asked) > 3:
+            raise Gone
+
+    assert lean.verify(["tev"], 1, between=still_here)  # the draw's seed: the kept verdicts, no tree scored again
+    assert not asked
+    with pytest.raises(Gone):
+        lean.verify(["tev"], 2, between=still_here)
+    assert len(asked) == 4  # asked before each of the first three trees and the fourth: stopped there
+
+
 @pytest.mark.parametrize("kind, keep_rows", [("rollout", False), ("rollout", True), ("draft LM", True)])
 def test_the_estimate_made_before_the_draw_bounds_the_bytes_the_rounds_keep(pair, kind, keep_rows):
     """Per-depth proposal rows are kept once for all rounds; a draft LM's rows (one per drawing node) are counted

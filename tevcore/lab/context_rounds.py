@@ -146,14 +146,17 @@ class SampledRounds:
         row = self.root_row if self.root_row is not None else self.rounds[0][1][0]
         return probs(row.double(), self.temperature)
 
-    def verify(self, names: Sequence[str], seed: int) -> dict[str, RoundsResult]:
+    def verify(self, names: Sequence[str], seed: int,
+               between: Callable[[], None] | None = None) -> dict[str, RoundsResult]:
         """Each rule in `names` once on every round (`simulate.verify_rounds`): the verdicts made at the draw when
-        the seed and rules are those, else the rules run on the rounds (scoring rescored trees again). Either way
-        the very verdicts `verify_rounds` gives: one generator per rule, so a rule's verdicts do not depend on
-        which other rules ran."""
+        the seed and rules are those, else the rules run on the rounds (scoring rescored trees again; `between()`,
+        where given, is called before each round, so a page that is gone stops the work there). Either way the very
+        verdicts `verify_rounds` gives: one generator per rule, so a rule's verdicts do not depend on which other
+        rules ran."""
         if seed == self.verified_seed and all(name in self.verified for name in names):
             return {name: self.verified[name] for name in names}
-        return verify_rounds(list(names), self.rounds, self.temperature, seed)
+        return verify_rounds(list(names), self.rounds if between is None else _each_after(between, self.rounds),
+                             self.temperature, seed)
 
     def design_ceilings(self) -> dict[str, list[dict]]:
         """Each design against its own ceiling per depth (`lab.ceilings.design_ceilings`), kept from the draw when
@@ -299,6 +302,14 @@ def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int]
     sampled = SampledRounds(builder, float(temperature), rescored, best_first, verified, seed, root_rows[0])
     return replace(sampled, ceilings={f"{builder.name} + rrs": gap_by_depth(ceilings),
                                       **design_ceilings(sampled, with_rrs=False)})
+
+
+def _each_after(between: Callable[[], None], rounds: Sequence[Scored]) -> Iterator[Scored]:
+    """`rounds` in one pass, `between()` called before each is read (and once after the last)."""
+    between()
+    for scored in rounds:
+        yield scored
+        between()
 
 
 def _rescorer(target: Target, hidden_layers: tuple[int, ...], context: list[int],

@@ -101,6 +101,6 @@ def context_rounds(seat: Seat, target: Target, proposer: Proposer, context: Sequ
 def rules_over_rounds(seat: Seat, names: Sequence[str], sampled: SampledRounds, seed: int) -> dict[str, RoundsResult]:
     """Each rule once on every drawn round's tree (the same trees for every rule: a paired comparison): the
     verdicts made at the draw when `seed` is the draw's, else the rules run on trees scored again
-    (`SampledRounds.verify`)."""
+    (`SampledRounds.verify`), stopping between trees when the page is gone."""
     with queue_turn(seat):
-        return sampled.verify(names, seed)
+        return sampled.verify(names, seed, between=seat.still_here)
