@@ -16,6 +16,16 @@ RSS, errors and tracebacks.
 
     HF_HUB_OFFLINE=1 python scripts/room_load.py --mode lessons --sessions 20 --out results/room-load-lessons-20.json
 
+`--mode heaviest` has every session do the heaviest action a participant may ask for, once: a short live run of
+the explorer (its context), then on the verifier comparison "sampled trees at an explorer round's context" with
+the largest tree (`sampled:4,4,4` cut to the budget) at the server's caps (`--rounds` trees of `--tree-budget`
+nodes, the room profile's caps by default; smaller values are written into the server's room.toml as its caps,
+so the action is still the heaviest that server allows). Every session keeps its page, and so its drawn trees,
+open until all have drawn. Reported: completions, refusals, time from Draw to the trees shown p50/p95, the
+server's RSS once started and at its peak, errors and tracebacks.
+
+    HF_HUB_OFFLINE=1 python scripts/room_load.py --mode heaviest --sessions 20 --out results/room-load-heaviest-20.json
+
 Uses the system Chromium at /usr/bin/chromium (no browser is downloaded). The server is started directly with
 `streamlit run` and the room settings `scripts/app.sh --room` sets (it would install packages first).
 """
@@ -197,6 +207,46 @@ async def _open(page, link: str) -> None:
     await page.locator('[data-testid="stSidebarNav"]').get_by_text(link, exact=True).click()
 
 
+async def _waiting(page, result) -> list[str]:
+    """Note the queue place the page shows (the largest so far) and return any error box on it."""
+    for text in await page.get_by_text(QUEUE_TEXT, exact=False).all_inner_texts():
+        place = int(text.split(QUEUE_TEXT)[1].split()[0])
+        result.largest_place = max(result.largest_place or 0, place)
+    return await _errors(page)
+
+
+async def _explorer_live_run(page, url: str, result, prompt: str, seed: int, budget: int, tokens: int,
+                             timeout_s: float) -> bool:
+    """Open the app, run the explorer live on `prompt` and `seed` until its "Across rounds" shows (True), noting
+    the time and queue places in `result`; False, with the reason in `result.errors`, when it does not."""
+    await page.goto(url, wait_until="domcontentloaded")
+    await page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=120_000)
+    await _open(page, "Tree explorer")
+    await page.get_by_text("Press Run live to stream a generation", exact=False).wait_for(timeout=120_000)
+    box = page.get_by_label("prompt (free text; edit freely)")
+    await box.fill(prompt)
+    await box.press("Control+Enter")
+    await _idle(page)
+    await _set_number(page, "seed", seed)
+    await _set_number(page, "budget (tree nodes)", budget)
+    await _set_number(page, "max new tokens", tokens)
+    began = time.perf_counter()
+    await page.get_by_role("button", name="▶ Run live").click()
+    deadline = began + timeout_s
+    done = page.get_by_text("Across rounds", exact=True)
+    while await done.count() == 0:
+        if time.perf_counter() > deadline:
+            result.errors.append(f"no result within {timeout_s:.0f} s")
+            return False
+        errors = await _waiting(page, result)
+        if errors:
+            result.errors += errors
+            return False
+        await page.wait_for_timeout(250)
+    result.seconds = time.perf_counter() - began
+    return True
+
+
 async def run_session(browser, url: str, index: int, seed: int, prompt: str, budget: int, tokens: int,
                       timeout_s: float, visit_pages: bool = True) -> SessionResult:
     """One participant: explorer live run on its prompt and seed, its text read off the page, then the other pages."""
@@ -205,34 +255,8 @@ async def run_session(browser, url: str, index: int, seed: int, prompt: str, bud
     context.set_default_timeout(timeout_s * 1000)  # every browser here shares the server's cores: no 30 s default
     page = await context.new_page()
     try:
-        await page.goto(url, wait_until="domcontentloaded")
-        await page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=120_000)
-        await _open(page, "Tree explorer")
-        await page.get_by_text("Press Run live to stream a generation", exact=False).wait_for(timeout=120_000)
-        box = page.get_by_label("prompt (free text; edit freely)")
-        await box.fill(prompt)
-        await box.press("Control+Enter")
-        await _idle(page)
-        await _set_number(page, "seed", seed)
-        await _set_number(page, "budget (tree nodes)", budget)
-        await _set_number(page, "max new tokens", tokens)
-        began = time.perf_counter()
-        await page.get_by_role("button", name="▶ Run live").click()
-        deadline = began + timeout_s
-        done = page.get_by_text("Across rounds", exact=True)
-        while await done.count() == 0:
-            if time.perf_counter() > deadline:
-                result.errors.append(f"no result within {timeout_s:.0f} s")
-                return result
-            for text in await page.get_by_text(QUEUE_TEXT, exact=False).all_inner_texts():
-                place = int(text.split(QUEUE_TEXT)[1].split()[0])
-                result.largest_place = max(result.largest_place or 0, place)
-            errors = await _errors(page)
-            if errors:
-                result.errors += errors
-                return result
-            await page.wait_for_timeout(250)
-        result.seconds = time.perf_counter() - began
+        if not await _explorer_live_run(page, url, result, prompt, seed, budget, tokens, timeout_s):
+            return result
         await _idle(page)
         await page.locator(ROUND_SPANS).first.wait_for(timeout=120_000)  # drawn just below "Across rounds"
         result.text = [(title, text) for title, text in await page.evaluate(ROUND_TEXT_JS)]
@@ -441,10 +465,154 @@ def lessons_load_test(sessions: int, slots: int | None = None, timeout_s: float 
     }
 
 
+# ---------------------------------------------------------------------- the heaviest-action mode
+
+LIVE_SOURCE = "sampled trees at an explorer round's context (its target and drafter)"  # the comparison's source
+HEAVY_BUILDER = "sampled:4,4,4"  # 1 + 4 + 16 + 64 nodes before the budget cuts it: trees as large as allowed
+DRAWN_TEXT = "independent draws of"  # the caption under the drawn trees
+
+
+@dataclass
+class HeavySessionResult:
+    index: int
+    seed: int
+    completed: bool = False  # the drawn trees shown
+    refused: bool = False  # the page refused the draw (a cap or the memory budget)
+    seconds: float | None = None  # Draw pressed -> the drawn trees shown
+    largest_place: int | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class AllDrawn:
+    """Holds every session's page open until all sessions have drawn (or given up), so the server keeps every
+    participant's trees at once, as a room would."""
+
+    def __init__(self, sessions: int) -> None:
+        self._left, self._event = sessions, asyncio.Event()
+
+    def done(self) -> None:
+        self._left -= 1
+        if self._left <= 0:
+            self._event.set()
+
+    async def wait(self, timeout_s: float) -> None:
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def run_heavy_session(browser, url: str, index: int, seed: int, prompt: str, rounds: int, tree_budget: int,
+                            timeout_s: float, all_drawn: AllDrawn) -> HeavySessionResult:
+    """One participant: a short live run of the explorer, then `rounds` sampled trees of `tree_budget` nodes at
+    its round's context on the verifier comparison; the page stays open until every session has drawn."""
+    result = HeavySessionResult(index, seed)
+    context = await browser.new_context(viewport={"width": 1400, "height": 1400})
+    context.set_default_timeout(timeout_s * 1000)
+    page = await context.new_page()
+    try:
+        explorer = SessionResult(index, seed, prompt)
+        if not await _explorer_live_run(page, url, explorer, prompt, seed, 8, 16, timeout_s):
+            result.errors += explorer.errors
+            return result
+        await _idle(page)
+        await _open(page, "Verifier comparison")
+        await page.get_by_text(LIVE_SOURCE, exact=True).click()
+        await page.get_by_role("button", name="▶ Draw the trees").wait_for(timeout=300_000)
+        await _idle(page)
+        box = page.get_by_label("sampled builder", exact=True)
+        await box.fill(HEAVY_BUILDER)
+        await box.press("Enter")
+        await _idle(page)
+        await _set_number(page, "budget", tree_budget)
+        await _set_number(page, "rounds (fresh trees)", rounds)
+        began = time.perf_counter()
+        await page.get_by_role("button", name="▶ Draw the trees").click()
+        shown = page.get_by_text(DRAWN_TEXT, exact=False)
+        while await shown.count() == 0:
+            if time.perf_counter() > began + timeout_s:
+                result.errors.append(f"no trees within {timeout_s:.0f} s")
+                return result
+            errors = await _waiting(page, result)
+            if errors:
+                result.refused = any(e.startswith("Refused") for e in errors)
+                result.errors += errors
+                return result
+            await page.wait_for_timeout(250)
+        result.seconds = time.perf_counter() - began
+        result.completed = True
+        await _idle(page)
+        result.errors += await _errors(page)
+    except Exception as err:  # a session that breaks is a finding, reported beside the others
+        result.errors.append(f"{type(err).__name__}: {str(err)[:300]}")
+    finally:
+        all_drawn.done()
+        await all_drawn.wait(timeout_s)
+        await context.close()
+    return result
+
+
+async def _drive_heaviest(url: str, sessions: int, rounds: int, tree_budget: int, timeout_s: float,
+                          stagger_s: float) -> list[HeavySessionResult]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        all_drawn = AllDrawn(sessions)
+
+        async def staggered(index: int) -> HeavySessionResult:
+            await asyncio.sleep(index * stagger_s)
+            return await run_heavy_session(browser, url, index, index, PROMPTS[index % len(PROMPTS)], rounds,
+                                           tree_budget, timeout_s, all_drawn)
+
+        results = await asyncio.gather(*(staggered(i) for i in range(sessions)))
+        await browser.close()
+    return list(results)
+
+
+def heaviest_caps(rounds: int, tree_budget: int) -> str:
+    """The room.toml caps table of a server whose heaviest sampled draw is `rounds` trees of `tree_budget` nodes
+    (nothing where those are the room profile's own caps)."""
+    from tevcore.room.limits import ROOM
+
+    caps = {name: value for name, value in (("sampled_rounds", rounds), ("sampled_budget", tree_budget))
+            if value != getattr(ROOM, name)}
+    return "[caps]\n" + "".join(f"{name} = {value}\n" for name, value in caps.items()) if caps else ""
+
+
+def heaviest_load_test(sessions: int, rounds: int, tree_budget: int, slots: int | None = None,
+                       timeout_s: float = 900, folder: Path | None = None, stagger_s: float = 0.5) -> dict:
+    """Start a room server whose caps allow `rounds` trees of `tree_budget` nodes, let every session draw exactly
+    that at once; the report as a dict."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="room-load-heaviest-"))
+    server = start_room_server(folder, config=heaviest_caps(rounds, tree_budget), slots=slots)
+    started = server.rss_bytes()
+    try:
+        with PeakMemory(server) as memory:
+            results = asyncio.run(_drive_heaviest(server.url, sessions, rounds, tree_budget, timeout_s, stagger_s))
+        alive = server.process.poll() is None
+    finally:
+        server.stop()
+    times = [r.seconds for r in results if r.seconds is not None]
+    traceback_lines = [line for line in server.log.read_text(errors="replace").splitlines() if "Traceback" in line]
+    return {
+        "mode": "heaviest", "sessions": sessions, "rounds": rounds, "tree_budget": tree_budget,
+        "builder": HEAVY_BUILDER, "slots": slots or "default", "stagger_s": stagger_s, "cores": os.cpu_count(),
+        "load_average_at_end": os.getloadavg(), "completed": sum(r.completed for r in results),
+        "refused": sum(r.refused for r in results), "p50_s": percentile(times, 0.5), "p95_s": percentile(times, 0.95),
+        "largest_queue_place_shown": max((r.largest_place or 0 for r in results), default=0),
+        "server_rss_started_mb": round(started / 2**20, 1), "server_rss_peak_mb": round(memory.peak / 2**20, 1),
+        "server_alive_at_end": alive, "server_log_tracebacks": len(traceback_lines),
+        "errors": [f"session {r.index}: {e}" for r in results for e in r.errors],
+        "session_rows": [asdict(r) for r in results],
+    }
+
+
 def as_result(report: dict, meta: RunMeta, options: dict) -> ResultRecord:
     """The report as the one result record every measuring command writes: its options as settings, its
     figures as the summary, one row per session."""
-    settings = {key: options[key] for key in ("mode", "sessions", "budget", "tokens", "slots", "timeout", "stagger")}
+    settings = {key: options[key] for key in ("mode", "sessions", "budget", "tokens", "slots", "timeout", "stagger",
+                                              "rounds", "tree_budget")}
     summary = json.loads(json.dumps({k: v for k, v in report.items() if k != "session_rows"}, default=str))
     rows = json.loads(json.dumps(report["session_rows"], default=str))
     return ResultRecord(command="room-load", meta=meta, rows=rows, settings=settings, summary=summary)
@@ -452,14 +620,21 @@ def as_result(report: dict, meta: RunMeta, options: dict) -> ResultRecord:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("explorer", "lessons"), default="explorer",
-                        help="explorer: live runs of the tree explorer; lessons: one lesson per session")
+    parser.add_argument("--mode", choices=("explorer", "lessons", "heaviest"), default="explorer",
+                        help="explorer: live runs of the tree explorer; lessons: one lesson per session; heaviest: "
+                             "every session draws the largest sampled trees the caps allow at a round's context")
     parser.add_argument("--sessions", type=int, default=5)
     parser.add_argument("--budget", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--slots", type=int, default=None, help="compute slots (default: what the cores hold)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a session may wait for its result")
     parser.add_argument("--stagger", type=float, default=0.5, help="seconds between two sessions' first visits")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="heaviest: sampled trees per session (default: the room's cap, written as the server's "
+                             "cap when other)")
+    parser.add_argument("--tree-budget", type=int, default=None,
+                        help="heaviest: nodes per sampled tree (default: the room's cap, written as the server's cap "
+                             "when other)")
     parser.add_argument("--out", type=Path, default=None,
                         help="write the report here (a tevcore result: settings, summary, one row per session)")
     parser.add_argument("--force", action="store_true", help="replace an existing --out")
@@ -479,7 +654,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     meta = RunMeta.now(command_line("python scripts/room_load.py", sys.argv[1:] if argv is None else argv),
                        device="cpu", seed=None)
-    if args.mode == "lessons":
+    if args.mode == "heaviest":
+        from tevcore.room.limits import ROOM
+
+        args.rounds = args.rounds or ROOM.sampled_rounds
+        args.tree_budget = args.tree_budget or ROOM.sampled_budget
+        if args.rounds < 10 or args.tree_budget < 1:  # the page's rounds box starts at 10
+            print("room_load: --rounds must be at least 10 and --tree-budget at least 1", file=sys.stderr)
+            return 2
+        report = heaviest_load_test(args.sessions, args.rounds, args.tree_budget, args.slots, args.timeout,
+                                    stagger_s=args.stagger)
+        keys = ["sessions", "rounds", "tree_budget", "completed", "refused", "p50_s", "p95_s",
+                "largest_queue_place_shown", "server_rss_started_mb", "server_rss_peak_mb", "server_alive_at_end",
+                "server_log_tracebacks"]
+        passed = report["completed"] == args.sessions
+    elif args.mode == "lessons":
         report = lessons_load_test(args.sessions, args.slots, args.timeout, stagger_s=args.stagger)
         keys = ["sessions", "completed", "checks_right", "p50_s", "p95_s", "server_rss_peak_mb",
                 "server_alive_at_end", "server_log_tracebacks"]

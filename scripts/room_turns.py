@@ -6,8 +6,10 @@ machine slows every figure).
 
 Timed, one after another: a live generation of the room's new-token cap at its budget cap (the decoding loop);
 the room's sampled trees at the prompt's context, each drawn by the drafter (`sampled:4,4,4`, trimmed to the
-sampled budget cap) and scored by the target (`tevcore.lab.context_rounds`); the room's verifier draws of every
-rule on the largest of those trees (`tevcore.lab.simulate`).
+sampled budget cap) and scored by the target, as the verifier comparison's service draws them (each tree's rows
+let go once every rule's verdicts and the ceilings are made: `tevcore.lab.context_rounds`); every rule over those
+rounds at another seed than the draw's (each tree scored again); the room's verifier draws of every rule on the
+largest of those trees (`tevcore.lab.simulate`). Also printed: the bytes the drawn rounds keep.
 """
 
 from __future__ import annotations
@@ -48,10 +50,15 @@ def main() -> None:
                generation_tokens=sum(r.emitted for r in made))
     began = time.perf_counter()
     drawn = rounds_at_context(target, proposer, list(ids), parse_builder("sampled:4,4,4", ROOM.sampled_budget),
-                              ROOM.sampled_budget, 1.0, args.trees, 0)
+                              ROOM.sampled_budget, 1.0, args.trees, 0, keep_rows=False)
     out.update(sampled_trees_s=time.perf_counter() - began, sampled_trees=args.trees,
-               sampled_tree_sizes=[min(t.size for t, _ in drawn.rounds), max(t.size for t, _ in drawn.rounds)])
-    tree, logits = max(drawn.rounds, key=lambda pair: pair[0].size)
+               sampled_tree_sizes=[min(t.size for t in drawn.trees), max(t.size for t in drawn.trees)],
+               sampled_kept_mb=drawn.kept_bytes() / 2**20)
+    began = time.perf_counter()
+    drawn.verify(rules_for(drawn.builder), seed=1)
+    out.update(rules_over_rounds_rescored_s=time.perf_counter() - began)
+    largest = max(range(len(drawn.trees)), key=lambda i: drawn.trees[i].size)
+    tree, logits = drawn.rounds[largest]
     per_rule = {}
     for name in rules_for(drawn.builder):
         began = time.perf_counter()

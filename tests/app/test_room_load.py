@@ -35,3 +35,14 @@ def test_lessons_mode_three_participants_at_once_each_see_their_right_answer_che
     assert report["completed"] == 3 and report["checks_right"] == 3, report
     assert len(report["lessons_done"]) == 3  # three different lessons, one heavy (its truth in a queue turn)
     assert report["server_rss_peak_mb"] < 4096
+
+
+def test_heaviest_mode_two_participants_each_draw_the_largest_sampled_trees_the_servers_caps_allow(tmp_path):
+    """The mode the N = 20 figure of the heaviest action comes from, small: the script writes caps of 10 trees of 8
+    nodes into its server's room.toml and both sessions draw exactly that, one compute slot between them."""
+    assert room_load.heaviest_caps(10, 8) == "[caps]\nsampled_rounds = 10\nsampled_budget = 8\n"
+    report = room_load.heaviest_load_test(2, rounds=10, tree_budget=8, slots=1, timeout_s=600, folder=tmp_path)
+    assert report["errors"] == [] and report["server_log_tracebacks"] == 0 and report["server_alive_at_end"], report
+    assert report["completed"] == 2 and report["refused"] == 0, report
+    assert "sampled_rounds = 10" in (tmp_path / "room.toml").read_text()
+    assert 0 < report["server_rss_started_mb"] < report["server_rss_peak_mb"] < 4096

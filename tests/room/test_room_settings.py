@@ -24,9 +24,10 @@ def test_without_the_room_switch_the_single_user_profile_runs():
 def test_the_room_reads_the_hosts_file_and_secret(tmp_path):
     config = tmp_path / "room.toml"
     config.write_text(f'space_root = "{tmp_path / "spaces"}"\ntargets = ["default"]\ndrafters = ["rollout"]\n'
-                      'compute_slots = 3\nspace_ttl_minutes = 30\n[caps]\nbudget = 16\n')
+                      'compute_slots = 3\nspace_ttl_minutes = 30\n[caps]\nbudget = 16\nsession_bytes = 67108864\n')
     settings = load_settings({"TEV_ROOM": "1", "TEV_ROOM_CONFIG": str(config), "TEV_ROOM_SECRET": "s3"})
     assert settings.room and settings.limits.budget == 16 and settings.limits.draws == ROOM.draws
+    assert settings.limits.session_bytes == 64 << 20  # the memory budget per request, like every cap
     assert settings.targets == ("default",) and settings.drafters == ("rollout",)
     assert settings.compute_slots == 3 and settings.space_ttl_s == 1800 and settings.host_secret == "s3"
 

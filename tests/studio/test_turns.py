@@ -12,6 +12,7 @@ import importlib
 import inspect
 import pkgutil
 import threading
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -55,7 +56,8 @@ def _examples() -> dict[str, dict]:
                                           flow=target_flow(tree, logits, 1.0), temperature=1.0, draws=10, seed=0),
         "comparison.toy_rounds": dict(builder=parse_builder("sampled:2,1", 4), rounds=5, budget=4, temperature=1.0,
                                       seed=0),
-        "comparison.context_rounds": dict(target=None, proposer=None, context=[1, 2], builder=parse_builder(
+        "comparison.context_rounds": dict(target=SimpleNamespace(vocab_size=6), proposer=SimpleNamespace(depth=2),
+                                          context=[1, 2], builder=parse_builder(
             "sampled:2,1", 4), budget=4, temperature=1.0, rounds=5, seed=0),
         "comparison.rules_over_rounds": dict(names=["tev"], sampled=sampled, seed=0),
         "workshop.coupling_rounds": dict(fixed_tree=tree, p=torch.full((6,), 1 / 6), q=torch.full((6,), 1 / 6),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tevcore.config import DecodeConfig
-from tevcore.room.limits import Limits
+from tevcore.room.limits import MB, CapExceeded, Limits
 from tevcore.train.config import TrainConfig
 
 
@@ -22,7 +22,7 @@ def check_decode(limits: Limits, config: DecodeConfig) -> DecodeConfig:
 
 
 def check_sampled(limits: Limits, rounds: int, budget: int) -> None:
-    """Fresh sampled trees at one context (each keeps its nodes' full-vocabulary logits)."""
+    """Fresh sampled trees at one context (each one target forward; what they keep is `check_memory`'s)."""
     limits.check("sampled_rounds", rounds, "sampled rounds")
     limits.check("sampled_budget", budget, "sampled tree budget")
 
@@ -31,6 +31,14 @@ def check_toy_rounds(limits: Limits, rounds: int, budget: int) -> None:
     """Fresh sampled trees at one context of the toy target (a dozen-token vocabulary: cheap rows, many rounds)."""
     limits.check("toy_rounds", rounds, "toy sampled rounds")
     limits.check("sampled_budget", budget, "sampled tree budget")
+
+
+def check_memory(limits: Limits, kept_bytes: int, what: str) -> None:
+    """What a request will keep in the participant's session (an estimate made before the work, or the bytes a
+    draw holds so far), against the memory budget: one line naming the budget and the request's size."""
+    if kept_bytes > limits.session_bytes:
+        raise CapExceeded(f"{what} would keep about {kept_bytes / MB:,.1f} MB, over this server's memory budget of "
+                          f"{limits.session_bytes / MB:,.1f} MB per request (session_bytes)")
 
 
 def check_draws(limits: Limits, draws: int) -> None:

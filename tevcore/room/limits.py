@@ -21,7 +21,7 @@ class Limits:
 
     budget: int  # draft tree nodes per round (the tree forward and its logits grow with it)
     new_tokens: int  # tokens one generation may emit (the number of rounds and their records)
-    sampled_rounds: int  # fresh sampled trees drawn at one context (each keeps full-vocabulary logits)
+    sampled_rounds: int  # fresh sampled trees drawn at one context (each scored by the target in one forward)
     sampled_budget: int  # nodes per sampled tree
     toy_rounds: int  # fresh sampled trees drawn at one context of the toy target (rows of a dozen tokens)
     draws: int  # verifier draws per comparison
@@ -47,6 +47,7 @@ class Limits:
     train_ffn: int  # the drafter's MLP width
     data_shards: int  # shards one data build writes
     jobs: int  # background jobs (training, data builds) running at once on the server
+    session_bytes: int  # bytes one request may keep for a participant's session (drawn trees, their rows)
 
     def check(self, name: str, value: float, what: str | None = None) -> None:
         """Refuse `value` when it is past the cap `name` (CapExceeded naming the cap, the value and the limit)."""
@@ -76,11 +77,11 @@ SINGLE_USER = Limits(budget=512, new_tokens=1024, sampled_rounds=2000, sampled_b
                      train_batch=4096, train_tree_budget=512, train_tree_anchors=4096, train_tree_pool=4096,
                      train_checkpoints=1_000_000, train_threads=256, train_depth=64, train_context=1024,
                      train_draft_vocab=1 << 20, train_layers=64, train_heads=256, train_ffn=1 << 16, data_shards=1000,
-                     jobs=4)
+                     jobs=4, session_bytes=8 << 30)
 ROOM = Limits(budget=64, new_tokens=128, sampled_rounds=200, sampled_budget=64, toy_rounds=1000, draws=200_000,
               coupling_rounds=5000, prompts=4, compare_budgets=3, compare_budget=64, compare_drafters=2,
               upload_bytes=5 * MB, text_bytes=50 * MB, train_steps=2000, train_batch=64, train_tree_budget=64,
               train_tree_anchors=32, train_tree_pool=64, train_checkpoints=20, train_threads=2, train_depth=8,
               train_context=32, train_draft_vocab=16384, train_layers=4, train_heads=16, train_ffn=4096, data_shards=8,
-              jobs=1)
+              jobs=1, session_bytes=256 * MB)
 PROFILES = {"single": SINGLE_USER, "room": ROOM}

@@ -16,14 +16,15 @@ from tevcore.engine.builder_specs import BuilderSpec
 from tevcore.engine.flow import TargetFlow
 from tevcore.engine.sampling import make_generator
 from tevcore.engine.tree import DraftTree
-from tevcore.lab.context_rounds import SampledRounds, rounds_at_context
-from tevcore.lab.simulate import RoundsResult, SimulationResult, simulate, verify_rounds
+from tevcore.lab.context_rounds import SampledRounds, estimated_kept_bytes, rounds_at_context
+from tevcore.lab.simulate import RoundsResult, SimulationResult, simulate
 from tevcore.proposer_protocol import Proposer
 from tevcore.room import guarded
-from tevcore.studio.toy_rounds import draw_toy_rounds
+from tevcore.studio.toy_rounds import TOY_DEPTH, TOY_VOCAB, draw_toy_rounds
 from tevcore.studio.turns import Seat, queue_turn
 from tevcore.target.loading import Target
 from tevcore.timing import median_seconds
+from tevcore.verify.registry import rules_for
 from tevcore.verify.verifiers import get_verifier
 
 LATENCY_REPEATS = 30  # timed decisions per verifier (their median is shown)
@@ -64,8 +65,11 @@ def draw_verifiers(seat: Seat, names: Sequence[str], tree: DraftTree, node_logit
 
 def toy_rounds(seat: Seat, builder: BuilderSpec, rounds: int, budget: int, temperature: float,
                seed: int) -> SampledRounds:
-    """`rounds` fresh trees of `builder` at one context of the toy target (`tevcore.studio.toy_rounds`)."""
+    """`rounds` fresh trees of `builder` at one context of the toy target (`tevcore.studio.toy_rounds`); each
+    keeps its rows (a dozen tokens wide)."""
     guarded.check_toy_rounds(seat.limits, rounds, budget)
+    guarded.check_memory(seat.limits, estimated_kept_bytes(rounds, budget, TOY_VOCAB, TOY_DEPTH, keep_rows=True),
+                         f"{rounds} toy trees of up to {budget} nodes")
     with queue_turn(seat):
         return draw_toy_rounds(builder, rounds, budget, temperature, seed, between=seat.still_here)
 
@@ -74,8 +78,14 @@ def context_rounds(seat: Seat, target: Target, proposer: Proposer, context: Sequ
                    budget: int, temperature: float, rounds: int, seed: int,
                    progress: Callable[[int, int], None] | None = None) -> SampledRounds:
     """`rounds` fresh trees of `builder` drawn by `proposer` after `context`, each scored by `target` in one
-    forward (`tevcore.lab.context_rounds`); every tree keeps full-vocabulary rows, hence the room's cap."""
+    forward (`tevcore.lab.context_rounds`). The trees let their full-vocabulary rows go once every applicable
+    rule's verdicts at `seed` and the design ceilings are made (a later read scores a tree again, bit for bit),
+    so what the session keeps is checked against the memory budget before the draw, and again as it goes (a
+    drafter whose proposal rows depend on the path keeps a row per drawing node)."""
     guarded.check_sampled(seat.limits, rounds, budget)
+    what = f"{rounds} trees of up to {budget} nodes"
+    guarded.check_memory(seat.limits, estimated_kept_bytes(rounds, budget, target.vocab_size, proposer.depth,
+                                                           keep_rows=False, rules=len(rules_for(builder))), what)
 
     def tree_done(done: int, total: int) -> None:
         seat.still_here()
@@ -84,10 +94,13 @@ def context_rounds(seat: Seat, target: Target, proposer: Proposer, context: Sequ
 
     with queue_turn(seat):
         return rounds_at_context(target, proposer, context, builder, budget, temperature, rounds, seed,
-                                 progress=tree_done)
+                                 progress=tree_done, keep_rows=False,
+                                 kept=lambda held: guarded.check_memory(seat.limits, held, what))
 
 
 def rules_over_rounds(seat: Seat, names: Sequence[str], sampled: SampledRounds, seed: int) -> dict[str, RoundsResult]:
-    """Each rule once on every drawn round's tree (the same trees for every rule: a paired comparison)."""
+    """Each rule once on every drawn round's tree (the same trees for every rule: a paired comparison): the
+    verdicts made at the draw when `seed` is the draw's, else the rules run on trees scored again
+    (`SampledRounds.verify`), stopping between trees when the page is gone."""
     with queue_turn(seat):
-        return verify_rounds(list(names), sampled.rounds, sampled.temperature, seed)
+        return sampled.verify(names, seed, between=seat.still_here)

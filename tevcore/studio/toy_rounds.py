@@ -70,7 +70,8 @@ def draw_toy_rounds(builder: BuilderSpec, rounds: int, budget: int | None, tempe
         if between is not None:
             between()
         out.append(scored(builder(ROOT_TOKEN, draft, budget, temperature, generator)))
-    fixed = scored(best_first(ROOT_TOKEN, draft, matched_budget(out, budget if budget is not None else 4 * depth)))
+    largest = matched_budget([tree for tree, _ in out], budget if budget is not None else 4 * depth)
+    fixed = scored(best_first(ROOT_TOKEN, draft, largest))
     return SampledRounds(builder, float(temperature), out, fixed)
 
 
