@@ -546,3 +546,31 @@ def test_seed_widgets_take_every_seed_the_engine_takes():
     import inputs
 
     assert inputs.range_problem("seed", MAX_SEED, inputs.decode_range("seed", MAX_SEED)) is None
+
+
+def test_exittrain_keeps_its_form_and_compare_settings_across_a_page_switch(tmp_path):
+    """Issue 50: Streamlit forgets a page's widgets when another page is visited; the ExitTrain form went back to
+    its defaults (the recipe's steps, batch, tree budget, λ) and Compare to its own picks and settings."""
+    _fake_runs(tmp_path)
+    at = page("Home.py").run()
+    at.switch_page("pages/3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    at.selectbox(key="et_init").set_value("new").run()  # new weights: the form's from-scratch numbers
+    at.number_input(key="et_steps_new").set_value(321)
+    at.number_input(key="et_batch").set_value(16)
+    at.number_input(key="et_budget").set_value(12)
+    at.number_input(key="et_lambda").set_value(0.25)
+    at.text_input(key="et_name").set_value("my-run")
+    at.multiselect(key="et_cmp_variants").set_value(["alone"])
+    at.text_input(key="et_cmp_budgets").set_value("4,chain").run()
+    command = next(c.value for c in at.code if "tevcore train" in c.value)
+    at.switch_page("pages/4_Exit_law_workshop.py").run()  # streamlit forgets the ExitTrain widgets here
+    at.switch_page("pages/3_ExitTrain.py").run()
+    assert not at.exception
+    assert at.text_input(key="et_root").value == str(tmp_path) and at.text_input(key="et_name").value == "my-run"
+    assert at.selectbox(key="et_init").value == "new"
+    kept = {key: at.number_input(key=key).value for key in ("et_steps_new", "et_batch", "et_budget", "et_lambda")}
+    assert kept == {"et_steps_new": 321, "et_batch": 16, "et_budget": 12, "et_lambda": 0.25}
+    assert next(c.value for c in at.code if "tevcore train" in c.value) == command  # the same run would start
+    assert at.multiselect(key="et_cmp_variants").value == ["alone"]
+    assert at.text_input(key="et_cmp_budgets").value == "4,chain"
