@@ -48,12 +48,21 @@ def evaluate(request: EvalRequest) -> DrafterEvaluation:
     return found
 
 
+def opening(key: str, kept):
+    """The value a box opens at: the kept one when streamlit forgot the box (another page was shown), else none (the
+    box holds its own value, or the one the page just set in it)."""
+    return None if key in ss else kept
+
+
 def other_settings(shown, current, names: dict[str, str]) -> str:
     """The settings a shown result was made with that differ from the current request's ('' when none)."""
+    def text(value) -> str:
+        return ", ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
     if current is None:
         return ""
-    return ", ".join(f"{label} {getattr(shown, name)} (now {getattr(current, name)})" for name, label in names.items()
-                     if getattr(shown, name) != getattr(current, name))
+    return "; ".join(f"{label} {text(getattr(shown, name))} (now {text(getattr(current, name))})"
+                     for name, label in names.items() if getattr(shown, name) != getattr(current, name))
 
 
 def paired_section(options: list[str], paired: PairedForm) -> None:
@@ -123,12 +132,12 @@ def compare_tab(runs_root: Path, session: ExitTrainSession) -> None:
     """The Compare tab: the user's picks, E per budget of each (alone and + lookup), and the paired comparison."""
     form: CompareForm = session.compare
     runs_now = list_runs(runs_root)
-    if form.root != str(runs_root):  # a new runs folder: start from its newest pair
-        form.root, form.picks = str(runs_root), default_comparison(runs_now)
-        ss.pop("et_cmp", None)  # the box opens at the kept picks
+    # a new runs folder starts from its newest pair; the picks are set in the box itself (it may be on the screen)
+    if form.root != str(runs_root):
+        form.root = str(runs_root)
+        form.picks = ss.et_cmp = default_comparison(runs_now)
     if st.button("↺ newest checkpoint vs the committed drafter", key="et_cmp_newest"):
-        form.picks = default_comparison(runs_now)
-        ss.pop("et_cmp", None)
+        form.picks = ss.et_cmp = default_comparison(runs_now)
     if not room_ui.in_room():  # a room: no server path is typed
         form.extra = st.text_input("another drafter folder (optional)", value=form.extra, key="et_cmp_extra")
     extra = "" if room_ui.in_room() else form.extra
@@ -136,9 +145,10 @@ def compare_tab(runs_root: Path, session: ExitTrainSession) -> None:
     found += [extra.strip()] if extra.strip() else []
     # the user's picks stay, even when gone (those kept, and those the box holds now)
     all_ckpts = list(dict.fromkeys(found + form.picks + list(ss.get("et_cmp", []))))
-    picks = form.picks = st.multiselect("checkpoints", all_ckpts, default=form.picks, key="et_cmp",
-                                        help="your picks stay as they are while runs write new checkpoints; ↺ takes "
-                                             "the newest checkpoint against the committed default drafter")
+    picks = form.picks = st.multiselect(
+        "checkpoints", all_ckpts, default=opening("et_cmp", form.picks), key="et_cmp",
+        help="your picks stay as they are while runs write new checkpoints; ↺ takes the newest checkpoint against "
+             "the committed default drafter")
     gone = missing(picks)
     for path in gone:
         st.error(f"{path} no longer exists (a run keeps only its newest checkpoint): pick another.")

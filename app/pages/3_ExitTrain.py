@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -16,7 +15,7 @@ from tevcore.room.training import Caller, FolderBusy, TrainingControl, TrainRequ
 from tevcore.studio.training import (DATA_LOG, DEFAULT_DRAFTER, LOG_NAME, TREE_WEIGHTS, RunInfo,  # noqa: E402
                                      RunState, checkpoints_signature, data_progress, data_sets, list_runs,
                                      log_tail)
-from tevcore.studio.training_state import ExitTrainSession  # noqa: E402
+from tevcore.studio.training_state import ExitTrainSession, kept_choice  # noqa: E402
 
 from exittrain_ablation import ablation_tab  # noqa: E402
 from exittrain_compare import compare_tab  # noqa: E402
@@ -105,11 +104,6 @@ def resume_run(control: TrainingControl, caller: Caller, folder: Path) -> None:
         say_later("runs", "error", f"Could not resume: {err}")
 
 
-def offered(options: list, kept) -> int:
-    """The index a choice box opens at: the kept choice when still offered, else the first."""
-    return options.index(kept) if kept in options else 0
-
-
 def activate_checkpoint() -> None:
     ExplorerSession.of(ss).choose_drafter(ss.et_ckpt, ss)
     say_later("runs", "success", f"The tree explorer will now offer {ss.et_ckpt} as its drafter.")
@@ -153,8 +147,7 @@ def show_data_build(folder: Path) -> None:
     if progress is not None and done >= planned and not running and code in (None, 0):
         if ss.get("et_data_ready") != str(folder):  # once: rerun the page so the new set is offered, and chosen
             ss.et_data_ready = str(folder)
-            form.data = str(folder)  # chosen below: the box opens at the kept choice
-            ss.pop("et_data", None)
+            form.data = ss.et_data = str(folder)  # set in the box, which is on the screen (not only kept)
             st.rerun(scope="app")
         st.success(f"{folder.name} is ready ({done} shards): it is the distillation set below.")
     elif code not in (None, 0):
@@ -208,14 +201,14 @@ with tab_new:
     c1, c2, c3 = st.columns(3)
     name = form.run_name = c1.text_input("run name (folder under the runs folder)", value=form.name(), key="et_name")
     set_options = [str(p) for p in sets] or ["(none found: build one with `python -m tevcore build-data`)"]
-    data = form.data = c2.selectbox("distillation set", set_options, index=offered(set_options, form.data),
+    data = form.data = c2.selectbox("distillation set", set_options, index=kept_choice(set_options, form.data),
                                     key="et_data")
     s1, s2, s3 = st.columns([3, 2, 1])
     starts = [*([str(DEFAULT_DRAFTER)] if DEFAULT_DRAFTER.is_dir() else []),
               *(str(p) for r in list_runs(runs_root) for p in r.checkpoints), START_NEW,
               *([] if room_ui.in_room() else [START_OTHER])]  # a room: no drafter folder is typed
     start_from = form.start_from = s1.selectbox(
-        "start from", starts, index=offered(starts, form.start_from), key="et_init", format_func=start_label,
+        "start from", starts, index=kept_choice(starts, form.start_from), key="et_init", format_func=start_label,
         help="the drafter whose weights training begins with (`--init`): the committed drafter, a checkpoint of a "
              "run, any drafter folder, or new random weights")
     if not room_ui.in_room():
@@ -242,9 +235,10 @@ with tab_new:
     form.tree_lambda = c4.number_input("λ (tree loss weight; 0 = plain distillation)", value=form.tree_lambda,
                                        step=0.05, key="et_lambda")
     weights = list(TREE_WEIGHTS)
-    form.tree_weight = c5.selectbox("weight type", weights, index=offered(weights, form.tree_weight), key="et_weight",
-                                    help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); flow: P(v) "
-                                         "times the target's whole row at v, so the tokens the tree lacked count too")
+    form.tree_weight = c5.selectbox(
+        "weight type", weights, index=kept_choice(weights, form.tree_weight), key="et_weight",
+        help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); flow: P(v) times the target's whole row "
+             "at v, so the tokens the tree lacked count too")
     form.tree_alpha = c6.number_input("α (edge floor)", value=form.tree_alpha, step=1e-4, format="%.1e",
                                       key="et_alpha")
     form.tree_budget = c7.number_input("tree budget", value=form.tree_budget, key="et_budget")
@@ -344,9 +338,9 @@ def show_runs(root: Path) -> None:
     if watched in names and ss.get("et_watch_shown") != watched:  # a run started here: show it once it appears
         ss.et_pick = watched
         ss.et_watch_shown = watched
-    elif ss.get("et_pick") not in names:
-        ss.et_pick = names[0]
-    pick = st.selectbox("run", names, key="et_pick")
+    elif ss.get("et_pick") not in names:  # the box forgot (another page was shown) or its run is gone
+        ss.et_pick = session.run if session.run in names else names[0]
+    pick = session.run = st.selectbox("run", names, key="et_pick")
     chosen = runs[names.index(pick)]
     job = job_of(control, chosen.folder, "train")  # the newest process this app started on the run, if any
     own_running = job is not None and job.running
@@ -367,7 +361,10 @@ def show_runs(root: Path) -> None:
                   args=(control, me, chosen.folder, "runs"))
     said("runs")
     if chosen.checkpoints:
-        st.selectbox("checkpoint", [str(p) for p in chosen.checkpoints], key="et_ckpt")
+        checkpoints = [str(p) for p in chosen.checkpoints]
+        if ss.get("et_ckpt") not in checkpoints and session.checkpoint in checkpoints:
+            ss.et_ckpt = session.checkpoint
+        session.checkpoint = st.selectbox("checkpoint", checkpoints, key="et_ckpt")
         st.button("Make this the explorer's drafter", key="et_activate", on_click=activate_checkpoint)
     else:
         st.caption("no checkpoint yet")
@@ -383,4 +380,4 @@ with tab_compare:
     compare_tab(runs_root, session)
 
 with tab_ablation:
-    ablation_tab(runs_root)
+    ablation_tab(runs_root, session.ablation)

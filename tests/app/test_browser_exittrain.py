@@ -7,10 +7,14 @@ test_browser.py does. Run against another checkout with TEV_APP_ROOT (browser_ki
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import browser_kit as kit
 from test_browser import ARGS, CHROMIUM, REPO, app_url  # noqa: F401  (module fixtures)
+from tevcore.train.data import MANIFEST, shard_path
+from tevcore.train.runs import DATA_LOG
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -87,3 +91,27 @@ def test_the_exittrain_form_is_kept_across_a_page_switch_and_a_reload(page, tmp_
     kit.no_exception(page)
     assert after_switch == wanted, f"after a page switch: {after_switch}"
     assert after_reload == wanted, f"after a reload: {after_reload}"
+
+
+def test_a_data_set_that_becomes_ready_is_chosen_as_the_distillation_set(page, tmp_path):
+    """The build's progress (a fragment) reruns the page once the set is ready: the set box must show it chosen,
+    not the "none found" line it showed before (the form keeps its choice in the page's state object)."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    kit.open_page(page, "ExitTrain")
+    box = runs_folder_box(page)
+    box.fill(str(root))
+    box.press("Enter")
+    kit.wait_idle(page)
+    chosen = page.get_by_role("combobox", name="distillation set", exact=True)
+    assert "none found" in chosen.input_value()
+    folder = root / "data-small"  # what a build the page did not start leaves: its log, its plan, its one shard
+    folder.mkdir()
+    (folder / DATA_LOG).write_text("done\n")
+    (folder / MANIFEST).write_text(json.dumps({"shards": 1, "target_name": "tiny",
+                                               "config": {"hidden_layers": [8, 16, 24, 30]}}))
+    shard_path(folder, 0).write_bytes(b"x")
+    page.get_by_text("data-small is ready (1 shards)", exact=False).wait_for(timeout=60_000)
+    kit.wait_idle(page)
+    kit.no_exception(page)
+    assert chosen.input_value() == str(folder)

@@ -562,7 +562,8 @@ def test_exittrain_keeps_its_form_and_compare_settings_across_a_page_switch(tmp_
     at.number_input(key="et_lambda").set_value(0.25)
     at.text_input(key="et_name").set_value("my-run")
     at.multiselect(key="et_cmp_variants").set_value(["alone"])
-    at.text_input(key="et_cmp_budgets").set_value("4,chain").run()
+    at.text_input(key="et_cmp_budgets").set_value("4,chain")
+    at.text_input(key="et_ablation_path").set_value(str(tmp_path / "ablation.json")).run()
     command = next(c.value for c in at.code if "tevcore train" in c.value)
     at.switch_page("pages/4_Exit_law_workshop.py").run()  # streamlit forgets the ExitTrain widgets here
     at.switch_page("pages/3_ExitTrain.py").run()
@@ -574,3 +575,4 @@ def test_exittrain_keeps_its_form_and_compare_settings_across_a_page_switch(tmp_
     assert next(c.value for c in at.code if "tevcore train" in c.value) == command  # the same run would start
     assert at.multiselect(key="et_cmp_variants").value == ["alone"]
     assert at.text_input(key="et_cmp_budgets").value == "4,chain"
+    assert at.text_input(key="et_ablation_path").value == str(tmp_path / "ablation.json")

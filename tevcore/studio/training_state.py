@@ -20,6 +20,11 @@ from tevcore.studio.training import TREE_WEIGHTS, recipe
 SHORT = True  # the page's runs are short ones: minutes on a CPU
 
 
+def kept_choice(options: list, kept: object) -> int:
+    """The position a choice box opens at: the kept choice while it is still offered, else the first."""
+    return options.index(kept) if kept in options else 0
+
+
 @dataclass
 class StartNumbers:
     """The numbers that depend on where a run starts: a fine-tune of a trained drafter or new random weights."""
@@ -122,9 +127,23 @@ class PairedForm:
 
 
 @dataclass
+class AblationView:
+    """The Ablation tab's result file (None: the committed one) and the slice of it drawn (None: the first)."""
+
+    path: str | None = None
+    against: str | None = None
+    temperature: float | None = None
+    budget: int | None = None
+
+
+@dataclass
 class ExitTrainSession:
-    """Everything the ExitTrain page keeps for a participant across page switches and reloads."""
+    """Everything the ExitTrain page keeps for a participant across page switches and reloads: the New run form,
+    the run and checkpoint the Runs tab shows, Compare's picks, settings and results, and the Ablation tab's view."""
 
     train: TrainForm = field(default_factory=TrainForm)
+    run: str | None = None
+    checkpoint: str | None = None
     compare: CompareForm = field(default_factory=CompareForm)
     paired: PairedForm = field(default_factory=PairedForm)
+    ablation: AblationView = field(default_factory=AblationView)
