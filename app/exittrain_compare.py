@@ -40,21 +40,22 @@ def evaluate(request: EvalRequest) -> DrafterEvaluation:
     with st.status("evaluating the picked drafters (the real decoding loop, TEV verifier)…", expanded=True) as status:
         bar = st.progress(0.0)
         with room_ui.seat() as seat:
-            found = drafter_compare.evaluate_drafters(seat, request, load_target, load_proposer,
-                                                      progress=lambda done, total, what: bar.progress(done / total,
-                                                                                                       text=what))
+            found = drafter_compare.evaluate_drafters(
+                seat, request, load_target, load_proposer,
+                progress=lambda done, total, what: bar.progress(done / total, text=what))
         status.update(label="evaluation finished" + (" with errors (below)" if found.errors else ""),
                       state="error" if found.errors else "complete", expanded=False)
     return found
 
 
-def opening(key: str, kept):
+def opening(key: str, kept: list[str]) -> list[str] | None:
     """The value a box opens at: the kept one when streamlit forgot the box (another page was shown), else none (the
     box holds its own value, or the one the page just set in it)."""
     return None if key in ss else kept
 
 
-def other_settings(shown, current, names: dict[str, str]) -> str:
+def other_settings(shown: EvalRequest | PairedRequest, current: EvalRequest | PairedRequest | None,
+                   names: dict[str, str]) -> str:
     """The settings a shown result was made with that differ from the current request's ('' when none)."""
     def text(value) -> str:
         return ", ".join(map(str, value)) if isinstance(value, tuple) else str(value)

@@ -13,6 +13,7 @@ import pytest
 
 import browser_kit as kit
 from test_browser import ARGS, CHROMIUM, REPO, app_url  # noqa: F401  (module fixtures)
+from test_browser_truth import finished_run
 from tevcore.train.data import MANIFEST, shard_path
 from tevcore.train.runs import DATA_LOG
 
@@ -115,3 +116,27 @@ def test_a_data_set_that_becomes_ready_is_chosen_as_the_distillation_set(page, t
     kit.wait_idle(page)
     kit.no_exception(page)
     assert chosen.input_value() == str(folder)
+
+
+def test_a_drafter_made_active_after_the_explorer_was_visited_is_the_one_the_explorer_selects(page, tmp_path):
+    """Issue 50: after a visit to the explorer, its kept sidebar value came back over ExitTrain's "Make this the
+    explorer's drafter", and the next round ran the old drafter while ExitTrain said otherwise."""
+    checkpoint = finished_run(tmp_path / "runs", "trained", 30)
+    kit.open_page(page, "Tree explorer")  # visited first: its sidebar keeps the drafter it shows
+    page.get_by_text("Press Run live to stream a generation", exact=False).wait_for(timeout=180_000)
+    kit.wait_idle(page)
+    before = page.get_by_role("combobox", name="drafter", exact=True).input_value()
+    kit.open_page(page, "ExitTrain")
+    box = runs_folder_box(page)
+    box.fill(str(tmp_path / "runs"))
+    box.press("Enter")
+    kit.wait_idle(page)
+    page.get_by_role("tab", name="Runs").click()
+    page.get_by_role("button", name="Make this the explorer's drafter").click()
+    page.get_by_text(f"The tree explorer will now offer {checkpoint}", exact=False).wait_for(timeout=60_000)
+    kit.open_page(page, "Tree explorer")
+    page.get_by_text("Press Run live to stream a generation", exact=False).wait_for(timeout=60_000)
+    kit.wait_idle(page)
+    chosen = page.get_by_role("combobox", name="drafter", exact=True).input_value()
+    kit.no_exception(page)
+    assert chosen == str(checkpoint) != before, f"the explorer selects {chosen} (before: {before})"
