@@ -11,6 +11,7 @@ import room_ui
 import streamlit as st
 
 from tevcore.results import ResultRecord, read_result
+from tevcore.studio.training_state import AblationView, kept_choice
 
 DEFAULT = Path(__file__).resolve().parents[1] / "assets" / "exit_ablation.json"
 COMMAND = "exit-train-ablation"  # what scripts/exit_train_ablation_report.py writes
@@ -30,15 +31,18 @@ def ablation_rows(record: ResultRecord, path: Path) -> list[dict]:
     return record.rows
 
 
-def ablation_tab(runs_root: Path) -> None:
+def ablation_tab(runs_root: Path, view: AblationView) -> None:
+    """Open an ablation result and draw the slice of it `view` keeps (the page's state: kept across pages)."""
     st.caption("What ExitTrain's gain is made of: anchor loss soft or hard x tree term lambda 0 or 0.1, every "
                "checkpoint scored paired against the starting drafter and against its lambda-0 twin "
                "(`bash scripts/exit_train_ablation.sh` writes ablation.json).")
     if room_ui.in_room():  # no server path is typed in a room: the committed result, or one in the host's runs
         offered = [str(p) for p in (DEFAULT, *sorted(Path(runs_root).glob("*/ablation.json")))]
-        path = Path(st.selectbox("ablation.json", offered, key="et_ablation_path"))
+        view.path = st.selectbox("ablation.json", offered, index=kept_choice(offered, view.path),
+                                 key="et_ablation_path")
     else:
-        path = Path(st.text_input("ablation.json", value=str(DEFAULT), key="et_ablation_path"))
+        view.path = st.text_input("ablation.json", value=view.path or str(DEFAULT), key="et_ablation_path")
+    path = Path(view.path)
     try:
         rows = ablation_rows(read_result(path), path)
     except ValueError as err:
@@ -48,9 +52,15 @@ def ablation_tab(runs_root: Path) -> None:
         st.info(f"{path} holds no evaluated checkpoint yet.")
         return
     c1, c2, c3 = st.columns(3)
-    against = c1.selectbox("gain over", sorted({r["against"] for r in rows}), key="et_ablation_against")
-    temperature = c2.selectbox("T", sorted({r["temperature"] for r in rows}), key="et_ablation_t")
-    budget = c3.selectbox("budget", sorted({r["budget"] for r in rows}), key="et_ablation_b")
+    choices = {name: sorted({r[name] for r in rows}) for name in ("against", "temperature", "budget")}
+    against = view.against = c1.selectbox("gain over", choices["against"],
+                                          index=kept_choice(choices["against"], view.against),
+                                          key="et_ablation_against")
+    temperature = view.temperature = c2.selectbox("T", choices["temperature"],
+                                                  index=kept_choice(choices["temperature"], view.temperature),
+                                                  key="et_ablation_t")
+    budget = view.budget = c3.selectbox("budget", choices["budget"], index=kept_choice(choices["budget"], view.budget),
+                                        key="et_ablation_b")
     st.plotly_chart(figures.ablation_figure(rows, against, temperature, budget), key="et_ablation_chart")
     table = pd.DataFrame([r for r in rows if (r["against"], r["temperature"], r["budget"]) == (against, temperature, budget)])
     st.dataframe(table[["arm", "step", "prompts", "positions", "baseline_length", "other_length", "gain_pct",

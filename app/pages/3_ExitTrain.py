@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -13,11 +12,10 @@ import streamlit as st  # noqa: E402
 from tevcore.room.jobs import Job, JobRefused  # noqa: E402
 from tevcore.room.limits import CapExceeded  # noqa: E402
 from tevcore.room.training import Caller, FolderBusy, TrainingControl, TrainRequest, plan  # noqa: E402
-from tevcore.train.losses import TREE_WEIGHTS  # noqa: E402
-from tevcore.train.recipes import recipe  # noqa: E402
-from tevcore.train.rundir import RunState  # noqa: E402
-from tevcore.train.runs import (DATA_LOG, LOG_NAME, RunInfo, data_progress, data_sets,  # noqa: E402
-                                list_runs, log_tail)
+from tevcore.studio.training import (DATA_LOG, DEFAULT_DRAFTER, LOG_NAME, TREE_WEIGHTS, RunInfo,  # noqa: E402
+                                     RunState, checkpoints_signature, data_progress, data_sets, list_runs,
+                                     log_tail)
+from tevcore.studio.training_state import ExitTrainSession, kept_choice  # noqa: E402
 
 from exittrain_ablation import ablation_tab  # noqa: E402
 from exittrain_compare import compare_tab  # noqa: E402
@@ -31,6 +29,8 @@ shared_ui.page_header("ExitTrain", "Train the drafter on the trees it really bui
                       "node by the target's flow (floored P(v), or X(v)·depth(v)). Training runs as a background "
                       "process (`python -m tevcore train`) writing into a run folder; this page only reads it.")
 ss = st.session_state
+session = room_ui.page_state(ExitTrainSession)  # the form, the picks and the comparisons: kept across pages
+form = session.train
 
 
 REFRESH_SECONDS = 2.0
@@ -45,7 +45,7 @@ def start_label(choice: str) -> str:
         return "a new drafter (random weights)"
     if choice == START_OTHER:
         return "another drafter folder (type it beside)"
-    return f"the committed drafter ({choice})" if Path(choice) == trainruns.DEFAULT_DRAFTER else choice
+    return f"the committed drafter ({choice})" if Path(choice) == DEFAULT_DRAFTER else choice
 
 
 def fmt_seconds(seconds: float | None) -> str:
@@ -123,8 +123,9 @@ if not room_ui.jobs_allowed():  # a room: training, data builds and Compare are 
             "enters the host secret above, or opens them to participants.")
     st.stop()
 room_ui.host_controls()
-runs_root = room_ui.settings().runs if room_ui.in_room() else Path(  # a room: the host's one runs folder
-    st.text_input("runs folder", value="runs", key="et_root"))
+if not room_ui.in_room():  # a room: the host's one runs folder
+    form.runs_folder = st.text_input("runs folder", value=form.runs_folder, key="et_root")
+runs_root = room_ui.settings().runs if room_ui.in_room() else Path(form.runs_folder)
 control = room_ui.training(runs_root)  # every start and stop goes through its job board, in both profiles
 me = room_ui.caller()
 
@@ -146,7 +147,7 @@ def show_data_build(folder: Path) -> None:
     if progress is not None and done >= planned and not running and code in (None, 0):
         if ss.get("et_data_ready") != str(folder):  # once: rerun the page so the new set is offered, and chosen
             ss.et_data_ready = str(folder)
-            ss.et_data = str(folder)
+            form.data = ss.et_data = str(folder)  # set in the box, which is on the screen (not only kept)
             st.rerun(scope="app")
         st.success(f"{folder.name} is ready ({done} shards): it is the distillation set below.")
     elif code not in (None, 0):
@@ -172,9 +173,10 @@ def data_build_form(root: Path, have_sets: bool) -> None:
     expanded = st.session_state.setdefault("et_build_form_open", not have_sets)
     with st.expander("Build a small data set (the engine's `build-data`, in the background)", expanded=expanded):
         b1, b2, b3 = st.columns([2, 1, 1])
-        set_name = b1.text_input("data set name (folder under the runs folder)", value="data-small", key="et_dname")
-        shards = b2.number_input("shards (target-generated: 1-3 min each on one CPU core)", value=2, step=1,
-                                 key="et_dshards")
+        set_name = form.data_set_name = b1.text_input("data set name (folder under the runs folder)",
+                                                      value=form.data_set_name, key="et_dname")
+        shards = form.data_shards = b2.number_input("shards (target-generated: 1-3 min each on one CPU core)",
+                                                    value=form.data_shards, step=1, key="et_dshards")
         problem = inputs.range_problem("shards", shards, inputs.NumberRange(1, 1000, integer=True))
         if problem:
             st.error(f"Refused: {problem}.")
@@ -197,56 +199,57 @@ with tab_new:
     sets = data_sets(runs_root)
     data_build_form(runs_root, bool(sets))
     c1, c2, c3 = st.columns(3)
-    name = c1.text_input("run name (folder under the runs folder)", value=f"exittrain-{time.strftime('%m%d-%H%M')}",
-                         key="et_name")
-    data = c2.selectbox("distillation set", [str(p) for p in sets] or ["(none found: build one with "
-                                                                      "`python -m tevcore build-data`)"],
-                        key="et_data")
+    name = form.run_name = c1.text_input("run name (folder under the runs folder)", value=form.name(), key="et_name")
+    set_options = [str(p) for p in sets] or ["(none found: build one with `python -m tevcore build-data`)"]
+    data = form.data = c2.selectbox("distillation set", set_options, index=kept_choice(set_options, form.data),
+                                    key="et_data")
     s1, s2, s3 = st.columns([3, 2, 1])
-    starts = [*([str(trainruns.DEFAULT_DRAFTER)] if trainruns.DEFAULT_DRAFTER.is_dir() else []),
+    starts = [*([str(DEFAULT_DRAFTER)] if DEFAULT_DRAFTER.is_dir() else []),
               *(str(p) for r in list_runs(runs_root) for p in r.checkpoints), START_NEW,
               *([] if room_ui.in_room() else [START_OTHER])]  # a room: no drafter folder is typed
-    start_from = s1.selectbox("start from", starts, key="et_init", format_func=start_label,
-                              help="the drafter whose weights training begins with (`--init`): the committed "
-                                   "drafter, a checkpoint of a run, any drafter folder, or new random weights")
-    other_init = "" if room_ui.in_room() else s2.text_input("drafter folder to start from", value="",
-                                                           key="et_init_other", disabled=start_from != START_OTHER)
+    start_from = form.start_from = s1.selectbox(
+        "start from", starts, index=kept_choice(starts, form.start_from), key="et_init", format_func=start_label,
+        help="the drafter whose weights training begins with (`--init`): the committed drafter, a checkpoint of a "
+             "run, any drafter folder, or new random weights")
+    if not room_ui.in_room():
+        form.other_init = s2.text_input("drafter folder to start from", value=form.other_init, key="et_init_other",
+                                        disabled=start_from != START_OTHER)
+    other_init = "" if room_ui.in_room() else form.other_init
     init = {START_NEW: None, START_OTHER: other_init.strip() or None}.get(start_from, start_from)
-    kind = "fine" if init is not None else "new"  # each kind of start opens at its own recipe
+    kind = "fine" if init is not None else "new"  # each kind of start opens at its own recipe, and keeps its numbers
     # every number opens at the package's recipe (`tevcore.train.recipes`): TrainConfig's defaults with ExitTrain's
     # loss on, a short run's size, and the fine-tuning numbers (and size) when the run starts from a trained drafter
-    base = recipe(fine_tune=init is not None, short=True)
-    steps = c3.number_input("steps", value=base["steps"], step=50, key=f"et_steps_{kind}")
-    warmup = s3.number_input("warmup (steps)", value=base["warmup"], step=10, key=f"et_warmup_{kind}")
+    start = form.numbers(init is not None)
+    start.steps = c3.number_input("steps", value=start.steps, step=50, key=f"et_steps_{kind}")
+    start.warmup = s3.number_input("warmup (steps)", value=start.warmup, step=10, key=f"et_warmup_{kind}")
     r1, r2, r3, r4 = st.columns(4)
-    lr = r1.number_input("learning rate", value=base["lr"], step=1e-5, format="%.1e", key=f"et_lr_{kind}",
-                         help="fine-tuning a trained drafter opens at a small rate that was measured not to make "
-                              "the committed drafter worse (`tevcore.train.recipes`); a new one starts at "
-                              "TrainConfig's")
-    dropout = r2.number_input("dropout", value=base["dropout"], step=0.05, key=f"et_dropout_{kind}")
-    decay = r3.number_input("weight decay", value=base["weight_decay"], step=0.01, key=f"et_decay_{kind}")
-    min_lr = r4.number_input("final learning rate (share of the rate)", value=base["min_lr_ratio"], step=0.05,
-                             key=f"et_min_lr_{kind}")
+    start.lr = r1.number_input("learning rate", value=start.lr, step=1e-5, format="%.1e", key=f"et_lr_{kind}",
+                               help="fine-tuning a trained drafter opens at a small rate that was measured not to "
+                                    "make the committed drafter worse (`tevcore.train.recipes`); a new one starts at "
+                                    "TrainConfig's")
+    start.dropout = r2.number_input("dropout", value=start.dropout, step=0.05, key=f"et_dropout_{kind}")
+    start.weight_decay = r3.number_input("weight decay", value=start.weight_decay, step=0.01, key=f"et_decay_{kind}")
+    start.min_lr_ratio = r4.number_input("final learning rate (share of the rate)", value=start.min_lr_ratio,
+                                         step=0.05, key=f"et_min_lr_{kind}")
     c4, c5, c6, c7 = st.columns(4)
-    lam = c4.number_input("λ (tree loss weight; 0 = plain distillation)", value=base["tree_lambda"], step=0.05,
-                          key="et_lambda")
-    weight = c5.selectbox("weight type", list(TREE_WEIGHTS), key="et_weight",
-                          help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); "
-                               "flow: P(v) times the target's whole row at v, so the tokens the tree lacked count too")
-    alpha = c6.number_input("α (edge floor)", value=base["tree_alpha"], step=1e-4, format="%.1e", key="et_alpha")
-    tree_budget = c7.number_input("tree budget", value=base["tree_budget"], key="et_budget")
+    form.tree_lambda = c4.number_input("λ (tree loss weight; 0 = plain distillation)", value=form.tree_lambda,
+                                       step=0.05, key="et_lambda")
+    weights = list(TREE_WEIGHTS)
+    form.tree_weight = c5.selectbox(
+        "weight type", weights, index=kept_choice(weights, form.tree_weight), key="et_weight",
+        help="path: P(v) with every edge floored at α; exit: X(v)·depth(v); flow: P(v) times the target's whole row "
+             "at v, so the tokens the tree lacked count too")
+    form.tree_alpha = c6.number_input("α (edge floor)", value=form.tree_alpha, step=1e-4, format="%.1e",
+                                      key="et_alpha")
+    form.tree_budget = c7.number_input("tree budget", value=form.tree_budget, key="et_budget")
     c8, c9, c10, c11, c12 = st.columns(5)
-    anchors = c8.number_input("tree anchors per step", value=base["tree_anchors"], key="et_anchors",
-                              help="anchors per step that get the tree loss (needed when λ > 0)")
-    batch = c9.number_input("batch size (anchors)", value=base["batch_size"], key="et_batch")
-    shards = c10.number_input("data size (shards; 0 = all)", value=base["max_shards"], key="et_shards")
-    every = c11.number_input("checkpoint every (steps)", value=base["checkpoint_every"], key="et_every")
-    threads = c12.number_input("CPU threads", value=base["threads"], key="et_threads")
-    values = {"data": data if sets else None, "steps": int(steps), "tree_lambda": float(lam), "tree_weight": weight,
-              "tree_alpha": float(alpha), "tree_budget": int(tree_budget), "tree_anchors": int(anchors),
-              "batch_size": int(batch), "max_shards": int(shards) if shards else None,
-              "checkpoint_every": int(every), "threads": int(threads), "warmup": int(warmup), "init": init,
-              "lr": float(lr), "dropout": float(dropout), "weight_decay": float(decay), "min_lr_ratio": float(min_lr)}
+    form.tree_anchors = c8.number_input("tree anchors per step", value=form.tree_anchors, key="et_anchors",
+                                        help="anchors per step that get the tree loss (needed when λ > 0)")
+    form.batch_size = c9.number_input("batch size (anchors)", value=form.batch_size, key="et_batch")
+    form.max_shards = c10.number_input("data size (shards; 0 = all)", value=form.max_shards, key="et_shards")
+    form.checkpoint_every = c11.number_input("checkpoint every (steps)", value=form.checkpoint_every, key="et_every")
+    form.threads = c12.number_input("CPU threads", value=form.threads, key="et_threads")
+    values = form.values(data if sets else None, init)
     folder = runs_root / name.strip()
     request, request_error = None, None
     if not name.strip() or "/" in name or name.strip().startswith("."):
@@ -322,9 +325,9 @@ def show_runs(root: Path) -> None:
     """The runs under `root`, re-read every few seconds: new runs, states, checkpoints and Stop follow by themselves."""
     control.refresh()  # finished children are waited for, never left as zombies
     runs = list_runs(root)
-    offered = trainruns.checkpoints_signature(runs)
-    if ss.setdefault("et_offered", offered) != offered:  # a checkpoint or an end: redraw the Compare tab too
-        ss.et_offered = offered
+    signature = checkpoints_signature(runs)
+    if ss.setdefault("et_offered", signature) != signature:  # a checkpoint or an end: redraw the Compare tab too
+        ss.et_offered = signature
         st.rerun(scope="app")
     if not runs:
         st.info(f"No training runs under {root} yet.")
@@ -335,9 +338,9 @@ def show_runs(root: Path) -> None:
     if watched in names and ss.get("et_watch_shown") != watched:  # a run started here: show it once it appears
         ss.et_pick = watched
         ss.et_watch_shown = watched
-    elif ss.get("et_pick") not in names:
-        ss.et_pick = names[0]
-    pick = st.selectbox("run", names, key="et_pick")
+    elif ss.get("et_pick") not in names:  # the box forgot (another page was shown) or its run is gone
+        ss.et_pick = session.run if session.run in names else names[0]
+    pick = session.run = st.selectbox("run", names, key="et_pick")
     chosen = runs[names.index(pick)]
     job = job_of(control, chosen.folder, "train")  # the newest process this app started on the run, if any
     own_running = job is not None and job.running
@@ -358,7 +361,10 @@ def show_runs(root: Path) -> None:
                   args=(control, me, chosen.folder, "runs"))
     said("runs")
     if chosen.checkpoints:
-        st.selectbox("checkpoint", [str(p) for p in chosen.checkpoints], key="et_ckpt")
+        checkpoints = [str(p) for p in chosen.checkpoints]
+        if ss.get("et_ckpt") not in checkpoints and session.checkpoint in checkpoints:
+            ss.et_ckpt = session.checkpoint
+        session.checkpoint = st.selectbox("checkpoint", checkpoints, key="et_ckpt")
         st.button("Make this the explorer's drafter", key="et_activate", on_click=activate_checkpoint)
     else:
         st.caption("no checkpoint yet")
@@ -371,7 +377,7 @@ with tab_runs:
 
 # ------------------------------------------------------------------ compare checkpoints
 with tab_compare:
-    compare_tab(runs_root)
+    compare_tab(runs_root, session)
 
 with tab_ablation:
-    ablation_tab(runs_root)
+    ablation_tab(runs_root, session.ablation)

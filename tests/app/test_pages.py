@@ -546,3 +546,58 @@ def test_seed_widgets_take_every_seed_the_engine_takes():
     import inputs
 
     assert inputs.range_problem("seed", MAX_SEED, inputs.decode_range("seed", MAX_SEED)) is None
+
+
+def test_exittrain_keeps_its_form_and_compare_settings_across_a_page_switch(tmp_path):
+    """Issue 50: Streamlit forgets a page's widgets when another page is visited; the ExitTrain form went back to
+    its defaults (the recipe's steps, batch, tree budget, λ) and Compare to its own picks and settings."""
+    _fake_runs(tmp_path)
+    at = page("Home.py").run()
+    at.switch_page("pages/3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    at.selectbox(key="et_init").set_value("new").run()  # new weights: the form's from-scratch numbers
+    at.number_input(key="et_steps_new").set_value(321)
+    at.number_input(key="et_batch").set_value(16)
+    at.number_input(key="et_budget").set_value(12)
+    at.number_input(key="et_lambda").set_value(0.25)
+    at.text_input(key="et_name").set_value("my-run")
+    at.multiselect(key="et_cmp_variants").set_value(["alone"])
+    at.text_input(key="et_cmp_budgets").set_value("4,chain")
+    at.text_input(key="et_ablation_path").set_value(str(tmp_path / "ablation.json")).run()
+    command = next(c.value for c in at.code if "tevcore train" in c.value)
+    at.switch_page("pages/4_Exit_law_workshop.py").run()  # streamlit forgets the ExitTrain widgets here
+    at.switch_page("pages/3_ExitTrain.py").run()
+    assert not at.exception
+    assert at.text_input(key="et_root").value == str(tmp_path) and at.text_input(key="et_name").value == "my-run"
+    assert at.selectbox(key="et_init").value == "new"
+    kept = {key: at.number_input(key=key).value for key in ("et_steps_new", "et_batch", "et_budget", "et_lambda")}
+    assert kept == {"et_steps_new": 321, "et_batch": 16, "et_budget": 12, "et_lambda": 0.25}
+    assert next(c.value for c in at.code if "tevcore train" in c.value) == command  # the same run would start
+    assert at.multiselect(key="et_cmp_variants").value == ["alone"]
+    assert at.text_input(key="et_cmp_budgets").value == "4,chain"
+    assert at.text_input(key="et_ablation_path").value == str(tmp_path / "ablation.json")
+
+
+def test_exittrain_compare_keeps_its_result_across_pages_and_says_when_the_settings_changed(tmp_path, monkeypatch):
+    """Issue 50: the evaluation shown is kept with the request it was made with; after a page switch it is still
+    shown, and once the settings differ the page says which."""
+    import shared_ui
+    from tevcore.train import eval as engine_eval
+
+    monkeypatch.setattr(shared_ui, "get_target", lambda spec: "target")
+    monkeypatch.setattr(shared_ui, "get_proposer", lambda spec, target: spec)
+    monkeypatch.setattr(engine_eval, "eval_prompts", lambda sets, n: ["a prompt"])
+    monkeypatch.setattr(engine_eval, "evaluate", lambda target, proposer, prompts, temperature, budgets, *a, **k: [
+        engine_eval.EvalCell(1.0, str(budgets[0]), 1, 3, 2.0, 2.0, float("nan"))])
+    at = page("Home.py").run()
+    at.switch_page("pages/3_ExitTrain.py").run()
+    at.text_input(key="et_root").set_value(str(tmp_path)).run()
+    at.text_input(key="et_cmp_budgets").set_value("4").run()
+    at.button(key="et_cmp_run").click().run()
+    assert not at.exception and not [w.value for w in at.warning if "other settings" in w.value]
+    at.switch_page("pages/4_Exit_law_workshop.py").run()
+    at.switch_page("pages/3_ExitTrain.py").run()
+    assert any(c.value.startswith("evaluated: ") for c in at.caption)  # still shown
+    at.text_input(key="et_cmp_budgets").set_value("4,8").run()
+    assert any("came from other settings: budgets 4 (now 4, 8)" in w.value for w in at.warning), \
+        [w.value for w in at.warning]

@@ -24,6 +24,7 @@ from tevcore.engine.flow import target_flow
 from tevcore.lab.context_rounds import SampledRounds
 from tevcore.room.limits import ROOM, CapExceeded
 from tevcore.room.queue import ComputeQueue
+from tevcore.studio.drafter_compare import EvalRequest, PairedRequest
 from tevcore.studio.reader import read_upload
 from tevcore.studio.turns import Left, Seat
 
@@ -47,6 +48,10 @@ def _tree():
     return tree, logits
 
 
+def _no_model(*spec):
+    raise AssertionError("a model was loaded before the turn")
+
+
 def _examples() -> dict[str, dict]:
     tree, logits = _tree()
     sampled = SampledRounds(parse_builder("sampled:2,1", 4), 1.0, [(tree, logits)], (tree, logits))
@@ -62,6 +67,11 @@ def _examples() -> dict[str, dict]:
         "comparison.rules_over_rounds": dict(names=["tev"], sampled=sampled, seed=0),
         "workshop.coupling_rounds": dict(fixed_tree=tree, p=torch.full((6,), 1 / 6), q=torch.full((6,), 1 / 6),
                                          rounds=10, seed=0),
+        "drafter_compare.evaluate_drafters": dict(
+            request=EvalRequest(("a", "b"), ("alone",), (4,), 1, 1.0, 8), load_target=_no_model,
+            load_proposer=_no_model),
+        "drafter_compare.compare_paired": dict(request=PairedRequest("a", "b", (4,), 2, 1.0, 8, lookup=False),
+                                               load_target=_no_model, load_proposer=_no_model),
     }
 
 

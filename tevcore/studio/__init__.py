@@ -10,7 +10,10 @@ capped reader of every upload and file the app reads: the byte cap, and the text
 `toy_rounds` (the toy target those rounds can be drawn at), `workshop` (the workshop's coupling rounds), `lessons`
 (the workshop's lessons as data: a setting, a question, a truth the package computes, an explanation; the
 settings' trees and rows in `lesson_settings`) and `lesson_service` (a lesson's truth computed once per setting through the compute queue, a participant's progress
-as one typed object). A public function whose first parameter is a `Seat` is a heavy service and takes a queue
+as one typed object), `training` (the ExitTrain page's door to run folders, data sets and the training recipe),
+`drafter_compare` (the ExitTrain page's drafter comparisons: E per budget and the paired comparison, typed requests
+done in a queue turn) and `training_state` (the ExitTrain page's one state object: its form, picks and results). A
+public function whose first parameter is a `Seat` is a heavy service and takes a queue
 turn (a test enumerates them). This package sits above `room` (it applies the room's caps and queue); the engine
 never imports it.
 """
