@@ -53,8 +53,9 @@ def _draw_settings(state: ComparisonSession, prefix: str, builder: str, budget: 
         "temperature", 0.0, 5.0, step=0.1, key=w.opened(f"{prefix}_temp", float(temperature), within(0.0, 5.0)),
         help="the trees are drawn from q at this temperature and the rules divide by that very q: changing it "
              "redraws the rounds")))
-    rounds = int(w.kept(f"{prefix}_rounds", c4.number_input("rounds (fresh trees)", 10, max_rounds, step=50, key=w.opened(
-        f"{prefix}_rounds", rounds, within(10, max_rounds)))))
+    rounds = int(w.kept(f"{prefix}_rounds", c4.number_input(
+        "rounds (fresh trees)", 10, max_rounds, step=50, key=w.opened(f"{prefix}_rounds", rounds,
+                                                                      within(10, max_rounds)))))
     seed = int(w.kept(f"{prefix}_seed", c5.number_input("draw seed", 0, 10_000, key=w.opened(
         f"{prefix}_seed", 0, within(0, 10_000)))))
     return RoundsRequest(builder.strip(), budget, temperature, rounds, seed)

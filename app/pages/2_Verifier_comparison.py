@@ -180,7 +180,8 @@ def show_results(state: ComparisonSession, shown: Shown) -> None:
     rows = [{"verifier": verifier_label(name), f"at T = {temperature:g}": words[name],
              "mean L": r.mean_emitted, "± s.e.": r.emitted_stderr,
              "E[L] of its law": found.own_laws[name].expected_length,
-             "exit χ² p (vs its law)": found.exit_p[name], "bonus χ² p (all exits, vs its law)": found.bonus_p[name],
+             "exit χ² p (vs its law)": found.exit_p[name],
+             "bonus χ² p (all exits, vs its law)": found.bonus_p[name],
              "decision latency (µs)": 1e6 * latencies.get(name, float("nan")),
              f"simulated {r.n:,} draws (s)": r.seconds}
             for name, r in results.items()]
@@ -275,11 +276,10 @@ def show_result_files(state: ComparisonSession) -> None:
             read = studio_comparison.read_result_files(asking, files, folder)
         state.result_files = Made(key, {}, (read, too_big))
     read, too_big = state.result_files.value
-    for name, why in too_big.items():
+    for why in [*too_big.values(), *read.refused_uploads.values()]:
         st.error(why)
-    for name, why in read.problems.items():
-        (st.error if name in {up.name for up in uploads or []} else st.warning)(
-            why if name in why else f"{name}: {why}")
+    for path, why in read.refused_files.items():
+        st.warning(f"{path}: {why}")
     records = read.records
     if records:
         st.dataframe(appdata.runs_frame(records), hide_index=True, key="vc_bench_runs")

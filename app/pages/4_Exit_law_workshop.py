@@ -176,7 +176,8 @@ with law_col:
                     key="ws_exit_law")
 with bonus_col:
     nodes = list(range(ws.tree.num_nodes))
-    node = w.kept("ws_bonus_node", st.selectbox("bonus law at exit node", nodes, format_func=lambda v: ws.node_labels[v],
+    node = w.kept("ws_bonus_node", st.selectbox("bonus law at exit node", nodes,
+                                                format_func=lambda v: ws.node_labels[v],
                                                 key=w.opened("ws_bonus_node", 0, one_of(nodes))))
     bonus = lesson.bonus[node].numpy()
     keep = np.nonzero(bonus > 0)[0]
@@ -200,8 +201,10 @@ walks = computed(state, "walks", (key, seed), lambda asking: studio_workshop.wal
 walk, tev = walks.predraw, walks.tev
 steps = len(walk.path) + 1  # start, one draw per node on the path (the last is the bonus)
 step_key = f"ws_step_{preset}_{steps}"
-step = w.kept(step_key, c2.slider("step", 0, max(steps - 1, 2), key=w.opened(step_key, 0, within(0, max(steps - 1, 2))),
-                                  help="predraw needs one draw per accepted token plus the bonus; TEV always needs two"))
+last_step = max(steps - 1, 2)
+step = w.kept(step_key, c2.slider("step", 0, last_step, key=w.opened(step_key, 0, within(0, last_step)),
+                                  help="predraw needs one draw per accepted token plus the bonus; TEV always "
+                                       "needs two"))
 
 left, right = st.columns(2)
 with left:

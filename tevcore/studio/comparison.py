@@ -55,9 +55,12 @@ class VerifierDraws:
     failures: dict[str, str] = field(default_factory=dict)
 
 
-def _check_seed_and_temperature(seed: int, temperature: float) -> None:
+def _check_seed(seed: int) -> None:
     if not 0 <= int(seed) <= MAX_SEED:
         raise ValueError(f"the seed must lie in [0, {MAX_SEED}], got {seed}")
+
+
+def _check_temperature(temperature: float) -> None:
     if not 0.0 <= float(temperature) <= MAX_TEMPERATURE:
         raise ValueError(f"the temperature must lie in [0, {MAX_TEMPERATURE:g}], got {temperature:g}")
 
@@ -74,19 +77,11 @@ class DrawRequest:
     def check(self, limits: Limits) -> None:
         """Refuse a request past the server's draw cap, an unknown rule, a seed or temperature out of range."""
         guarded.check_draws(limits, self.draws)
-        _check_seed_and_temperature(self.seed, self.temperature)
+        _check_seed(self.seed)
+        _check_temperature(self.temperature)
         unknown = [name for name in self.names if name not in RULES]
         if unknown:
             raise ValueError(f"no such verifier: {', '.join(unknown)}")
-
-
-@dataclass
-class VerifierDraws:
-    """Each verifier's draws on the tree, the median seconds of one of its decisions, and why any failed."""
-
-    results: dict[str, SimulationResult] = field(default_factory=dict)
-    latencies: dict[str, float] = field(default_factory=dict)
-    failures: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -120,7 +115,7 @@ class BonusAtExit:
 def study_tree(seat: Seat, tree: DraftTree, node_logits: torch.Tensor, temperature: float) -> VerdictLaw:
     """The exit law X of `tree` with its target rows at `temperature` (the flow and 1 + C with it); a ValueError
     when the tree and its rows do not fit."""
-    _check_seed_and_temperature(0, temperature)
+    _check_temperature(temperature)
     with queue_turn(seat):
         return exit_law(tree, node_logits, temperature)
 
@@ -169,7 +164,8 @@ def bonus_at_exit(found: VerifierComparison, node: int) -> BonusAtExit:
 @dataclass(frozen=True)
 class RoundsRequest:
     """Fresh sampled trees at one context: the builder's spec as typed, its budget, the temperature the trees are
-    drawn at, how many and from which seed."""
+    drawn at, how many and from which seed (the key of the trees drawn; `toy_rounds` and `context_rounds` hold the
+    count and budget to the server's caps)."""
 
     builder: str
     budget: int
@@ -180,13 +176,6 @@ class RoundsRequest:
     def spec(self) -> BuilderSpec:
         """The builder parsed at the budget; a ValueError in one line for a spec that is not one."""
         return parse_builder(self.builder.strip(), self.budget)
-
-    def check(self, limits: Limits, toy: bool) -> BuilderSpec:
-        """The builder's spec, after the server's caps (the toy target's rounds are cheaper: their own cap) and
-        the seed and temperature ranges are checked."""
-        (guarded.check_toy_rounds if toy else guarded.check_sampled)(limits, self.rounds, self.budget)
-        _check_seed_and_temperature(self.seed, self.temperature)
-        return self.spec()
 
 
 def toy_rounds(seat: Seat, builder: BuilderSpec, rounds: int, budget: int, temperature: float,
@@ -231,7 +220,7 @@ class AcrossRounds:
 
 def across_rounds(seat: Seat, names: Sequence[str], sampled: SampledRounds, seed: int) -> AcrossRounds:
     """Each rule once on every drawn round's tree, and the designs' ceilings on those rounds."""
-    _check_seed_and_temperature(seed, 0.0)
+    _check_seed(seed)
     with queue_turn(seat):
         results = verify_rounds(list(names), sampled.rounds, sampled.temperature, seed)
         seat.still_here()
@@ -240,10 +229,12 @@ def across_rounds(seat: Seat, names: Sequence[str], sampled: SampledRounds, seed
 
 @dataclass(frozen=True)
 class ResultFiles:
-    """The result records read, by file name, and one line for each file that is not one."""
+    """The result records read, by file name, and why each file that is not one was refused: an uploaded file by
+    its name, a file of the folder by its path."""
 
     records: dict[str, ResultRecord]
-    problems: dict[str, str]
+    refused_uploads: dict[str, str]
+    refused_files: dict[str, str]
 
 
 def folder_listing(folder: Path | None) -> tuple[tuple[str, float, int], ...]:
@@ -256,18 +247,17 @@ def folder_listing(folder: Path | None) -> tuple[tuple[str, float, int], ...]:
 def read_result_files(seat: Seat, uploads: Sequence[reader.Upload], folder: Path | None) -> ResultFiles:
     """The result records of the uploaded files and of every .json in `folder` (each held to the server's byte cap
     by the studio's reader), read in a queue turn; a file that is not one is named with why."""
-    records: dict[str, ResultRecord] = {}
-    problems: dict[str, str] = {}
+    found = ResultFiles({}, {}, {})
     with queue_turn(seat):
         for upload in uploads:
             try:
-                records[upload.name] = read_result(upload.data, upload.name)
+                found.records[upload.name] = read_result(upload.data, upload.name)
             except ValueError as err:
-                problems[upload.name] = str(err)
+                found.refused_uploads[upload.name] = str(err)
         for path, _, _ in folder_listing(folder):
             seat.still_here()
             try:
-                records[Path(path).name] = read_result(reader.read_file(seat.limits, path, path).data, path)
+                found.records[Path(path).name] = read_result(reader.read_file(seat.limits, path, path).data, path)
             except (ValueError, OSError) as err:
-                problems[path] = str(err)
-    return ResultFiles(records, problems)
+                found.refused_files[path] = str(err)
+    return found
