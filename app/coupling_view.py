@@ -39,9 +39,9 @@ def show(state: WorkshopSession, found: Coupling, table: str) -> None:
                                             shown.index(found.guess)), key="ws_coupling_rows")
     w = state.widgets
     c1, c2, c3 = st.columns([1, 1, 2])
-    rounds = int(w.kept("ws_c_rounds", c1.number_input("rounds", 100, 20_000, step=100, key=w.opened(
+    rounds = int(w.kept("ws_c_rounds", c1.number_input("rounds", 100, 20_000, step=100, **w.args(
         "ws_c_rounds", 1_000, within(100, 20_000)))))
-    seed = int(w.kept("ws_c_seed", c2.number_input("seed", 0, MAX_SEED, key=w.opened("ws_c_seed", 0,
+    seed = int(w.kept("ws_c_seed", c2.number_input("seed", 0, MAX_SEED, **w.args("ws_c_seed", 0,
                                                                                      within(0, MAX_SEED)))))
     key = (table, rounds, seed)
     words = {"table": "the table as it was", "rounds": f"{rounds:,}", "seed": str(seed)}

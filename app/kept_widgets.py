@@ -1,9 +1,11 @@
 """Widget values kept in a page's state object, so the page's widgets open where the participant left them.
 
-Streamlit forgets a widget's value when a run of another page goes by (a page switch) and with the session (a
-reload). A page keeps each value in its state object (`room_ui.page_state`): before drawing a widget it puts the
-kept value back into session state when streamlit has forgotten it (`opened`), and after drawing it keeps the
-widget's value (`kept`). A widget drawn this way is given no `value=`: its value lives in session state.
+Streamlit forgets a widget's value when a run of another page goes by (a page switch), when a run of its own page
+does not draw it (a page that stops early), and with the session (a reload). A page keeps each value in its state
+object (`room_ui.page_state`): it draws each widget with the kept value as the widget's own starting value (`args`,
+`choice`), so the browser's copy of the widget starts from it too, and keeps what the widget returns (`kept`).
+Session state is never written for a widget: a value put there by the script is not always the one the browser
+sends back on the next click.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import streamlit as st
 
 
 @dataclass
@@ -21,16 +22,20 @@ class KeptWidgets:
 
     values: dict[str, Any] = field(default_factory=dict)
 
-    def opened(self, key: str, default: Any, fit: Callable[[Any], Any] | None = None) -> str:
-        """`key`, with its widget's value in session state: the one there, else the kept one, else `default`;
-        `fit` makes it one the widget accepts now (a round index past the rounds there are, an option gone)."""
-        ss = st.session_state
-        value = ss[key] if key in ss else self.values.get(key, default)
-        if fit is not None:
-            value = fit(value)
-        if key not in ss or ss[key] != value:
-            ss[key] = value
-        return key
+    def args(self, key: str, default: Any, fit: Callable[[Any], Any] | None = None,
+             param: str = "value") -> dict[str, Any]:
+        """The widget's key and its starting value (the kept one, else `default`) as the keyword `param` (a
+        multiselect's is `default`); `fit` makes the value one the widget accepts now (a round index past the rounds
+        there are, an option gone)."""
+        value = self.values.get(key, default)
+        return {"key": key, param: fit(value) if fit is not None else value}
+
+    def choice(self, key: str, options: list, default: Any = None) -> dict[str, Any]:
+        """A radio's or selectbox's key and starting index: the kept option if still offered, else `default`, else
+        the first."""
+        value = self.values.get(key, default)
+        value = value if value in options else default if default in options else options[0]
+        return {"key": key, "index": options.index(value)}
 
     def kept(self, key: str, value: Any) -> Any:
         """Keep the widget's value (what it returned this run) and give it back."""
@@ -46,8 +51,3 @@ def within(low: float, high: float) -> Callable[[Any], Any]:
 def among(options: list) -> Callable[[Any], Any]:
     """A fit for a multiselect: the kept choices still offered."""
     return lambda values: [value for value in values if value in options]
-
-
-def one_of(options: list) -> Callable[[Any], Any]:
-    """A fit for a radio or a selectbox: the kept choice if still offered, else the first option."""
-    return lambda value: value if value in options else options[0]

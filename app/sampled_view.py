@@ -45,18 +45,18 @@ def _draw_settings(state: ComparisonSession, prefix: str, builder: str, budget: 
     values kept in the page's state)."""
     w = state.widgets
     c1, c2, c3, c4, c5 = st.columns(5)
-    builder = w.kept(f"{prefix}_builder", c1.text_input("sampled builder", key=w.opened(f"{prefix}_builder", builder),
+    builder = w.kept(f"{prefix}_builder", c1.text_input("sampled builder", **w.args(f"{prefix}_builder", builder),
                                                         help=sampled_builder_help()))
-    budget = int(w.kept(f"{prefix}_budget", c2.number_input("budget", 1, 64, key=w.opened(
+    budget = int(w.kept(f"{prefix}_budget", c2.number_input("budget", 1, 64, **w.args(
         f"{prefix}_budget", budget, within(1, 64)))))
     temperature = float(w.kept(f"{prefix}_temp", c3.number_input(
-        "temperature", 0.0, 5.0, step=0.1, key=w.opened(f"{prefix}_temp", float(temperature), within(0.0, 5.0)),
+        "temperature", 0.0, 5.0, step=0.1, **w.args(f"{prefix}_temp", float(temperature), within(0.0, 5.0)),
         help="the trees are drawn from q at this temperature and the rules divide by that very q: changing it "
              "redraws the rounds")))
     rounds = int(w.kept(f"{prefix}_rounds", c4.number_input(
-        "rounds (fresh trees)", 10, max_rounds, step=50, key=w.opened(f"{prefix}_rounds", rounds,
+        "rounds (fresh trees)", 10, max_rounds, step=50, **w.args(f"{prefix}_rounds", rounds,
                                                                       within(10, max_rounds)))))
-    seed = int(w.kept(f"{prefix}_seed", c5.number_input("draw seed", 0, 10_000, key=w.opened(
+    seed = int(w.kept(f"{prefix}_seed", c5.number_input("draw seed", 0, 10_000, **w.args(
         f"{prefix}_seed", 0, within(0, 10_000)))))
     return RoundsRequest(builder.strip(), budget, temperature, rounds, seed)
 
@@ -71,7 +71,7 @@ def _picked(state: ComparisonSession, sampled: SampledRounds, texts, drawn_key: 
     """The realised tree the user picks: its key and its round."""
     last = len(sampled.rounds) - 1
     w = state.widgets
-    index = int(w.kept(f"{prefix}_round", st.number_input("realised tree (round)", 0, last, key=w.opened(
+    index = int(w.kept(f"{prefix}_round", st.number_input("realised tree (round)", 0, last, **w.args(
         f"{prefix}_round", 0, within(0, last)))))
     tree, logits = sampled.rounds[index]
     return (drawn_key, index), appdata.CompactRound(tree, logits, texts, approximate=False)
@@ -108,7 +108,7 @@ def choose_live_round(state: ComparisonSession,
     last = len(records) - 1
     at = int(w.kept("vc_l_context", st.number_input(
         "explorer round (whose context the trees start from)", 0, last,
-        key=w.opened("vc_l_context", min(explorer.selected_round, last), within(0, last)))))
+        **w.args("vc_l_context", min(explorer.selected_round, last), within(0, last)))))
     record = records[at]
     request = _draw_settings(state, "vc_l", made_with.sampled_builder or LIVE_BUILDER,
                              min(max(made_with.budget, 1), 64), float(record.temperature), LIVE_ROUNDS, 2_000)

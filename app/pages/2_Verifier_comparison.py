@@ -26,7 +26,7 @@ import sampled_view  # noqa: E402
 from comparison_state import ComparisonSession, Made, Shown, changes  # noqa: E402
 from explorer_state import ExplorerSession  # noqa: E402
 from figures.common import top_shares  # noqa: E402
-from kept_widgets import among, one_of, within  # noqa: E402
+from kept_widgets import among, within  # noqa: E402
 from tevcore.studio import comparison as studio_comparison, traces as studio_traces  # noqa: E402
 from tevcore.studio.rules import (FOIL, MAX_SEED, OPTIMAL, get_rule, held_to_x, law_name,  # noqa: E402
                                   laws_held_to_text, rules_for, rules_on, standing, standing_text, verifier_label,
@@ -53,7 +53,7 @@ class Studied:
 def explorer_round(state: ComparisonSession, explorer: ExplorerSession) -> Studied:
     records, w = explorer.records, state.widgets
     last = len(records) - 1
-    index = int(st.number_input("round", 0, last, key=w.opened("vc_round", min(explorer.selected_round, last),
+    index = int(st.number_input("round", 0, last, **w.args("vc_round", min(explorer.selected_round, last),
                                                               within(0, last))))
     w.kept("vc_round", index)
     record, compact = records[index], None
@@ -90,7 +90,7 @@ def trace_round(state: ComparisonSession) -> Studied:
     if upload is None:
         st.caption(f"The trace opened before: {name} (upload another file to replace it).")
     last = len(trace.rounds) - 1
-    index = int(st.number_input("round", 0, last, key=state.widgets.opened("vc_trace_round", 0, within(0, last))))
+    index = int(st.number_input("round", 0, last, **state.widgets.args("vc_trace_round", 0, within(0, last))))
     state.widgets.kept("vc_trace_round", index)
     record = trace.rounds[index]
     return Studied(appdata.approximate_round(record), (state.trace.key, index), f"{name} round {index}", record)
@@ -100,9 +100,9 @@ def example_round(state: ComparisonSession) -> Studied:
     w = state.widgets
     c1, c2 = st.columns(2)
     budget = int(w.kept("vc_ex_budget", c1.number_input("example tree budget", 2, 128,
-                                                       key=w.opened("vc_ex_budget", 24, within(2, 128)))))
+                                                       **w.args("vc_ex_budget", 24, within(2, 128)))))
     seed = int(w.kept("vc_ex_seed", c2.number_input("example seed", 0, 10_000,
-                                                   key=w.opened("vc_ex_seed", 0, within(0, 10_000)))))
+                                                   **w.args("vc_ex_seed", 0, within(0, 10_000)))))
     record, logits = synthetic_record(budget=budget, seed=seed)
     texts = [f"t{i}" for i in range(logits.shape[-1])]
     return Studied(appdata.CompactRound(record.tree, logits, texts, approximate=False), ("example", budget, seed),
@@ -126,7 +126,7 @@ def choose_tree(state: ComparisonSession, explorer: ExplorerSession) -> tuple[st
     sources.append(TRACE_SOURCE)
     w = state.widgets
     source = w.kept("vc_source", st.radio("tree", sources, horizontal=True,
-                                          key=w.opened("vc_source", sources[0], one_of(sources))))
+                                          **w.choice("vc_source", sources)))
     if source == EXPLORER_SOURCE:
         return source, explorer_round(state, explorer)
     if source == TRACE_SOURCE:
@@ -235,7 +235,7 @@ def show_bonus(state: ComparisonSession, shown: Shown) -> None:
     law, temperature = found.law, found.request.temperature
     order = [int(v) for v in np.argsort(-law.exit_mass.numpy(), kind="stable")[:30]]
     exit_pick = w.kept("vc_bonus_node", st.selectbox(
-        "bonus distribution at exit node", order, key=w.opened("vc_bonus_node", order[0], one_of(order)),
+        "bonus distribution at exit node", order, **w.choice("vc_bonus_node", order),
         format_func=lambda v: f"{labels[v]} (X = {float(law.exit_mass[v]):.4f})"))
     there = studio_comparison.bonus_at_exit(found, exit_pick)
     top = np.argsort(-there.law, kind="stable")[:12]
@@ -263,7 +263,7 @@ def show_result_files(state: ComparisonSession) -> None:
         folder = room_ui.space().folder
     else:
         folder = Path(w.kept("vc_bench_folder", st.text_input("or read every .json in a folder",
-                                                              key=w.opened("vc_bench_folder", "results"))))
+                                                              **w.args("vc_bench_folder", "results"))))
     key = (tuple(up.file_id for up in uploads or []), str(folder), studio_comparison.folder_listing(folder))
     if state.result_files is None or state.result_files.key != key:
         files, too_big = [], {}
@@ -290,7 +290,7 @@ def show_result_files(state: ComparisonSession) -> None:
             if facet in bench and bench[facet].nunique() > 1:
                 values = sorted(bench[facet].dropna().unique().tolist())
                 value = w.kept(f"vc_bench_{facet}", st.selectbox(
-                    facet, values, key=w.opened(f"vc_bench_{facet}", values[0], one_of(values))))
+                    facet, values, **w.choice(f"vc_bench_{facet}", values)))
                 bench = bench[bench[facet] == value]
         f1, f2 = figures.bench_figures(bench)
         b1, b2 = st.columns(2)
@@ -337,19 +337,19 @@ def main() -> None:
         temperature = 1.0
     else:  # the round's temperature (the example tree's is the sampling temperature); the rows are exact
         temperature = float(w.kept("vc_temp", st.number_input(
-            "temperature", 0.0, 5.0, step=0.1, key=w.opened("vc_temp", float(record.temperature), within(0.0, 5.0)),
+            "temperature", 0.0, 5.0, step=0.1, **w.args("vc_temp", float(record.temperature), within(0.0, 5.0)),
             help="the target rows are exact, so any temperature can be studied")))
 
     tree = compact.tree
     c1, c2, c3 = st.columns(3)
     n_draws = int(w.kept("vc_n", c1.number_input("draws per verifier", 1000, 2_000_000, step=10_000,
-                                                 key=w.opened("vc_n", 100_000, within(1000, 2_000_000)))))
-    seed = int(w.kept("vc_seed", c2.number_input("seed", 0, MAX_SEED, key=w.opened("vc_seed", 0,
+                                                 **w.args("vc_n", 100_000, within(1000, 2_000_000)))))
+    seed = int(w.kept("vc_seed", c2.number_input("seed", 0, MAX_SEED, **w.args("vc_seed", 0,
                                                                                    within(0, MAX_SEED)))))
     options = rules_for(drawn_with) if drawn_with is not None else rules_on(frozenset())  # a fixed tree's
     names_key = "vc_names" if drawn_with is None else f"vc_names_{len(options)}"
     chosen = w.kept(names_key, c3.multiselect("verifiers", options, format_func=verifier_label,
-                                              key=w.opened(names_key, list(options), among(options))))
+                                              **w.args(names_key, list(options), among(options), param="default")))
     room_ui.check(room_ui.guarded.check_draws, n_draws)  # the server's cap (tight in a room)
     law = tree_law(state, source, studied, temperature)
     st.markdown(f"Tree of **{tree.size} nodes**, depth {tree.max_depth}; at T = {temperature:g}: "

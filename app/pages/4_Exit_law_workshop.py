@@ -17,7 +17,7 @@ import figures  # noqa: E402
 import inputs  # noqa: E402
 import room_ui  # noqa: E402
 from comparison_state import Made  # noqa: E402
-from kept_widgets import one_of, within  # noqa: E402
+from kept_widgets import within  # noqa: E402
 from tevcore.config import DecodeConfig  # noqa: E402
 from tevcore.studio import claims, workshop as studio_workshop  # noqa: E402
 from tevcore.studio.coupling import coupling_presets  # noqa: E402
@@ -46,7 +46,7 @@ def show_two_orders(state: WorkshopSession, found, table: str) -> None:
     seed_box, step_box = st.columns([1, 3])
     w = state.widgets
     seed = int(w.kept("ws_m_seed", seed_box.number_input("seed of the sibling's draw and the tries", 0, 2**31 - 1,
-                                                         key=w.opened("ws_m_seed", 0, within(0, 2**31 - 1)))))
+                                                         **w.args("ws_m_seed", 0, within(0, 2**31 - 1)))))
     if state.orders is None or state.orders.key != (table, seed):
         try:
             with room_ui.seat() as asking:
@@ -66,7 +66,7 @@ def show_two_orders(state: WorkshopSession, found, table: str) -> None:
                f"try, where the residual's draw either lands on it (accept the fixed child) or gives the bonus.")
     st.markdown(f"**One round, step by step:** the sibling drawn is {orders.sibling!r}; both orders use the same "
                 "random number for their first and second try.")
-    step = w.kept("ws_m_step", step_box.slider("step", 0, 2, key=w.opened("ws_m_step", 0, within(0, 2)),
+    step = w.kept("ws_m_step", step_box.slider("step", 0, 2, **w.args("ws_m_step", 0, within(0, 2)),
                                                help="0: the draw; 1: the first try; 2: the second"))
     for column, (name, tries) in zip(st.columns(2), orders.tries.items()):
         with column:
@@ -104,7 +104,7 @@ couplings = coupling_presets()  # p and q on a few tokens: a sampled draw agains
 mixed = mixed_presets()  # p and q again: one fixed guess and one drawn sibling, tried in both orders
 tables = {**presets, **couplings, **mixed}
 names = list(tables)
-preset = w.kept("ws_preset", st.selectbox("preset", names, key=w.opened("ws_preset", names[0], one_of(names))))
+preset = w.kept("ws_preset", st.selectbox("preset", names, **w.choice("ws_preset", names)))
 coupled = preset in couplings or preset in mixed
 if coupled:
     st.caption("One row per token after the context: **p** = the target's p(token), **q** = the drafter's "
@@ -178,7 +178,7 @@ with bonus_col:
     nodes = list(range(ws.tree.num_nodes))
     node = w.kept("ws_bonus_node", st.selectbox("bonus law at exit node", nodes,
                                                 format_func=lambda v: ws.node_labels[v],
-                                                key=w.opened("ws_bonus_node", 0, one_of(nodes))))
+                                                **w.choice("ws_bonus_node", nodes)))
     bonus = lesson.bonus[node].numpy()
     keep = np.nonzero(bonus > 0)[0]
     st.plotly_chart(figures.bonus_figure([figures.short(ws.vocab[i], 12) for i in keep], bonus[keep], {},
@@ -190,7 +190,7 @@ st.subheader("Step by step: predraw-and-follow vs one-draw TEV")
 st.caption(f"{claims.TEV_EXPANDED}; predraw-and-follow walks down one target draw per level.")
 c1, c2 = st.columns([1, 3])
 seed_value = w.kept("ws_seed", c1.number_input("seed of the draws", step=1,
-                                               key=w.opened("ws_seed", DecodeConfig.default("seed"))))
+                                               **w.args("ws_seed", DecodeConfig.default("seed"))))
 seed_problem = inputs.range_problem("seed of the draws", seed_value, inputs.decode_range("seed"))
 if seed_problem:
     st.error(f"Refused: {seed_problem}.")
@@ -202,7 +202,7 @@ walk, tev = walks.predraw, walks.tev
 steps = len(walk.path) + 1  # start, one draw per node on the path (the last is the bonus)
 step_key = f"ws_step_{preset}_{steps}"
 last_step = max(steps - 1, 2)
-step = w.kept(step_key, c2.slider("step", 0, last_step, key=w.opened(step_key, 0, within(0, last_step)),
+step = w.kept(step_key, c2.slider("step", 0, last_step, **w.args(step_key, 0, within(0, last_step)),
                                   help="predraw needs one draw per accepted token plus the bonus; TEV always "
                                        "needs two"))
 

@@ -18,6 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 BUILDER = "sampled:2,2,1"  # not the page's default, so a builder put back at its default shows
 PICKED = 3  # the realised tree studied (not the default 0)
+SEED = 5  # the verifiers' seed (not the default 0)
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,7 @@ def test_the_comparisons_source_builder_trees_and_results_survive_a_page_switch_
     kit.wait_idle(page)
     kit.set_number(page, "realised tree (round)", PICKED)
     page.get_by_text(f"Round {PICKED}'s tree has", exact=False).wait_for(timeout=60_000)
+    kit.set_number(page, "seed", SEED)
     run_every_verifier(page)
     page.get_by_role("button", name="▶ Verify every round").click()
     page.get_by_text("across rounds: each rule's E[L]", exact=False).first.wait_for(timeout=180_000)
@@ -94,7 +96,13 @@ def test_the_comparisons_source_builder_trees_and_results_survive_a_page_switch_
     after_reload = what_is_shown(page)
     page.screenshot(path=str(shots / "comparison-after-reload.png"), full_page=True)
 
-    checks = {}
+    kit.set_number(page, "draws per verifier", 6000)  # the one setting changed: the others are still the page's
+    warning = page.locator('[data-testid="stAlert"]').filter(has_text="The results shown were made with other settings")
+    warning.first.wait_for(timeout=60_000)
+    said = warning.first.inner_text()
+
+    checks = {"a changed setting is said, and only that one": "draws per verifier 5,000 (now 6,000)" in said
+              and "seed" not in said and "verifiers" not in said and "tree" not in said}
     for when, shown in (("after a page switch", after_switch), ("after a reload", after_reload)):
         checks[f"{when}: the sampled source and its builder {BUILDER}"] = shown["builder"] == before["builder"]
         checks[f"{when}: the realised tree {PICKED} of the same drawn trees"] = (
