@@ -5,7 +5,7 @@ from __future__ import annotations
 import shared_ui  # noqa: F401  (path and environment setup)
 import streamlit as st
 
-from appdata.claims import TEV_EXPANDED, bound_claim
+from tevcore.studio.claims import TEV_EXPANDED, bound_claim
 
 shared_ui.page_header("Tree speculative decoding you can see",
                       "Draft trees, target flow, exact verifiers and ExitTrain — on a real small target.")

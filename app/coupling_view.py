@@ -1,21 +1,22 @@
 """The workshop's coupling preset (streamlit): a fixed guess against a draw from q verified by rrs, at depth 1.
 
-The laws come from `appdata.coupling` (the engine's flow and rrs's law), the
-empirical rates from the studio's `tevcore.studio.workshop.coupling_rounds`
-(under the server's cap, in a compute-queue turn); this module lays out the
-numbers and figures.
+The laws come from the studio (`tevcore.studio.coupling`, the engine's flow and rrs's law), the empirical rates
+from `tevcore.studio.workshop.coupling_rounds` (under the server's cap, in a compute-queue turn); this module lays
+out the numbers and figures, the rates kept in the workshop's state with the settings they were drawn with.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-import appdata
 import figures
 import room_ui
-
-from tevcore.engine.sampling import MAX_SEED
+from comparison_state import Made, changes
+from kept_widgets import within
 from tevcore.studio import workshop as studio_workshop
+from tevcore.studio.coupling import Coupling
+from tevcore.studio.rules import MAX_SEED
+from workshop_state import WorkshopSession
 
 EXPLANATION = (
     "**Why sampling can win.** A fixed tree holds one guess, the drafter's argmax *x*; the target's sample starts "
@@ -26,7 +27,7 @@ EXPLANATION = (
     "the time and the draw only adds noise; with a poor drafter little mass overlaps: then the fixed guess wins.")
 
 
-def show(ss, found: appdata.Coupling) -> None:
+def show(state: WorkshopSession, found: Coupling, table: str) -> None:
     """Both laws as numbers and bars, p and q side by side, and (on demand) the empirical rates over rounds."""
     m1, m2, m3 = st.columns(3)
     m1.metric("fixed guess x (drafter's argmax)", figures.short(found.vocab[found.guess], 14))
@@ -36,23 +37,30 @@ def show(ss, found: appdata.Coupling) -> None:
     st.plotly_chart(figures.coupling_figure([figures.short(found.vocab[i], 12) for i in shown],
                                             found.p[shown].tolist(), found.q[shown].tolist(),
                                             shown.index(found.guess)), key="ws_coupling_rows")
+    w = state.widgets
     c1, c2, c3 = st.columns([1, 1, 2])
-    rounds = int(c1.number_input("rounds", 100, 20_000, 1_000, step=100, key="ws_c_rounds"))
-    seed = int(c2.number_input("seed", 0, MAX_SEED, 0, key="ws_c_seed"))
-    signature = (tuple(found.vocab), tuple(found.p.tolist()), tuple(found.q.tolist()), rounds, seed)
+    rounds = int(w.kept("ws_c_rounds", c1.number_input("rounds", 100, 20_000, step=100, **w.args(
+        "ws_c_rounds", 1_000, within(100, 20_000)))))
+    seed = int(w.kept("ws_c_seed", c2.number_input("seed", 0, MAX_SEED, **w.args("ws_c_seed", 0,
+                                                                                     within(0, MAX_SEED)))))
+    key = (table, rounds, seed)
+    words = {"table": "the table as it was", "rounds": f"{rounds:,}", "seed": str(seed)}
     if c3.button("▶ Draw the rounds", key="ws_c_run",
                  help="the fixed node verified by TEV, and a fresh node drawn from q by the sampled builder "
                       "(sampled:1) in every round, verified by rrs"):
         room_ui.check(room_ui.guarded.check_coupling, rounds)
         with st.spinner(f"{rounds:,} rounds of each…"), room_ui.seat() as asking:
-            ss.ws_c_rates = (signature, studio_workshop.coupling_rounds(asking, found.fixed_tree, found.p, found.q,
-                                                                        rounds, seed))
-    stored = ss.get("ws_c_rates")
-    rates = stored[1] if stored and stored[0] == signature else None
+            state.rates = Made(key, words, studio_workshop.coupling_rounds(asking, found.fixed_tree, found.p,
+                                                                           found.q, rounds, seed))
+    made = state.rates if state.rates is not None and state.rates.key[0] == table else None
+    rates = made.value if made is not None else None
     laws = {"fixed guess + TEV": found.fixed_accept, "sampled draw + rrs": found.sampled_accept}
     st.plotly_chart(figures.acceptance_figure(laws, rates), key="ws_coupling_accept")
-    if rates:
-        st.caption(" · ".join(f"{name}: accepted in {rate:.4f} ± {se:.4f} of {rounds:,} rounds"
+    if made is not None:
+        if made.key != key:
+            st.warning("The rates shown were drawn with other settings: " + "; ".join(changes(made, words))
+                       + ". Press **Draw the rounds** to draw them with the settings above.")
+        st.caption(" · ".join(f"{name}: accepted in {rate:.4f} ± {se:.4f} of {made.settings['rounds']} rounds"
                               for name, (rate, se) in rates.items()))
     else:
         st.caption("Press **Draw the rounds** to add the engine's empirical rates to the laws.")

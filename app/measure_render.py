@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import appdata  # noqa: E402
+from tevcore.studio.synthetic import synthetic_records  # noqa: E402
 import figures  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    records = appdata.synthetic_records(rounds=args.rounds, budget=args.budget)
+    records = synthetic_records(rounds=args.rounds, budget=args.budget)
     print(f"{args.rounds} rounds, last tree {records[-1].tree.size} nodes, depth {records[-1].tree.max_depth}")
     build_all(records, 0)  # warm-up (imports, plotly validators)
     times = []

@@ -9,21 +9,20 @@ turn). This module only lays out widgets, tables and figures.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import streamlit as st
 
 import appdata
 import figures
-from tevcore.engine.builder_specs import parse_builder, sampled_builder_help
 import room_ui
+from comparison_state import ComparisonSession, Made, changes
 from explorer_state import ExplorerSession
-from tevcore.lab.ceilings import design_ceilings
-from tevcore.lab.context_rounds import SampledRounds
-from tevcore.lab.simulate import TOO_FEW_ROUNDS
+from kept_widgets import within
 from tevcore.studio import comparison as studio_comparison
-from tevcore.verify.registry import verifier_label
+from tevcore.studio.claims import gap_claim
+from tevcore.studio.comparison import TOO_FEW_ROUNDS, RoundsRequest, SampledRounds
+from tevcore.studio.rules import sampled_builder_help, verifier_label
+from tevcore.studio.toy_rounds import toy_texts
 
 SOURCE = "sampled trees (toy target, fresh draws at one context)"
 LIVE_SOURCE = "sampled trees at an explorer round's context (its target and drafter)"
@@ -40,99 +39,125 @@ HONEST_NOTE = ("rrs's law on one tree is not TEV's: given the tree it accepts a 
                "their first tokens). TEV is exact given every tree, so its law on this tree is X(v).")
 
 
-def _draw_settings(prefix: str, builder: str, budget: int, temperature: float, rounds: int,
-                   max_rounds: int) -> tuple[str, int, float, int, int]:
-    """The builder, budget, temperature, round count and seed of the drawn rounds (widgets keyed by `prefix`)."""
+def _draw_settings(state: ComparisonSession, prefix: str, builder: str, budget: int, temperature: float,
+                   rounds: int, max_rounds: int) -> RoundsRequest:
+    """The builder, budget, temperature, round count and seed of the drawn rounds (widgets keyed by `prefix`, their
+    values kept in the page's state)."""
+    w = state.widgets
     c1, c2, c3, c4, c5 = st.columns(5)
-    builder = c1.text_input("sampled builder", builder, key=f"{prefix}_builder",
-                            help=sampled_builder_help())
-    budget = int(c2.number_input("budget", 1, 64, budget, key=f"{prefix}_budget"))
-    temperature = float(c3.number_input("temperature", 0.0, 5.0, temperature, step=0.1, key=f"{prefix}_temp",
-                                        help="the trees are drawn from q at this temperature and the rules divide "
-                                             "by that very q: changing it redraws the rounds"))
-    rounds = int(c4.number_input("rounds (fresh trees)", 10, max_rounds, rounds, step=50, key=f"{prefix}_rounds"))
-    seed = int(c5.number_input("draw seed", 0, 10_000, 0, key=f"{prefix}_seed"))
-    return builder.strip(), budget, temperature, rounds, seed
+    builder = w.kept(f"{prefix}_builder", c1.text_input("sampled builder", **w.args(f"{prefix}_builder", builder),
+                                                        help=sampled_builder_help()))
+    budget = int(w.kept(f"{prefix}_budget", c2.number_input("budget", 1, 64, **w.args(
+        f"{prefix}_budget", budget, within(1, 64)))))
+    temperature = float(w.kept(f"{prefix}_temp", c3.number_input(
+        "temperature", 0.0, 5.0, step=0.1, **w.args(f"{prefix}_temp", float(temperature), within(0.0, 5.0)),
+        help="the trees are drawn from q at this temperature and the rules divide by that very q: changing it "
+             "redraws the rounds")))
+    rounds = int(w.kept(f"{prefix}_rounds", c4.number_input(
+        "rounds (fresh trees)", 10, max_rounds, step=50, **w.args(f"{prefix}_rounds", rounds,
+                                                                      within(10, max_rounds)))))
+    seed = int(w.kept(f"{prefix}_seed", c5.number_input("draw seed", 0, 10_000, **w.args(
+        f"{prefix}_seed", 0, within(0, 10_000)))))
+    return RoundsRequest(builder.strip(), budget, temperature, rounds, seed)
 
 
-def _picked(sampled: SampledRounds, texts, settings: tuple, prefix: str) -> tuple[tuple, appdata.CompactRound]:
+def _words(request: RoundsRequest) -> dict[str, str]:
+    return {"builder": request.builder, "budget": str(request.budget), "temperature": f"{request.temperature:g}",
+            "rounds": str(request.rounds), "draw seed": str(request.seed)}
+
+
+def _picked(state: ComparisonSession, sampled: SampledRounds, texts, drawn_key: tuple,
+            prefix: str) -> tuple[tuple, appdata.CompactRound]:
     """The realised tree the user picks: its key and its round."""
-    index = int(st.number_input("realised tree (round)", 0, len(sampled.rounds) - 1, 0, key=f"{prefix}_round"))
-    tree, logits = sampled.rounds[index]
-    return (settings, index), appdata.CompactRound(tree, logits, texts, approximate=False)
+    last = len(sampled.rounds) - 1
+    w = state.widgets
+    index = int(w.kept(f"{prefix}_round", st.number_input("realised tree (round)", 0, last, **w.args(
+        f"{prefix}_round", 0, within(0, last)))))
+    if state.picked is None or state.picked.key != (drawn_key, index):  # rows let go are scored again, in line
+        with room_ui.seat() as asking:
+            state.picked = Made((drawn_key, index), {}, studio_comparison.picked_round(asking, sampled, index))
+    tree, logits = state.picked.value
+    return (drawn_key, index), appdata.CompactRound(tree, logits, texts, approximate=False)
 
 
-def choose_round(ss) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
+def choose_round(state: ComparisonSession) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     """Toy rounds (redrawn when a setting changes), the key of the picked round and that round's tree."""
-    settings = _draw_settings("vc_s", DEFAULT_BUILDER, 16, 1.0, 200, 5_000)
-    builder, budget, temperature, rounds, seed = settings
-    drawn = ss.get("vc_s_drawn")
-    if drawn is None or drawn[0] != settings:
+    request = _draw_settings(state, "vc_s", DEFAULT_BUILDER, 16, 1.0, 200, 5_000)
+    key = ("toy", request)
+    if state.toy_drawn is None or state.toy_drawn.key != key:
         try:
-            with st.spinner(f"drawing {rounds} trees with {builder}…"), room_ui.seat() as asking:
-                drawn = (settings, studio_comparison.toy_rounds(asking, parse_builder(builder, budget), rounds,
-                                                                budget, temperature, seed))
+            builder = request.spec()
+            with st.spinner(f"drawing {request.rounds} trees with {request.builder}…"), room_ui.seat() as asking:
+                drawn = studio_comparison.toy_rounds(asking, builder, request.rounds, request.budget,
+                                                     request.temperature, request.seed)
         except ValueError as err:
             st.error(f"Refused: {err}")
             st.stop()
-        ss.vc_s_drawn = drawn
-    sampled = drawn[1]
-    key, compact = _picked(sampled, appdata.toy_texts(), settings, "vc_s")
-    st.caption(f"{rounds} independent draws of {sampled.builder}'s tree at one context of a toy target whose row "
-               f"after every path is fixed (exact rows, vocabulary {len(appdata.toy_texts())}); the drafter gives "
-               f"one row per depth. Round {key[1]}'s tree has {compact.tree.size} nodes.")
-    return sampled, key, compact
+        state.toy_drawn = Made(key, _words(request), drawn)
+    sampled = state.toy_drawn.value
+    picked, compact = _picked(state, sampled, toy_texts(), key, "vc_s")
+    st.caption(f"{request.rounds} independent draws of {sampled.builder}'s tree at one context of a toy target whose "
+               f"row after every path is fixed (exact rows, vocabulary {len(toy_texts())}); the drafter gives "
+               f"one row per depth. Round {picked[1]}'s tree has {compact.tree.size} nodes.")
+    return sampled, picked, compact
 
 
-def choose_live_round(ss, explorer: ExplorerSession) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
+def choose_live_round(state: ComparisonSession,
+                      explorer: ExplorerSession) -> tuple[SampledRounds, tuple, appdata.CompactRound]:
     """Rounds drawn at a live explorer round's context by the explorer's drafter, each scored by its target (drawn
-    when the button is pressed: each tree costs a drafter and a target forward), and the picked round's tree."""
-    records, made_with = explorer.records, explorer.settings
-    at = int(st.number_input("explorer round (whose context the trees start from)", 0, len(records) - 1,
-                             min(explorer.selected_round, len(records) - 1), key="vc_l_context"))
+    when the button is pressed: each tree costs a drafter and a target forward), and the picked round's tree. Trees
+    drawn before with other settings stay shown, saying so, until the button draws new ones."""
+    records, made_with, w = explorer.records, explorer.settings, state.widgets
+    last = len(records) - 1
+    at = int(w.kept("vc_l_context", st.number_input(
+        "explorer round (whose context the trees start from)", 0, last,
+        **w.args("vc_l_context", min(explorer.selected_round, last), within(0, last)))))
     record = records[at]
-    builder = made_with.sampled_builder or LIVE_BUILDER
-    settings = (at, *_draw_settings("vc_l", builder, min(max(made_with.budget, 1), 64),
-                                    float(record.temperature), LIVE_ROUNDS, 2_000))
-    _, builder, budget, temperature, rounds, seed = settings
-    drawn = ss.get("vc_l_drawn")
-    fresh = drawn is not None and drawn[0] == (explorer.started, settings)
+    request = _draw_settings(state, "vc_l", made_with.sampled_builder or LIVE_BUILDER,
+                             min(max(made_with.budget, 1), 64), float(record.temperature), LIVE_ROUNDS, 2_000)
+    key = ("live", explorer.started, at, request)
+    words = {"explorer round": str(at), **_words(request)}
+    drawn = state.live_drawn if state.live_drawn is not None and state.live_drawn.key[1] == explorer.started else None
+    fresh = drawn is not None and drawn.key == key
     if st.button("▶ Draw the trees" if not fresh else "▶ Draw them again", key="vc_l_draw"):
-        room_ui.check(room_ui.guarded.check_sampled, rounds, budget)  # each tree keeps full-vocabulary rows
+        room_ui.check(room_ui.guarded.check_sampled, request.rounds, request.budget)  # full-vocabulary rows each
         try:
-            drawn = ((explorer.started, settings), *_draw_live(explorer, at, builder, budget, temperature, rounds,
-                                                               seed))
+            drawn = state.live_drawn = Made(key, words, _draw_live(explorer, at, request))
         except ValueError as err:
             st.error(f"Refused: {err}")
             st.stop()
         except Exception as err:  # a model that no longer loads, a context past the model's length ...
             st.error(f"Could not draw the trees ({type(err).__name__}: {err})")
             st.stop()
-        ss.vc_l_drawn, fresh = drawn, True
-    if not fresh:
-        st.info(f"Press **Draw the trees** to draw {rounds} trees with {builder} at explorer round {at}'s context "
-                f"({record.context_length} tokens): each is one drafter and one target forward.")
+    if drawn is None:
+        st.info(f"Press **Draw the trees** to draw {request.rounds} trees with {request.builder} at explorer round "
+                f"{at}'s context ({record.context_length} tokens): each is one drafter and one target forward.")
         st.stop()
-    _, sampled, texts, where = drawn
-    key, compact = _picked(sampled, texts, (explorer.started, settings), "vc_l")
-    st.caption(f"{rounds} independent draws of {sampled.builder}'s tree {where}; each tree scored by the target in "
-               f"one forward (exact rows, full vocabulary). Round {key[1]}'s tree has {compact.tree.size} nodes.")
-    return sampled, key, compact
+    if drawn.key != key:
+        st.warning("The trees shown were drawn with other settings: " + "; ".join(changes(drawn, words))
+                   + ". Press **Draw the trees** to draw them with the settings above.")
+    sampled, texts, where = drawn.value
+    picked, compact = _picked(state, sampled, texts, drawn.key, "vc_l")
+    st.caption(f"{len(sampled.rounds)} independent draws of {sampled.builder}'s tree {where}; each tree scored by the "
+               f"target in one forward (exact rows, full vocabulary). Round {picked[1]}'s tree has "
+               f"{compact.tree.size} nodes.")
+    return sampled, picked, compact
 
 
-def _draw_live(explorer: ExplorerSession, at: int, builder: str, budget: int, temperature: float, rounds: int,
-               seed: int) -> tuple[SampledRounds, appdata.LazyTexts, str]:
+def _draw_live(explorer: ExplorerSession, at: int,
+               request: RoundsRequest) -> tuple[SampledRounds, appdata.LazyTexts, str]:
     """The drawn rounds, the target's token texts and where they were drawn (for the caption)."""
     import shared_ui
 
+    builder = request.spec()
     target = shared_ui.get_target(explorer.target_spec)
     proposer, note = shared_ui.proposer_with_fallback(explorer.settings.proposer, explorer.target_spec)
     context = explorer.context(at)
-    bar = st.progress(0.0, text=f"drawing and scoring {rounds} trees…")
+    bar = st.progress(0.0, text=f"drawing and scoring {request.rounds} trees…")
     with room_ui.seat() as asking:  # the service takes the compute-queue turn
         sampled = studio_comparison.context_rounds(
-            asking, target, proposer, context, parse_builder(builder, budget), budget, temperature, rounds, seed,
-            progress=lambda done, total: bar.progress(done / total, text=f"tree {done}/{total}"))
+            asking, target, proposer, context, builder, request.budget, request.temperature, request.rounds,
+            request.seed, progress=lambda done, total: bar.progress(done / total, text=f"tree {done}/{total}"))
     bar.empty()
     if note:
         st.warning(note)
@@ -162,46 +187,52 @@ def tree_against_rrs(results: dict, labels: list[str], law, rrs_law) -> None:
                f"{rrs.emitted_stderr:.4f}. {HONEST_NOTE}")
 
 
-def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, standing: dict[str, str],
-                  live: bool) -> None:
+def across_rounds(state: ComparisonSession, sampled: SampledRounds, chosen: list[str], seed: int,
+                  standing: dict[str, str], live: bool) -> None:
     """Every chosen rule once per round on the same trees: E[L] against E[1 + C], and the first-token test."""
     st.subheader("Across rounds: E[L] against E[1 + C]")
     st.caption(f"Each rule verifies every one of the {len(sampled.rounds)} realised trees once, as a decoding run "
-               "would (the same trees for every rule). " + appdata.gap_claim(chosen, sampled.temperature)
+               "would (the same trees for every rule). " + gap_claim(chosen, sampled.temperature)
                + " Every round starts at the same context, so an exact rule's first emitted token is a sample of "
                "the target's row there, whichever tree was drawn: the χ² column tests that.")
-    signature = (id(sampled), tuple(chosen), seed)
+    drawn = state.live_drawn if live else state.toy_drawn
+    key = (drawn.key, tuple(chosen), seed)
+    words = {**drawn.settings, "verifiers": ", ".join(chosen), "seed": str(seed)}
     if st.button("▶ Verify every round", key="vc_s_run_rounds"):
         with st.spinner(f"{len(chosen)} rules × {len(sampled.rounds)} rounds…"), room_ui.seat() as asking:
-            ss.vc_s_over = (signature, studio_comparison.rules_over_rounds(asking, chosen, sampled, seed))
-    stored = ss.get("vc_s_over")
-    if not stored or stored[0] != signature:
+            state.over = Made(key, words, (studio_comparison.across_rounds(asking, chosen, sampled, seed), sampled,
+                                           dict(standing)))
+    if state.over is None or state.over.key[0][0] != drawn.key[0]:  # nothing run on this source's trees
         st.info("Press **Verify every round** to run the chosen rules on every realised tree.")
         return
-    found = stored[1]
+    if state.over.key != key:
+        st.warning("The rounds' results shown were made with other settings: "
+                   + "; ".join(changes(state.over, words) or ["other trees"])
+                   + ". Press **Verify every round** to run them with the settings above.")
+    found, sampled, standing = state.over.value
     context = sampled.context_probs
     rows = [{"verifier": sampled_label(name), "standing": standing[name], **result.summary(context)}
-            for name, result in found.items()]
+            for name, result in found.results.items()]
     p_column = SUMMARY_COLUMNS["first_token_p"]  # a tiny p-value in scientific notation, not as 0.0000
     st.dataframe(pd.DataFrame(rows).rename(columns=SUMMARY_COLUMNS), hide_index=True, key="vc_s_rounds_table",
                  column_config={p_column: st.column_config.NumberColumn(p_column, format="%.3g")})
     st.caption("Standing in full (the table cuts long ones): " + " · ".join(
-        f"**{sampled_label(name)}**: {standing[name]}" for name in found))
-    unknown = [sampled_label(name) for name, result in found.items() if math.isnan(result.length_gap()[1])]
+        f"**{sampled_label(name)}**: {standing[name]}" for name in found.results))
+    unknown = [sampled_label(name) for name in found.unknown_gaps()]
     if unknown:
         st.caption(f"gap ± s.e. of {', '.join(unknown)}: {TOO_FEW_ROUNDS}. Every round ended with the same block "
                    "length (or there is one round), and the rule's law given a tree is not X, so nothing here "
                    "measures its noise: draw more rounds. For an optimal rule the s.e. then comes from X's own "
                    "Var(L | tree).")
-    any_result = next(iter(found.values()))
+    any_result = next(iter(found.results.values()))
     fixed = sampled.best_first_length
-    st.plotly_chart(figures.rounds_length_figure({n: r.mean_emitted() for n, r in found.items()},
+    st.plotly_chart(figures.rounds_length_figure({n: r.mean_emitted() for n, r in found.results.items()},
                                                  any_result.mean_expected_length(),
-                                                 {n: sampled_label(n) for n in found},
+                                                 {n: sampled_label(n) for n in found.results},
                                                  (f"fixed best-first ({sampled.best_first[0].size} nodes) + TEV",
                                                   fixed)),
                     key="vc_s_rounds_chart")
-    show_ceilings(sampled)
+    show_ceilings(found.ceilings)
     pair = "drafter, target and context" if live else "toy drafter, target and context"
     st.caption(f"The dotted line is the other school on the same {pair}: the fixed best-first tree, where TEV's E[L] "
                f"is its 1 + C = {fixed:.3f}; sizes: {sampled.size_note()} (the fixed tree is as large as the largest "
@@ -212,15 +243,15 @@ def across_rounds(ss, sampled: SampledRounds, chosen: list[str], seed: int, stan
                   "explorer round's context, or run `tevcore bench --builders`)."))
 
 
-def show_ceilings(sampled: SampledRounds) -> None:
-    """Each design against its own ceiling per depth (`tevcore.lab.ceilings`): the drawn trees under rrs, the
-    matched best-first tree under TEV."""
+def show_ceilings(ceilings: dict[str, list[dict]]) -> None:
+    """Each design against its own ceiling per depth (found by the studio with the rounds' results): the drawn
+    trees under rrs, the matched best-first tree under TEV."""
     with st.expander("each design against its own ceiling, per depth", expanded=False):
         st.caption("Per node: the best acceptance any exact rule could reach there given how its children came to "
                    "be (fixed children: the sum of p over them; a mixed node: p(fixed) plus the best acceptance of "
                    "its drawn siblings; k ≤ 3 draws: the optimal coupling, a linear program on the top tokens, "
                    "exact where the LP tail is 0), beside what the rule reached, averaged over the nodes of each "
                    "depth. The same table as `tevcore rounds-at-context` prints.")
-        for title, rows in design_ceilings(sampled).items():
+        for title, rows in ceilings.items():
             st.markdown(f"**{title}**")
             st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"vc_s_ceilings_{title}")

@@ -1,35 +1,27 @@
-"""The app's services (no streamlit): example records, traces, replay rows, workshop trees, results, sampled rounds
-on a toy target and the workshop's coupling preset.
+"""The app's own shaping of the studio's answers for its pages (no streamlit): replayed rounds, traces, a sampled
+round's trail, result files; and, re-exported from the studio (`tevcore.studio`), the claims' wording, the workshop's
+tables and the made-up example rounds that pages and tests use.
 
-Pages call these and never build target sessions or laws themselves.
-`sampled` gives a sampled round's rrs or block trail and a run's sibling diagnostics; `coupling` is the workshop's
-coupling preset. The heavy work (trace parsing, verifier draws, sampled rounds, the coupling's rounds) is the
-studio's (`tevcore.studio`), where it takes a compute-queue turn.
-
-Every flow quantity is computed by `tevcore.engine.flow.target_flow`; these
-modules only shape inputs for it (trees, node logits) and read its outputs.
+The heavy work (trace parsing, verifier draws, sampled rounds, the workshop's computations) is the studio's, where
+it takes a compute-queue turn.
 """
 
-from appdata.claims import TEV_EXPANDED, bound_claim, gap_claim, over_draws_note
-from appdata.coupling import COUPLING_COLUMNS, Coupling, coupling, coupling_presets
 from appdata.replay import (OTHER, CompactRound, LazyTexts, approximate_round, exact_round, rescored_logits,
                             round_context)
 from appdata.sampled import RoundTrail, round_trail, siblings_frames, trail_rule
 from appdata.results import bench_rows, bench_sizes_text, read_jsonl_frame, result_file, runs_frame
-from tevcore.lab.context_rounds import SampledRounds
-from tevcore.studio.toy_rounds import toy_texts
-from tevcore.verify.registry import rules_for
-from appdata.synthetic import synthetic_record, synthetic_records
 from appdata.traces import trace_bytes, trace_settings_text
-from appdata.workshop import ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_presets, workshop_texts, workshop_tree
+from tevcore.studio.claims import TEV_EXPANDED, bound_claim, gap_claim, over_draws_note
+from tevcore.studio.coupling import COUPLING_COLUMNS, Coupling, coupling, coupling_presets
+from tevcore.studio.synthetic import synthetic_record, synthetic_records
+from tevcore.studio.workshop_tables import ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_presets, workshop_texts, workshop_tree
 
 __all__ = [
     "RoundTrail", "round_trail", "siblings_frames", "trail_rule",
     "OTHER", "CompactRound", "LazyTexts", "approximate_round", "exact_round", "rescored_logits", "round_context",
     "bench_rows", "bench_sizes_text", "read_jsonl_frame", "result_file", "runs_frame",
     "synthetic_record", "synthetic_records", "trace_bytes", "trace_settings_text",
-    "ROOT",
-    "WORKSHOP_COLUMNS", "WorkshopTree", "workshop_presets", "workshop_texts", "workshop_tree", "SampledRounds",
-    "rules_for", "toy_texts", "COUPLING_COLUMNS", "Coupling", "coupling",
-    "coupling_presets", "TEV_EXPANDED", "bound_claim", "gap_claim", "over_draws_note",
+    "ROOT", "WORKSHOP_COLUMNS", "WorkshopTree", "workshop_presets", "workshop_texts", "workshop_tree",
+    "COUPLING_COLUMNS", "Coupling", "coupling", "coupling_presets", "TEV_EXPANDED", "bound_claim", "gap_claim",
+    "over_draws_note",
 ]

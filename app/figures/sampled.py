@@ -12,8 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.common import EXIT_COLOUR, category_axis, distinct
-from tevcore.verify.laws import FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, T0_ONLY
-from tevcore.verify.registry import RULES
+from tevcore.studio.rules import FOIL, OPTIMAL, OVER_DRAWS, OWN_LAW, RULES, T0_ONLY
 
 RRS_COLOUR = "#9467bd"
 OPTIMAL_COLOUR = "#1f77b4"

@@ -12,28 +12,49 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
-import appdata  # noqa: E402
-from appdata import claims  # noqa: E402
 import coupling_view  # noqa: E402
 import figures  # noqa: E402
 import inputs  # noqa: E402
+import room_ui  # noqa: E402
+from comparison_state import Made  # noqa: E402
+from kept_widgets import within  # noqa: E402
 from tevcore.config import DecodeConfig  # noqa: E402
-from tevcore.engine.flow import target_flow  # noqa: E402
-from tevcore.engine.sampling import make_generator  # noqa: E402
-from tevcore.verify.laws import exit_law  # noqa: E402
-from tevcore.verify.verifiers import get_verifier  # noqa: E402
-from appdata.workshop import mixed_presets, two_orders  # noqa: E402
+from tevcore.studio import claims, workshop as studio_workshop  # noqa: E402
+from tevcore.studio.coupling import coupling_presets  # noqa: E402
+from tevcore.studio.workshop_tables import mixed_presets, workshop_presets, workshop_texts  # noqa: E402
+from workshop_state import WorkshopSession, table_key  # noqa: E402
 
-def show_two_orders(found) -> None:
+
+def computed(state: WorkshopSession, slot: str, key, work, refusal: str):
+    """What `work(seat)` returns, computed once per `key` by the studio (in a queue turn) and kept in the state's
+    `slot`; a ValueError is shown after `refusal` and ends the run."""
+    made = getattr(state, slot)
+    if made is None or made.key != key:
+        try:
+            with room_ui.seat() as asking:
+                made = Made(key, {}, work(asking))
+        except (ValueError, RuntimeError) as err:
+            st.error(f"{refusal}: {err}")
+            st.stop()
+        setattr(state, slot, made)
+    return made.value
+
+
+def show_two_orders(state: WorkshopSession, found, table: str) -> None:
     """The mixed node of the table's p and q: both orders' acceptance over the sibling's draw, then one drawn
-    sibling tried in both orders with the same random numbers, step by step (all from `two_orders`)."""
+    sibling tried in both orders with the same random numbers, step by step (all from the studio's `two_orders`)."""
     seed_box, step_box = st.columns([1, 3])
-    seed = int(seed_box.number_input("seed of the sibling's draw and the tries", 0, 2**31 - 1, 0, key="ws_m_seed"))
-    try:
-        orders = two_orders(found.p, found.q, found.vocab, seed)
-    except ValueError as err:
-        st.error(f"No mixed node here: {err}")
-        return
+    w = state.widgets
+    seed = int(w.kept("ws_m_seed", seed_box.number_input("seed of the sibling's draw and the tries", 0, 2**31 - 1,
+                                                         **w.args("ws_m_seed", 0, within(0, 2**31 - 1)))))
+    if state.orders is None or state.orders.key != (table, seed):
+        try:
+            with room_ui.seat() as asking:
+                state.orders = Made((table, seed), {}, studio_workshop.explain_orders(asking, found, seed))
+        except ValueError as err:
+            st.error(f"No mixed node here: {err}")
+            return
+    orders = state.orders.value
     m1, m2, m3 = st.columns(3)
     m1.metric("fixed first (the earlier order)", f"{orders.fixed_first:.4f}")
     m2.metric("siblings first (rrs)", f"{orders.siblings_first:.4f}")
@@ -45,7 +66,8 @@ def show_two_orders(found) -> None:
                f"try, where the residual's draw either lands on it (accept the fixed child) or gives the bonus.")
     st.markdown(f"**One round, step by step:** the sibling drawn is {orders.sibling!r}; both orders use the same "
                 "random number for their first and second try.")
-    step = step_box.slider("step", 0, 2, 0, key="ws_m_step", help="0: the draw; 1: the first try; 2: the second")
+    step = w.kept("ws_m_step", step_box.slider("step", 0, 2, **w.args("ws_m_step", 0, within(0, 2)),
+                                               help="0: the draw; 1: the first try; 2: the second"))
     for column, (name, tries) in zip(st.columns(2), orders.tries.items()):
         with column:
             st.markdown(f"**{name}**")
@@ -66,6 +88,8 @@ shared_ui.page_header("Exit-law workshop", "A hand-made tree and the target's pr
                       "(or, in the coupling preset, the target's and the drafter's rows after one context). "
                       "Everything below is recomputed by the engine (tevcore.engine.flow.target_flow) as you edit.")
 ss = st.session_state
+state = room_ui.page_state(WorkshopSession)
+w = state.widgets
 
 st.markdown(
     "**The law in plain words.** The target's probability mass enters the tree at the root and flows down: "
@@ -75,11 +99,12 @@ st.markdown(
     "whatever its mechanics, and then draws the bonus token from the target's choices at *v* that are not "
     "children of *v*. " + claims.bound_claim())
 
-presets = appdata.workshop_presets()
-couplings = appdata.coupling_presets()  # p and q on a few tokens: a sampled draw against a fixed guess
+presets = workshop_presets()
+couplings = coupling_presets()  # p and q on a few tokens: a sampled draw against a fixed guess
 mixed = mixed_presets()  # p and q again: one fixed guess and one drawn sibling, tried in both orders
 tables = {**presets, **couplings, **mixed}
-preset = st.selectbox("preset", list(tables), key="ws_preset")
+names = list(tables)
+preset = w.kept("ws_preset", st.selectbox("preset", names, **w.choice("ws_preset", names)))
 coupled = preset in couplings or preset in mixed
 if coupled:
     st.caption("One row per token after the context: **p** = the target's p(token), **q** = the drafter's "
@@ -88,14 +113,15 @@ else:
     st.caption("One row per token the target wants after a parent node: **in tree** rows are tree nodes (their "
                "**node** id can be another row's **parent**; 0 is the root), the other rows are tokens the tree is "
                "missing. **p** = p(token | parent). What a parent's rows leave of 1 goes to '(other)'.")
-# Each preset keeps its edits while another is shown: the editor of a preset not on screen loses its state, so
-# its last edited table is kept here and is what its editor opens with when the preset comes back.
-edits, bases, resets = (ss.setdefault(k, {}) for k in ("ws_edits", "ws_bases", "ws_resets"))
-if ss.get("ws_shown") != preset or preset not in bases:
+# Each preset keeps its edits while another is shown and across a page switch: an editor not on screen loses its
+# state, so its last edited table is kept and is what its editor opens with when it comes back.
+edits, bases, resets = state.edits, state.bases, state.resets
+editor = f"ws_table_{preset}_{resets.get(preset, 0)}"
+if state.shown != preset or preset not in bases or editor not in ss:
     bases[preset] = edits.get(preset, tables[preset])
-    ss.ws_shown = preset
+    state.shown = preset
 table = st.data_editor(
-    bases[preset], num_rows="dynamic", hide_index=True, key=f"ws_table_{preset}_{resets.get(preset, 0)}",
+    bases[preset], num_rows="dynamic", hide_index=True, key=editor,
     column_config={
         "q": st.column_config.NumberColumn("q", step=0.01, format="%.3f"),
         "node": st.column_config.NumberColumn("node", min_value=1, step=1, help="id of a tree node"),
@@ -112,27 +138,21 @@ if preset in edits and not edits[preset].equals(tables[preset]):
         bases.pop(preset, None)
         resets[preset] = resets.get(preset, 0) + 1
         st.rerun()
+key = table_key(edits[preset])
 
 if coupled:
-    try:
-        found = appdata.coupling(pd.DataFrame(table))
-    except ValueError as err:
-        st.error(f"This table does not describe p and q: {err}")
-        st.stop()
+    found = computed(state, "coupling", key, lambda asking: studio_workshop.explain_coupling(asking, edits[preset]),
+                     "This table does not describe p and q")
     if preset in mixed:
-        show_two_orders(found)
+        show_two_orders(state, found, key)
     else:
-        coupling_view.show(ss, found)
+        coupling_view.show(state, found, key)
     st.stop()
 
-try:
-    ws = appdata.workshop_tree(pd.DataFrame(table))
-    flow = target_flow(ws.tree, ws.node_logits, 1.0)
-except ValueError as err:
-    st.error(f"This table does not describe a valid tree: {err}")
-    st.stop()
-
-texts = appdata.workshop_texts(ws)
+lesson = computed(state, "lesson", key, lambda asking: studio_workshop.explain_tree(asking, edits[preset]),
+                  "This table does not describe a valid tree")
+ws, flow = lesson.table, lesson.flow
+texts = workshop_texts(ws)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("tree nodes", ws.tree.size)
 coverage = round(flow.coverage, 4)  # one rounded number for both cards: they always differ by exactly 1
@@ -155,9 +175,11 @@ with law_col:
     st.plotly_chart(figures.exit_law_figure(ws.node_labels, flow.exit_mass.numpy(), {}, top=len(ws.node_labels)),
                     key="ws_exit_law")
 with bonus_col:
-    node = st.selectbox("bonus law at exit node", list(range(ws.tree.num_nodes)),
-                        format_func=lambda v: ws.node_labels[v], key="ws_bonus_node")
-    bonus = exit_law(ws.tree, ws.node_logits, 1.0).bonus_probs(node).numpy()
+    nodes = list(range(ws.tree.num_nodes))
+    node = w.kept("ws_bonus_node", st.selectbox("bonus law at exit node", nodes,
+                                                format_func=lambda v: ws.node_labels[v],
+                                                **w.choice("ws_bonus_node", nodes)))
+    bonus = lesson.bonus[node].numpy()
     keep = np.nonzero(bonus > 0)[0]
     st.plotly_chart(figures.bonus_figure([figures.short(ws.vocab[i], 12) for i in keep], bonus[keep], {},
                                          ws.node_labels[node]),
@@ -167,21 +189,22 @@ with bonus_col:
 st.subheader("Step by step: predraw-and-follow vs one-draw TEV")
 st.caption(f"{claims.TEV_EXPANDED}; predraw-and-follow walks down one target draw per level.")
 c1, c2 = st.columns([1, 3])
-seed_value = c1.number_input("seed of the draws", value=DecodeConfig.default("seed"), step=1, key="ws_seed")
+seed_value = w.kept("ws_seed", c1.number_input("seed of the draws", step=1,
+                                               **w.args("ws_seed", DecodeConfig.default("seed"))))
 seed_problem = inputs.range_problem("seed of the draws", seed_value, inputs.decode_range("seed"))
 if seed_problem:
     st.error(f"Refused: {seed_problem}.")
     st.stop()
 seed = int(seed_value)
-try:
-    walk = get_verifier("predraw")(ws.tree, ws.node_logits, 1.0, make_generator(seed))
-    tev = get_verifier("tev")(ws.tree, ws.node_logits, 1.0, make_generator(seed))
-except (ValueError, RuntimeError) as err:
-    st.error(f"A verifier refused this tree: {err}")
-    st.stop()
+walks = computed(state, "walks", (key, seed), lambda asking: studio_workshop.walk_tree(asking, lesson, seed),
+                 "A verifier refused this tree")
+walk, tev = walks.predraw, walks.tev
 steps = len(walk.path) + 1  # start, one draw per node on the path (the last is the bonus)
-step = c2.slider("step", 0, max(steps - 1, 2), 0, key=f"ws_step_{preset}_{steps}",
-                 help="predraw needs one draw per accepted token plus the bonus; TEV always needs two")
+step_key = f"ws_step_{preset}_{steps}"
+last_step = max(steps - 1, 2)
+step = w.kept(step_key, c2.slider("step", 0, last_step, **w.args(step_key, 0, within(0, last_step)),
+                                  help="predraw needs one draw per accepted token plus the bonus; TEV always "
+                                       "needs two"))
 
 left, right = st.columns(2)
 with left:

@@ -20,11 +20,11 @@ import pytest
 
 import appdata
 import browser_kit as kit
-from appdata import claims
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import ARGS, CHROMIUM, REPO, app_url, shots  # noqa: F401  (module fixtures)
 from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
 from tevcore.results import ResultRecord, RunMeta
+from tevcore.studio import claims
 from tevcore.train.recipes import recipe
 from tevcore.verify.laws import OPTIMAL, OVER_DRAWS, OWN_LAW
 from tevcore.verify.registry import get_rule

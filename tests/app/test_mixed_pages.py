@@ -123,7 +123,7 @@ def test_the_comparisons_sampled_source_draws_mixed_trees_and_rrs_follows_the_ta
 
 
 def test_the_workshop_steps_through_both_orders_of_a_mixed_node():
-    from appdata.workshop import MIXED_PRESET
+    from tevcore.studio.workshop_tables import MIXED_PRESET
 
     at = AppTest.from_file(str(PAGES / "4_Exit_law_workshop.py"), default_timeout=120).run()
     at.selectbox(key="ws_preset").set_value(MIXED_PRESET).run()

@@ -11,6 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 import appdata
 from explorer_kit import explorer_of, put_explorer
+from page_state_kit import put_workshop
+from tevcore.studio import workshop_tables
+from workshop_state import WorkshopSession
 
 APP = Path(__file__).resolve().parents[2] / "app"
 PAGES = APP / "pages"
@@ -309,8 +312,7 @@ def test_workshop_keeps_each_presets_edits_across_a_preset_switch():
     edited = appdata.workshop_presets()["chain"].copy()
     edited.loc[0, "p"] = 0.5  # 'The' after the root: 0.8 -> 0.5
     at = page("4_Exit_law_workshop.py")
-    at.session_state["ws_edits"] = {"chain": edited}  # what the page kept from an edit before a switch
-    at.session_state["ws_shown"] = "bushy"
+    put_workshop(at, WorkshopSession(edits={"chain": edited}, shown="bushy"))  # kept from an edit before a switch
     at.run()
     assert not at.exception and not at.error
     chain_e = 1 + 0.5 + 0.5 * 0.7 + 0.5 * 0.7 * 0.6 + 0.5 * 0.7 * 0.6 * 0.5
@@ -328,7 +330,7 @@ def test_workshop_refuses_p_outside_0_1_instead_of_clamping(monkeypatch):
     presets = appdata.workshop_presets()
     chain = presets["chain"].copy()
     chain.loc[1, "p"] = 1.7
-    monkeypatch.setattr(appdata, "workshop_presets", lambda: {"chain": chain})
+    monkeypatch.setattr(workshop_tables, "workshop_presets", lambda: {"chain": chain})
     at = page("4_Exit_law_workshop.py").run()
     assert not at.exception
     assert any("p must lie in [0, 1], got 1.7" in e.value for e in at.error)

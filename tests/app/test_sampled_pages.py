@@ -20,12 +20,15 @@ import appdata
 import figures
 import sampled_view
 from explorer_kit import count_turns, live_explorer, put_explorer
+from page_state_kit import put_workshop
 from test_figures import NUMERIC_LOOKING, _bars_all_on_a_category_axis
 from test_pages import PAGES
 from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.flow import target_flow
+from tevcore.studio.rules import rules_for
 from tevcore.studio.toy_rounds import draw_toy_rounds
 from tevcore.verify.laws import exit_law
+from workshop_state import WorkshopSession
 
 pytestmark = pytest.mark.usefixtures("one_thread_module")
 
@@ -146,7 +149,10 @@ def test_a_live_sampled_round_from_the_explorer_runs_rrs_on_its_rescored_rows(ti
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("re-scored" in c.value for c in at.caption)
-    assert len(turns) == 1 and session.has_rows(index)  # queued like every model computation; kept for the explorer
+    assert turns and session.has_rows(index)  # queued like every model computation; kept for the explorer
+    taken = len(turns)
+    at.run()
+    assert len(turns) == taken  # the rows, the tree's law and the result files are kept: a rerun queues nothing
     assert any("A sampled tree (sampled:2,2): studied at its round's T = 0.8" in c.value for c in at.caption)
     assert "rrs" in at.multiselect[0].options and "block" not in at.multiselect[0].options
     at.number_input(key="vc_n").set_value(4_000)
@@ -233,8 +239,8 @@ def test_sampled_rounds_share_one_prefix_deterministic_target():
             prefix = tuple(tokens[u] for u in tree.path(node)[1:])
             assert torch.equal(rows.setdefault(prefix, logits[node]), logits[node])  # the target is one function
     assert len(rows) > drawn.rounds[0][0].num_nodes  # the rounds drew different trees, sharing some prefixes
-    assert appdata.rules_for(parse_builder("sampled-wor:2,2"))[-1] == "rrs"
-    assert "block" in appdata.rules_for(parse_builder("sampled:1,1"))
+    assert rules_for(parse_builder("sampled-wor:2,2"))[-1] == "rrs"
+    assert "block" in rules_for(parse_builder("sampled:1,1"))
 
 
 # ---------------------------------------------------------------- the workshop's coupling preset
@@ -281,8 +287,7 @@ def test_coupling_edits_survive_a_preset_switch_and_bad_edits_are_refused():
     edited = COUPLING[PRESET].copy()
     edited["p"] = [0.3] + [0.7 / 9] * 9  # the target now prefers the first token, the drafter's argmax
     at = page("4_Exit_law_workshop.py")
-    at.session_state["ws_edits"] = {PRESET: edited}  # what the page kept from an edit before a switch
-    at.session_state["ws_shown"] = "chain"
+    put_workshop(at, WorkshopSession(edits={PRESET: edited}, shown="chain"))  # kept from an edit before a switch
     at.run()
     at.selectbox(key="ws_preset").set_value(PRESET).run()
     assert not at.exception and not at.error
@@ -296,7 +301,7 @@ def test_coupling_edits_survive_a_preset_switch_and_bad_edits_are_refused():
     bad = COUPLING[PRESET].copy()
     bad.loc[0, "q"] = 1.5
     at = page("4_Exit_law_workshop.py")
-    at.session_state["ws_edits"] = {PRESET: bad}
+    put_workshop(at, WorkshopSession(edits={PRESET: bad}))
     at.run()
     at.selectbox(key="ws_preset").set_value(PRESET).run()
     assert not at.exception

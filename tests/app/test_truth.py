@@ -10,8 +10,10 @@ import appdata
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from comparison_state import ComparisonSession
 from explorer_kit import live_explorer, put_explorer
 from explorer_state import ExplorerSession
+from page_state_kit import page_state_key
 from test_pages import APP, chart_specs, page, titled
 
 SAMPLED_SOURCE = "sampled trees (toy target, fresh draws at one context)"
@@ -69,7 +71,7 @@ def test_across_rounds_says_only_the_optimal_rules_close_the_gap_and_the_table_a
 
 def test_across_rounds_compares_trees_of_equal_size_and_states_the_sizes(across_rounds):
     at = across_rounds
-    drawn = at.session_state["vc_s_drawn"][1]
+    drawn = at.session_state[page_state_key(ComparisonSession)].toy_drawn.value
     mean, low, high = drawn.sizes()
     assert drawn.best_first[0].size == high  # the fixed tree is as large as the largest drawn tree
     chart = titled(chart_specs(at), "across rounds: each rule's E[L]")[0]

@@ -24,8 +24,12 @@ from tevcore.engine.flow import target_flow
 from tevcore.lab.context_rounds import SampledRounds
 from tevcore.room.limits import ROOM, CapExceeded
 from tevcore.room.queue import ComputeQueue
+from tevcore.studio.comparison import DrawRequest
+from tevcore.studio.coupling import COUPLING_PRESET, coupling, coupling_presets
 from tevcore.studio.drafter_compare import EvalRequest, PairedRequest
 from tevcore.studio.reader import read_upload
+from tevcore.studio.workshop import TreeLesson
+from tevcore.studio.workshop_tables import MIXED_PRESET, mixed_presets, workshop_presets, workshop_tree
 from tevcore.studio.turns import Left, Seat
 
 
@@ -52,19 +56,28 @@ def _no_model(*spec):
     raise AssertionError("a model was loaded before the turn")
 
 
+def _lesson() -> TreeLesson:
+    table = workshop_tree(workshop_presets()["chain"])
+    return TreeLesson(table, target_flow(table.tree, table.node_logits, 1.0), torch.zeros(0))
+
+
 def _examples() -> dict[str, dict]:
     tree, logits = _tree()
     sampled = SampledRounds(parse_builder("sampled:2,1", 4), 1.0, [(tree, logits)], (tree, logits))
     return {
         "traces.open_trace": dict(upload=read_upload(ROOM, b"not read before the turn", "t.jsonl")),
-        "comparison.draw_verifiers": dict(names=["tev"], tree=tree, node_logits=logits,
-                                          flow=target_flow(tree, logits, 1.0), temperature=1.0, draws=10, seed=0),
+        "comparison.compare_verifiers": dict(request=DrawRequest(("tev",), 1.0, 10, 0), tree=tree,
+                                             node_logits=logits),
+        "comparison.study_tree": dict(tree=tree, node_logits=logits, temperature=1.0),
         "comparison.toy_rounds": dict(builder=parse_builder("sampled:2,1", 4), rounds=5, budget=4, temperature=1.0,
                                       seed=0),
         "comparison.context_rounds": dict(target=SimpleNamespace(vocab_size=6), proposer=SimpleNamespace(depth=2),
                                           context=[1, 2], builder=parse_builder(
             "sampled:2,1", 4), budget=4, temperature=1.0, rounds=5, seed=0),
-        "comparison.rules_over_rounds": dict(names=["tev"], sampled=sampled, seed=0),
+        "comparison.across_rounds": dict(names=["tev"], sampled=sampled, seed=0),
+        "comparison.picked_round": dict(sampled=sampled, index=0),
+        "comparison.read_result_files": dict(uploads=[read_upload(ROOM, b"not read before the turn", "r.json")],
+                                             folder=None),
         "workshop.coupling_rounds": dict(fixed_tree=tree, p=torch.full((6,), 1 / 6), q=torch.full((6,), 1 / 6),
                                          rounds=10, seed=0),
         "drafter_compare.evaluate_drafters": dict(
@@ -72,6 +85,10 @@ def _examples() -> dict[str, dict]:
             load_proposer=_no_model),
         "drafter_compare.compare_paired": dict(request=PairedRequest("a", "b", (4,), 2, 1.0, 8, lookup=False),
                                                load_target=_no_model, load_proposer=_no_model),
+        "workshop.explain_tree": dict(table=workshop_presets()["chain"]),
+        "workshop.walk_tree": dict(lesson=_lesson(), seed=0),
+        "workshop.explain_coupling": dict(table=coupling_presets()[COUPLING_PRESET]),
+        "workshop.explain_orders": dict(found=coupling(mixed_presets()[MIXED_PRESET]), seed=0),
     }
 
 
@@ -131,8 +148,8 @@ def test_a_request_past_a_cap_is_refused_before_it_waits_in_line():
         with pytest.raises(CapExceeded, match=r"toy sampled rounds 1001 is over this server's cap of 1000"):
             services["comparison.toy_rounds"](seat, **{**_examples()["comparison.toy_rounds"], "rounds": 1001})
         with pytest.raises(CapExceeded, match=r"draws per verifier 200001"):
-            services["comparison.draw_verifiers"](seat, **{**_examples()["comparison.draw_verifiers"],
-                                                          "draws": 200_001})
+            services["comparison.compare_verifiers"](seat, **{**_examples()["comparison.compare_verifiers"],
+                                                             "request": DrawRequest(("tev",), 1.0, 200_001, 0)})
         with pytest.raises(CapExceeded, match=r"coupling rounds 5001"):
             services["workshop.coupling_rounds"](seat, **{**_examples()["workshop.coupling_rounds"], "rounds": 5001})
     finally:

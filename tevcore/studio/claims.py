@@ -10,7 +10,7 @@ is read from the engine (`tevcore.verify.laws.standing`), never listed here.
 
 from __future__ import annotations
 
-from appdata.coupling import coupling, coupling_presets
+from tevcore.studio.coupling import coupling, coupling_presets
 from tevcore.verify.laws import OPTIMAL, OVER_DRAWS, OWN_LAW
 from tevcore.verify.registry import standing
 from tevcore.verify.verifiers import ALL_VERIFIERS

@@ -23,8 +23,7 @@ from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.registry import rule_law
 
-from appdata.replay import OTHER
-from appdata.workshop import ROOT
+from tevcore.studio.workshop_tables import OTHER, ROOT
 
 COUPLING_COLUMNS = ["token", "p", "q"]
 COUPLING_PRESET = "coupling: a sampled draw against a fixed guess"

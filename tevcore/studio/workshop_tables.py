@@ -1,4 +1,5 @@
-"""The workshop's hand-editable trees: presets, and the edited table checked and turned into a tree."""
+"""The workshop's hand-editable tables: the tree presets and the mixed node's p and q, each edited table checked
+and turned into a tree with its target rows, and the mixed node tried in both orders (no streamlit)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,8 @@ from tevcore.lab.ceilings import optimal_acceptance
 from tevcore.verify.laws import node_acceptance, rrs_fixed_first_law, rrs_law
 from tevcore.verify.ratio_tables import RrsTables
 
-from appdata.replay import OTHER
-
-ROOT = "<root>"
+ROOT = "<root>"  # the root's label in a hand-made table
+OTHER = "(other)"  # the pooled token of every token a row does not name (a replayed round pools the same way)
 
 
 WORKSHOP_COLUMNS = ["node", "parent", "token", "p", "in tree"]
