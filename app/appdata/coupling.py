@@ -23,7 +23,7 @@ from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.registry import rule_law
 
-from appdata.replay import OTHER
+from tevcore.studio.compact import OTHER
 from appdata.workshop import ROOT
 
 COUPLING_COLUMNS = ["token", "p", "q"]

@@ -18,7 +18,7 @@ from tevcore.lab.ceilings import optimal_acceptance
 from tevcore.verify.laws import node_acceptance, rrs_fixed_first_law, rrs_law
 from tevcore.verify.ratio_tables import RrsTables
 
-from appdata.replay import OTHER
+from tevcore.studio.compact import OTHER
 
 ROOT = "<root>"
 

@@ -17,12 +17,15 @@ import pytest
 import torch
 
 import tevcore.studio
+from tevcore.config import DecodeConfig
 from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.builders import chain
 from tevcore.engine.flow import target_flow
+from tevcore.engine.records import RoundRecord
 from tevcore.lab.context_rounds import SampledRounds
 from tevcore.room.limits import ROOM, CapExceeded
 from tevcore.room.queue import ComputeQueue
+from tevcore.studio.explorer import LiveRequest
 from tevcore.studio.reader import read_upload
 from tevcore.studio.turns import Left, Seat
 
@@ -58,6 +61,10 @@ def _examples() -> dict[str, dict]:
         "comparison.context_rounds": dict(target=None, proposer=None, context=[1, 2], builder=parse_builder(
             "sampled:2,1", 4), budget=4, temperature=1.0, rounds=5, seed=0),
         "comparison.rules_over_rounds": dict(names=["tev"], sampled=sampled, seed=0),
+        "explorer.decode": dict(models=None, request=LiveRequest("default", "hi", False, "rollout", DecodeConfig(
+            budget=4, max_new_tokens=4)), running=None, limit=1),
+        "explorer.rescore_round": dict(models=None, target_spec="default", prompt_ids=[1, 2], index=0, records=[
+            RoundRecord(0, "rollout", "chain", 2, 1.0, 2, tree, target_flow(tree, logits, 1.0), [], [])]),
         "workshop.coupling_rounds": dict(fixed_tree=tree, p=torch.full((6,), 1 / 6), q=torch.full((6,), 1 / 6),
                                          rounds=10, seed=0),
     }
