@@ -30,7 +30,7 @@ shared_ui.page_header("Verifier comparison", "Every verifier on the same tree, m
                       "the tests must catch. On sampled trees the proposal-ratio rules (rrs, block) run too, and "
                       "many rounds of fresh trees compare E[L] with E[1 + C].")
 ss = st.session_state
-explorer = ExplorerSession.of(ss)  # the explorer's rounds, if it made or opened some
+explorer = room_ui.page_state(ExplorerSession)  # the explorer's rounds, if it made or opened some (kept across reloads)
 
 
 # ------------------------------------------------------------------ which tree
