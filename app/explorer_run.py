@@ -36,7 +36,8 @@ class _LiveView:
         made = self.session.made_tokens
         self.progress.progress(min(1.0, made / self.max_new_tokens),
                                text=f"round {record.index}: {made} tokens, block length {record.emitted}")
-        self.tree_box.plotly_chart(figures.record_tree_figure(record, fan=FAN_SHOWN), key=f"ex_live_tree_{record.index}")
+        self.tree_box.plotly_chart(figures.record_tree_figure(record, fan=FAN_SHOWN),
+                                   key=f"ex_live_tree_{record.index}")
         self.text_box.markdown(figures.text_by_round_html(self.session.records), unsafe_allow_html=True)
 
 

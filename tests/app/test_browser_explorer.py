@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import browser_kit as kit
-from test_browser import ARGS, CHROMIUM, REPO, app_url  # noqa: F401  (module fixtures)
+from test_browser import ARGS, CHROMIUM, app_url  # noqa: F401  (module fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

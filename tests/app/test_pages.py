@@ -546,3 +546,17 @@ def test_seed_widgets_take_every_seed_the_engine_takes():
     import inputs
 
     assert inputs.range_problem("seed", MAX_SEED, inputs.decode_range("seed", MAX_SEED)) is None
+
+
+def test_explorer_shows_the_same_round_after_a_page_switch():
+    """Issue 50 (the AppTest twin of test_browser_explorer's): streamlit forgets the round slider on another page;
+    on a10088a the explorer came back at round 0."""
+    at = page("Home.py").run()
+    at.switch_page("pages/1_Tree_explorer.py")
+    put_explorer(at, records=appdata.synthetic_records(rounds=4, budget=8), done=True, source="test records")
+    at.run()
+    at.slider(key="ex_round").set_value(1).run()
+    at.switch_page("pages/4_Exit_law_workshop.py").run()
+    at.switch_page("pages/1_Tree_explorer.py").run()
+    assert not at.exception
+    assert at.slider(key="ex_round").value == 1 and explorer_of(at).selected_round == 1

@@ -9,7 +9,8 @@ capped reader of every upload and file the app reads: the byte cap, and the text
 `models` (the targets, drafters and prompt sets a page loads; the app caches them), `explorer` (the tree
 explorer's live generation, started and decoded in a queue turn, and a round re-scored for its rows), `traces`
 (trace files opened for replay, saved, downloaded, described), `trails` (a sampled round's rrs or block trail,
-the sibling diagnostics), `compact` (a round on a small vocabulary, for the rules to run on), `comparison` (the verifier comparison's draws and sampled rounds),
+the sibling diagnostics), `compact` (a round on a small vocabulary, for the rules to run on), `comparison`
+(the verifier comparison's draws and sampled rounds),
 `toy_rounds` (the toy target those rounds can be drawn at), `workshop` (the workshop's coupling rounds), `lessons`
 (the workshop's lessons as data: a setting, a question, a truth the package computes, an explanation; the
 settings' trees and rows in `lesson_settings`) and `lesson_service` (a lesson's truth computed once per setting through the compute queue, a participant's progress
