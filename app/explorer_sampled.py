@@ -2,9 +2,9 @@
 and its rrs or block trail, and the sibling diagnostics of the rounds so far.
 
 The builders are the engine's `BUILDER_FAMILIES`, the pairing the rule
-registry's `pairing_problem` (through `check_pairing`), the trail the rule's
-own (through `appdata.round_trail`), the diagnostics `lab.siblings`' (through
-`appdata.siblings_frames`); this module only lays them out.
+registry's `pairing_problem` (through `check_pairing`; both read through
+`tevcore.studio.rules`), the trail the rule's own and the diagnostics
+`lab.siblings`' (through `tevcore.studio.trails`); this module only lays them out.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from typing import Callable
 import streamlit as st
 import torch
 
-import appdata
 import figures
-from tevcore.engine.builder_specs import BUILDER_FAMILIES, BuilderSpec, builder_help
-from tevcore.verify.registry import RULES, check_pairing, verifier_label
+from tevcore.studio import trails
+from tevcore.studio.rules import BUILDER_FAMILIES, RULES, BuilderSpec, builder_help, check_pairing, verifier_label
 
 # round index -> its node logits (a ValueError says why a round has none)
 LogitsFor = Callable[[int], torch.Tensor]
@@ -81,7 +80,7 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor, can_rescore:
     """
     if record.tree.draws is None:
         return
-    rule = appdata.trail_rule(record)
+    rule = trails.trail_rule(record)
     with st.expander(f"how this tree was drawn ({record.tree.draws.mode}) and the {rule} trail", expanded=True):
         st.caption("Each row is one draw from the drafter's q at its node, in draw order; equal i.i.d. draws "
                    "share one child node." + (" A mixed tree's first child at each node is FIXED (q's top-1, a "
@@ -106,7 +105,7 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor, can_rescore:
             button.empty()
         try:
             logits = logits_for(index)
-            result = appdata.round_trail(record, logits, seed=seed + record.index)
+            result = trails.round_trail(record, logits, seed=seed + record.index)
         except (ValueError, RuntimeError, OSError) as err:
             st.error(f"No {rule} trail for this round: {err}")
             return
@@ -127,7 +126,7 @@ def show_draws_and_trail(record, index: int, logits_for: LogitsFor, can_rescore:
 
 def show_siblings(records) -> None:
     """Per (depth, sibling rank) the accepted share, and the next depth after a top-1 or another pick."""
-    by_rank, after = appdata.siblings_frames(records)
+    by_rank, after = trails.siblings_frames(records)
     st.markdown("**Sibling diagnostics** over these rounds (rank by the drafter's q among siblings; 0 = top-1)")
     if by_rank.empty:
         st.caption("No round with a verdict and a draft tree yet.")

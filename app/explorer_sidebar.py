@@ -15,9 +15,8 @@ import room_ui
 import shared_ui
 from explorer_state import DRAFTER_KEY, ExplorerSettings
 from tevcore.config import DEFAULT_BUDGET, SAMPLING_TEMPERATURE, DecodeConfig
-from tevcore.engine.sampling import MAX_SEED
-from tevcore.proposers.lookup import SUFFIX as LOOKUP_SUFFIX
-from tevcore.proposers.registry import proposer_specs, ready_specs
+from tevcore.studio import models
+from tevcore.studio.rules import MAX_SEED
 
 
 def _prompt() -> tuple[str, bool]:
@@ -42,9 +41,7 @@ def _prompt() -> tuple[str, bool]:
 
 def _drafter(active_drafter: str | None) -> str:
     """The drafter: a folder made active on the ExitTrain page first (alone, and with the context lookup)."""
-    options = ready_specs()
-    if active_drafter:
-        options[:0] = [active_drafter, active_drafter + LOOKUP_SUFFIX]
+    options = models.drafter_choices(active_drafter)
     env_choice = shared_ui.default_proposer_spec()
     if env_choice not in options:
         options.append(env_choice)
@@ -52,7 +49,7 @@ def _drafter(active_drafter: str | None) -> str:
     options = room_ui.drafter_options(options)
     return st.selectbox("drafter", options, index=options.index(first_choice) if first_choice in options else 0,
                         key=DRAFTER_KEY,
-                        help=f"{proposer_specs()}; a folder made active on the ExitTrain page is offered first")
+                        help=f"{models.drafters_help()}; a folder made active on the ExitTrain page is offered first")
 
 
 def settings_sidebar(active_drafter: str | None) -> tuple[ExplorerSettings, list[str]]:

@@ -1,16 +1,19 @@
-"""The explorer's session, typed, under one session-state key (no streamlit here): its rounds and where they came
-from, the settings they were made with, the view chosen on each round, the rows re-scored for a round, and the
-settings widgets' values kept across pages.
+"""The explorer's state, typed, in one object (no streamlit here): its rounds and where they came from, the
+settings they were made with, the view chosen on each round, the round on screen, the rows re-scored for a round,
+and the settings widgets' values kept across pages.
 
-Other pages (the verifier comparison) reach the explorer's rounds through this
-object, never through string keys of their own.
+The page gets it through `room_ui.page_state(ExplorerSession)`, which keeps it on the server for the participant:
+the same object after a page switch and after a reload of the page (it lives in the session state under
+`SESSION_KEY`, the page-state door's key, where the app tests put one too). Other pages (the verifier comparison,
+ExitTrain's "make this the explorer's drafter") reach the explorer's rounds and its drafter through this object,
+never through string keys of their own.
 
 Streamlit forgets a widget's value when a page without that widget runs, so a
 user who leaves the explorer and comes back would find budget, builder and
 verifier back at their defaults while the old rounds stay on screen.
-`ExplorerSession.keep` and `restore` carry the settings widgets' values over;
-`settings_changes` says how shown rounds' settings differ from the ones on
-screen.
+`ExplorerSession.keep` and `restore` carry the settings widgets' values over (the
+round slider starts from `selected_round`); `settings_changes` says how shown
+rounds' settings differ from the ones on screen.
 
 A node id means something only inside its own round: node 30 of a 64-node
 round does not exist in a 12-node one, and a widget whose labels depend on the
@@ -21,22 +24,20 @@ round falls back to the round's exit node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING
 
 import torch
 
 from tevcore.config import DecodeConfig
-from tevcore.engine.records import RoundRecord, round_context
+from tevcore.studio.explorer import LiveGeneration, LiveRequest, RoundRecord, round_context
+from tevcore.studio.page_states import state_key
+from tevcore.studio.rules import BuilderSpec
 
-if TYPE_CHECKING:  # a type only (the builder spec comes parsed from the sidebar)
-    from tevcore.engine.builder_specs import BuilderSpec
-
-SESSION_KEY = "explorer"  # the one session-state entry of the explorer
 LIVE = "live"  # the source of rounds decoded in this session (a trace's is "trace <name>")
 SETTING_KEYS = ("ex_set", "ex_chat", "ex_target", "ex_temp", "ex_budget", "ex_builder", "ex_widths", "ex_draws",
-                "ex_verifier", "ex_trim", "ex_seed", "ex_max_new", "ex_proposer")  # the sidebar's widget keys
+                "ex_verifier", "ex_trim", "ex_seed", "ex_max_new", "ex_proposer", "ex_open_folder",
+                "ex_save_folder")  # the widget keys whose values are kept across pages
 DRAFTER_KEY = "ex_proposer"  # the sidebar's drafter box
 SETTING_PREFIXES = ("ex_item_", "ex_prompt_")  # one prompt pick and text per prompt source
 SETTING_NAMES = {"target": "target", "prompt": "prompt", "chat": "chat template", "temperature": "temperature",
@@ -76,6 +77,11 @@ class ExplorerSettings:
                             builder=self.builder, verifier=self.verifier, seed=self.seed, chat=self.chat,
                             trim=self.trim)
 
+    def request(self) -> LiveRequest:
+        """The settings as the explorer service's request (a refused builder raises ValueError)."""
+        return LiveRequest(target=self.target.strip(), prompt=self.prompt, chat=self.chat, drafter=self.proposer,
+                           config=self.config())
+
 
 def settings_changes(shown: ExplorerSettings | None, now: ExplorerSettings) -> list[str]:
     """How the settings the shown rounds were made with differ from those on screen ("budget 64 (now 16)")."""
@@ -87,12 +93,6 @@ def settings_changes(shown: ExplorerSettings | None, now: ExplorerSettings) -> l
         if old != new:
             changes.append("prompt (another text)" if name == "prompt" else f"{label} {old} (now {new})")
     return changes
-
-
-def live_meta(target_name: str, prompt: str, proposer_name: str | None, config: DecodeConfig) -> dict:
-    """A live generation's meta block, as a saved trace carries it (the stop tokens are the model's own)."""
-    return {"target": target_name, "prompt": prompt, "proposer": proposer_name,
-            "config": {k: v for k, v in config.to_dict().items() if k != "stop_tokens"}}
 
 
 def valid_node(value, num_nodes: int) -> bool:
@@ -143,7 +143,7 @@ class ExplorerSession:
     """Everything the explorer keeps for one browser session; the pages lay it out."""
 
     records: list[RoundRecord] = field(default_factory=list)
-    generation: Iterator[RoundRecord] | None = None  # the live decode still giving rounds
+    generation: LiveGeneration | None = None  # the live decode still giving rounds
     done: bool = False
     source: str | None = None  # LIVE, "trace <name>", or None before any rounds
     settings: ExplorerSettings | None = None  # those the live rounds were made with
@@ -159,11 +159,13 @@ class ExplorerSession:
     rows: dict[int, tuple[torch.Tensor, float | None]] = field(default_factory=dict)  # round -> (logits, drift)
     row_errors: dict[int, str] = field(default_factory=dict)  # round -> why re-scoring failed (not tried again)
     kept: dict[str, object] = field(default_factory=dict)  # the settings widgets' last values
-    active_drafter: str | None = None  # a checkpoint the ExitTrain page made this session's drafter (offered first)
+    active_drafter: str | None = None  # a checkpoint the ExitTrain page made the explorer's drafter (offered first)
+    saved: str | None = None  # the trace file the last Save wrote (said once the page shows the rounds again)
 
     @classmethod
     def of(cls, state: MutableMapping) -> "ExplorerSession":
-        """The session's explorer object (made on first use)."""
+        """The explorer object in a session state (made on first use); a page gets it with
+        `room_ui.page_state(ExplorerSession)`, which also finds the one the participant had before a reload."""
         found = state[SESSION_KEY] if SESSION_KEY in state else None
         if not isinstance(found, cls):
             found = state[SESSION_KEY] = cls()
@@ -192,20 +194,20 @@ class ExplorerSession:
 
     # ------------------------------------------------------------ where the rounds come from
     def _fresh(self, **values) -> None:
-        """Every field back to its default, then `values`; the widget values and the upload last opened stay
-        (an upload still in its box is not opened again)."""
-        kept, upload_id = self.kept, self.upload_id
+        """Every field back to its default, then `values`; the widget values, the upload last opened (an upload
+        still in its box is not opened again) and the drafter ExitTrain chose stay."""
+        kept, upload_id, active_drafter = self.kept, self.upload_id, self.active_drafter
         for f in fields(self):
             setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())
-        self.kept, self.upload_id = kept, upload_id
+        self.kept, self.upload_id, self.active_drafter = kept, upload_id, active_drafter
         for name, value in values.items():
             setattr(self, name, value)
 
-    def start_live(self, generation: Iterator[RoundRecord], settings: ExplorerSettings, prompt_ids: list[int],
-                   target_spec: str, meta: dict, proposer_note: str | None, started: float) -> None:
+    def start_live(self, generation: LiveGeneration, settings: ExplorerSettings, started: float) -> None:
         """A new live generation replaces the rounds (and the view and rows of the old ones)."""
-        self._fresh(generation=generation, source=LIVE, settings=settings, prompt_ids=list(prompt_ids),
-                    target_spec=target_spec, meta=meta, proposer_note=proposer_note, started=started)
+        self._fresh(generation=generation, source=LIVE, settings=settings, prompt_ids=list(generation.prompt_ids),
+                    target_spec=settings.target.strip(), meta=generation.meta, proposer_note=generation.drafter_note,
+                    started=started)
 
     def replay(self, rounds: list[RoundRecord], meta: dict, name: str) -> None:
         """A trace's rounds replace the session's: finished, with nothing to re-score them from."""
@@ -308,3 +310,6 @@ class ExplorerSession:
             raise ValueError(self.row_errors[index]) from err
         self.keep_rows(index, logits, drift)
         return logits, drift
+
+
+SESSION_KEY = state_key(ExplorerSession)  # the one session-state entry of the explorer (`room_ui.page_state`'s)

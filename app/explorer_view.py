@@ -2,8 +2,11 @@
 rounds together, and saving them as a trace.
 
 The round slider's key (`ex_round`) is bound to the session here only: a new
-round moves it to the latest, and the session keeps the round on screen for
-the verifier comparison.
+round moves it to the latest, the session keeps the round on screen (for the
+verifier comparison, and for this page after a page switch or a reload, when
+streamlit has forgotten the slider). Save writes in its button's callback,
+before the page runs, so the page's list of saved traces already holds the
+new one.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import explorer_sampled
 import figures
 import room_ui
 from explorer_state import ExplorerSession, ExplorerSettings
+from tevcore.studio import traces as studio_traces
 
 ROUND_KEY = "ex_round"  # the round slider
 
@@ -37,13 +41,22 @@ def show_across_rounds(records) -> None:
     explorer_sampled.show_siblings(records)
 
 
-def save_rounds(records, meta: dict) -> None:
+def _save(session: ExplorerSession, folder: Path) -> None:
+    """The Save button's callback: the rounds written as a new trace file in `folder`, and what happened kept in
+    the session for the page to say."""
+    try:
+        session.saved = f"saved {studio_traces.save_trace(folder, session.records, session.meta)}"
+    except OSError as err:
+        session.saved = f"Could not save: {err}"
+
+
+def save_rounds(session: ExplorerSession) -> None:
     st.subheader("Save these rounds")
-    meta = dict(meta or {})
+    records, meta = session.records, dict(session.meta or {})
     s1, s2 = st.columns(2)
     with s1:
         # serialised only when clicked (a callable), so a render after each round stays cheap
-        st.download_button("⬇ Download trace (.jsonl)", data=lambda: appdata.trace_bytes(records, meta),
+        st.download_button("⬇ Download trace (.jsonl)", data=lambda: studio_traces.trace_bytes(records, meta),
                            file_name=f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl", mime="application/json",
                            key="ex_download")
     with s2:
@@ -51,17 +64,10 @@ def save_rounds(records, meta: dict) -> None:
             "save to folder", value="traces", key="ex_save_folder")
         if room_ui.in_room():
             st.caption(room_ui.space_note())
-        if st.button("💾 Save trace", key="ex_save"):
-            from tevcore.engine.records import write_trace
-
-            try:
-                folder = Path(out_folder)
-                folder.mkdir(parents=True, exist_ok=True)
-                path = write_trace(folder / f"trace-{time.strftime('%Y%m%d-%H%M%S')}.jsonl.gz", records, meta)
-            except OSError as err:
-                st.error(f"Could not save: {err}")
-            else:
-                st.success(f"saved {path}")
+        st.button("💾 Save trace", key="ex_save", on_click=_save, args=(session, Path(out_folder)))
+        said, session.saved = session.saved, None  # said once, on the run the click made
+        if said is not None:
+            (st.error if said.startswith("Could not") else st.success)(said)
 
 
 def _chosen_round(session: ExplorerSession) -> int:
@@ -70,6 +76,8 @@ def _chosen_round(session: ExplorerSession) -> int:
     latest = session.new_round_to_follow()
     if latest is not None:
         st.session_state[ROUND_KEY] = latest
+    elif ROUND_KEY not in st.session_state:  # back from another page, or a reload: the round that was on screen
+        st.session_state[ROUND_KEY] = min(session.selected_round, len(records) - 1)
     if len(records) > 1:
         st.slider("round", 0, len(records) - 1, key=ROUND_KEY)
     return session.select(st.session_state.get(ROUND_KEY, len(records) - 1))
@@ -88,7 +96,7 @@ def show_view(session: ExplorerSession, settings: ExplorerSettings) -> None:
                f"{figures.plural(len(records), 'round')} · "
                f"{'finished' if session.done else 'in progress (Step or Run for more)'}")
     if session.is_trace:
-        st.info(appdata.trace_settings_text(session.meta, records))
+        st.info(studio_traces.trace_settings_text(session.meta, records))
     index = _chosen_round(session)
     try:
         explorer_round.show_round(session, records[index], index, session.seed_used(settings))
@@ -98,4 +106,4 @@ def show_view(session: ExplorerSession, settings: ExplorerSettings) -> None:
                  f"({figures.plural(len(records), 'round')}); the view (round, chosen node) was reset, so the next "
                  "action draws it afresh.")
         session.reset_view()
-    save_rounds(records, session.meta)
+    save_rounds(session)

@@ -27,7 +27,7 @@ from tevcore.room.settings import RoomSettings, load_settings
 from tevcore.room.spaces import Space, SpaceKeeper, plain_name  # noqa: F401 (the pages' name check)
 from tevcore.room.training import REGISTRY, Caller, TrainingControl
 from tevcore.studio import participants, reader
-from tevcore.studio.page_states import PageStates, State
+from tevcore.studio.page_states import PageStates, State, state_key
 from tevcore.studio.turns import Left, Seat, queue_turn
 
 ss = st.session_state
@@ -95,7 +95,7 @@ def _page_states() -> PageStates:
 def page_state(kind: type[State]) -> State:
     """This participant's one state object for a page (`tevcore.studio.page_states`): the same object after a
     page switch and, through the browser key, after a reload of the page; every tab of the browser shares it."""
-    name = f"page_state:{kind.__module__}.{kind.__qualname__}"
+    name = state_key(kind)
     if name not in ss:
         ss[name] = _page_states().get(queue_owner(), kind)
     return ss[name]

@@ -1,6 +1,7 @@
 """Streamlit plumbing shared by the pages: path setup, cached model loading, prompt sets.
 
-Target and drafter load once per process (`st.cache_resource`). Environment:
+Target and drafter load once per process (`st.cache_resource` around `tevcore.studio.models`, which does the
+loading; `loaders()` hands the cached loaders to a studio service, which loads inside its queue turn). Environment:
 TEV_APP_TARGET (default 'default'), TEV_APP_PROPOSER (default 'default'; any `--proposer` spec, listed
 in tevcore.proposers.PROPOSER_SPECS), TEV_APP_DEVICE (default: the engine's choice), TEV_APP_THREADS (torch CPU
 threads; default half the cores, at most 4: on a shared machine oversubscribed torch threads make a
@@ -24,6 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import streamlit as st  # noqa: E402
 
 from tevcore.parsing import env_whole  # noqa: E402
+from tevcore.studio import models  # noqa: E402
 
 EXAMPLE_PROMPTS = {
     "Explain speculative decoding": "Explain speculative decoding to a curious high-school student in three sentences.",
@@ -56,12 +58,7 @@ def cpu_threads() -> int:
 
 
 MODELS_KEPT = 3  # loaded targets (and, apiece, drafters) a server keeps; the least recently used goes first
-
-
-def model_spec_key(spec: str) -> str:
-    """One cache key per model however its path is spelt (`x`, `x/`, `./x`): an existing path resolves."""
-    path = Path(spec).expanduser()
-    return str(path.resolve()) if spec and path.exists() else spec
+model_spec_key = models.model_spec_key
 
 
 def get_target(spec: str):
@@ -71,13 +68,7 @@ def get_target(spec: str):
 
 @st.cache_resource(show_spinner="Loading the target model (once per process)…", max_entries=MODELS_KEPT)
 def _load_target(spec: str):
-    import torch
-
-    from tevcore.target.loading import load_target
-
-    torch.set_num_threads(cpu_threads())
-
-    return load_target(spec, device=os.environ.get("TEV_APP_DEVICE") or None)
+    return models.load_target(spec, cpu_threads())
 
 
 def get_proposer(spec: str, target_spec_name: str):
@@ -87,47 +78,23 @@ def get_proposer(spec: str, target_spec_name: str):
 
 @st.cache_resource(show_spinner="Loading the drafter…", max_entries=2 * MODELS_KEPT)
 def _load_proposer(spec: str, target_spec_name: str):
-    from tevcore.proposers import resolve_proposer
-
-    return resolve_proposer(spec, get_target(target_spec_name))
-
-
-def _asks_for_stand_in(spec: str) -> bool:
-    from tevcore.proposers.base import ROLLOUT_KIND
-    from tevcore.proposers.registry import kind_of
-
-    try:
-        return kind_of(spec) is ROLLOUT_KIND
-    except ValueError:
-        return False
+    return models.load_drafter(spec, get_target(target_spec_name))
 
 
 def proposer_with_fallback(spec: str, target_spec_name: str):
     """(proposer, note): the requested drafter, or the stand-in with a note saying why."""
-    try:
-        proposer = get_proposer(spec, target_spec_name)
-        if not _asks_for_stand_in(spec) and proposer.stand_in:
-            return proposer, (f"drafter {spec!r} is not available here (no committed drafter for this target); "
-                              f"the engine uses the stand-in proposer: {proposer.name}")
-        return proposer, None
-    except Exception as err:  # a missing or damaged drafter folder: fall back, say so
-        if _asks_for_stand_in(spec):
-            raise
-        return get_proposer("rollout", target_spec_name), (
-            f"drafter {spec!r} is not available ({err}); using the stand-in proposer (target greedy rollout)")
+    return models.drafter_with_fallback(spec, lambda name: get_proposer(name, target_spec_name))
+
+
+def loaders() -> models.Models:
+    """The cached loaders, as the studio's services take them (the loading happens inside their queue turn)."""
+    return models.Models(target=get_target, drafter=proposer_with_fallback)
 
 
 @st.cache_data(show_spinner=False)
 def prompt_items(set_name: str, n: int = 40) -> list[tuple[str, str]]:
     """(label, text) pairs of a benchmark prompt set (held-out split)."""
-    from tevcore.lab.datasets import load_prompts
-
-    items = load_prompts(set_name, split="heldout", n=n)
-    return [(f"{p.item_id}: {p.text[:70].strip()}", p.text) for p in items]
+    return models.prompt_items(set_name, n)
 
 
-def decode_text(target, token: int) -> str:
-    """One token's text (a byte piece of a character marked as its bytes)."""
-    from tevcore.target.token_text import token_texts
-
-    return token_texts(target.tokenizer, [int(token)])[0]
+decode_text = models.decode_text

@@ -6,19 +6,20 @@ The heavy work (trace parsing, verifier draws, sampled rounds, the workshop's co
 it takes a compute-queue turn.
 """
 
-from appdata.replay import (OTHER, CompactRound, LazyTexts, approximate_round, exact_round, rescored_logits,
-                            round_context)
-from appdata.sampled import RoundTrail, round_trail, siblings_frames, trail_rule
 from appdata.results import bench_rows, bench_sizes_text, read_jsonl_frame, result_file, runs_frame
-from appdata.traces import trace_bytes, trace_settings_text
 from tevcore.studio.claims import TEV_EXPANDED, bound_claim, gap_claim, over_draws_note
+from tevcore.studio.compact import OTHER, CompactRound, LazyTexts, approximate_round, exact_round
 from tevcore.studio.coupling import COUPLING_COLUMNS, Coupling, coupling, coupling_presets
+from tevcore.studio.explorer import round_context
 from tevcore.studio.synthetic import synthetic_record, synthetic_records
-from tevcore.studio.workshop_tables import ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_presets, workshop_texts, workshop_tree
+from tevcore.studio.traces import trace_bytes, trace_settings_text
+from tevcore.studio.trails import RoundTrail, round_trail, siblings_frames, trail_rule
+from tevcore.studio.workshop_tables import (ROOT, WORKSHOP_COLUMNS, WorkshopTree, workshop_presets, workshop_texts,
+                                            workshop_tree)
 
 __all__ = [
     "RoundTrail", "round_trail", "siblings_frames", "trail_rule",
-    "OTHER", "CompactRound", "LazyTexts", "approximate_round", "exact_round", "rescored_logits", "round_context",
+    "OTHER", "CompactRound", "LazyTexts", "approximate_round", "exact_round", "round_context",
     "bench_rows", "bench_sizes_text", "read_jsonl_frame", "result_file", "runs_frame",
     "synthetic_record", "synthetic_records", "trace_bytes", "trace_settings_text",
     "ROOT", "WORKSHOP_COLUMNS", "WorkshopTree", "workshop_presets", "workshop_texts", "workshop_tree",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from figures.common import plural, short
-from tevcore.verify.trail import BlockTrail
+from tevcore.studio.trails import BlockTrail
 
 
 def _text(texts: Sequence[str], tree, node: int) -> str:

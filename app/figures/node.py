@@ -51,7 +51,7 @@ def next_token_figure(rows: pd.DataFrame, title: str = "p(.|v)") -> go.Figure:
 
 def timings_figure(record) -> go.Figure:
     """Stage timings of one round, in milliseconds."""
-    from tevcore.engine.records import STAGES
+    from tevcore.studio.explorer import STAGES
 
     values = [1000 * float(getattr(record.timings, s)) for s in STAGES]
     fig = go.Figure(go.Bar(x=values, y=list(STAGES), orientation="h", marker_color="#6366f1",

@@ -9,8 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from figures.common import EXIT_COLOUR, ROUND_COLOURS
-from tevcore.verify.laws import OPTIMAL
-from tevcore.verify.registry import standing
+from tevcore.studio.rules import OPTIMAL, standing
 
 
 def x_is_its_law(verifier: str, temperature: float) -> bool:

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from figures.common import BONUS_COLOUR, EXIT_COLOUR, PATH_COLOUR, X_RING_COLOUR, node_name, number_text, short
 from figures.draws import node_draws_text
 from figures.folding import FOLD_PREFIX, Fold, fold_fans
-from tevcore.lab.siblings import sibling_ranks
+from tevcore.studio.trails import sibling_ranks
 
 NODE_SIZE = 11
 EXIT_STAR_SIZE = 20

@@ -21,7 +21,7 @@ shared_ui.page_header("Tree explorer", "One speculative round at a time: the dra
                       "(red star) and the bonus token (green diamond).")
 
 ss = st.session_state
-session = ExplorerSession.of(ss)
+session = room_ui.page_state(ExplorerSession)  # the same object after a page switch and after a reload
 session.restore(ss)  # the settings this session chose here before it visited another page
 settings, input_problems = explorer_sidebar.settings_sidebar(session.active_drafter)
 session.keep(ss)

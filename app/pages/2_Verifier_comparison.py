@@ -316,7 +316,7 @@ def main() -> None:
                           "the tests must catch. On sampled trees the proposal-ratio rules (rrs, block) run too, and "
                           "many rounds of fresh trees compare E[L] with E[1 + C].")
     state = room_ui.page_state(ComparisonSession)
-    explorer = ExplorerSession.of(st.session_state)  # the explorer's rounds, if it made or opened some
+    explorer = room_ui.page_state(ExplorerSession)  # the explorer's rounds, if it made or opened some (kept across reloads)
     source, studied = choose_tree(state, explorer)
     compact, record, sampled, w = studied.compact, studied.record, studied.sampled, state.widgets
 

@@ -105,7 +105,7 @@ def resume_run(control: TrainingControl, caller: Caller, folder: Path) -> None:
 
 
 def activate_checkpoint() -> None:
-    ExplorerSession.of(ss).choose_drafter(ss.et_ckpt, ss)
+    room_ui.page_state(ExplorerSession).choose_drafter(ss.et_ckpt, ss)
     say_later("runs", "success", f"The tree explorer will now offer {ss.et_ckpt} as its drafter.")
 
 
@@ -368,8 +368,8 @@ def show_runs(root: Path) -> None:
         st.button("Make this the explorer's drafter", key="et_activate", on_click=activate_checkpoint)
     else:
         st.caption("no checkpoint yet")
-    if ExplorerSession.of(ss).active_drafter:
-        st.caption(f"active drafter of the explorer: {ExplorerSession.of(ss).active_drafter}")
+    if room_ui.page_state(ExplorerSession).active_drafter:
+        st.caption(f"active drafter of the explorer: {room_ui.page_state(ExplorerSession).active_drafter}")
 
 
 with tab_runs:

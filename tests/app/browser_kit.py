@@ -130,6 +130,20 @@ def set_number(page, label: str, value: float) -> None:
     wait_idle(page)
 
 
+def set_text(page, label: str, text: str, attempts: int = 3) -> None:
+    """Type `text` into the text box labelled `label` and submit it (an Enter that lands during a rerun can be
+    dropped with the typed text: tried again until the box holds it after the rerun)."""
+    box = page.get_by_label(label, exact=True)
+    for _ in range(attempts):
+        wait_idle(page)
+        box.fill(text)
+        box.press("Enter")
+        wait_idle(page)
+        if box.input_value() == text:
+            return
+    pytest.fail(f"the text box {label!r} never kept {text!r}")
+
+
 def edit_grid_cell(page, grid, column: str, row: int, text: str, shown: str, attempts: int = 5) -> None:
     """Type `text` into the data-editor cell (`column`, `row`), until `shown` appears.
 

@@ -14,6 +14,7 @@ import explorer_state
 from explorer_kit import opening_settings
 from explorer_state import LIVE, SESSION_KEY, ExplorerSession
 from tevcore.config import DecodeConfig
+from tevcore.studio.explorer import LiveGeneration, live_meta
 
 
 def selection(*customdata) -> dict:
@@ -71,7 +72,7 @@ def test_settings_changes_name_each_changed_setting_and_the_config_refuses_a_bad
         "prompt (another text)", "budget 8 (now 24)"]
     assert explorer_state.settings_changes(None, shown) == []
     assert shown.config().budget == 8 and shown.config().builder == shown.builder
-    meta = explorer_state.live_meta("toy", "hi", None, shown.config())
+    meta = live_meta("toy", "hi", None, shown.config())
     assert meta["config"]["budget"] == 8 and "stop_tokens" not in meta["config"] and meta["prompt"] == "hi"
     with pytest.raises(ValueError, match="widths"):
         replace(shown, builder=None, builder_problem="widths must be integers").config()
@@ -83,12 +84,14 @@ def test_settings_changes_name_each_changed_setting_and_the_config_refuses_a_bad
 
 def test_a_live_generation_a_replay_and_a_new_start_replace_the_rounds_but_keep_the_widget_values():
     records = appdata.synthetic_records(rounds=3, budget=8)
-    session = ExplorerSession(kept={"ex_budget": 8}, upload_id="u1")
+    session = ExplorerSession(kept={"ex_budget": 8}, upload_id="u1", active_drafter="runs/r/checkpoint-5")
     settings = opening_settings(budget=8)
-    session.start_live(iter(records), settings, [1, 2], "default", {"target": "t"}, None, started=5.0)
+    session.start_live(LiveGeneration(iter(records), [1, 2], {"target": "t"}), settings, started=5.0)
     assert session.is_live and not session.is_trace and session.needs_new_generation(settings) is False
     assert session.needs_new_generation(replace(settings, budget=16))
-    for record in session.generation:
+    assert session.meta == {"target": "t"} and session.target_spec == settings.target
+    assert session.active_drafter == "runs/r/checkpoint-5"  # ExitTrain's choice outlives a new generation
+    for record in session.generation.rounds:
         session.add(record)
     assert session.made_tokens == sum(len(r.emitted_tokens) for r in records)
     assert session.shown_changes(replace(settings, seed=3)) == ["seed 0 (now 3)"]

@@ -603,3 +603,17 @@ def test_exittrain_compare_keeps_its_result_across_pages_and_says_when_the_setti
     at.text_input(key="et_cmp_budgets").set_value("4,8").run()
     assert any("came from other settings: budgets 4 (now 4, 8)" in w.value for w in at.warning), \
         [w.value for w in at.warning]
+
+
+def test_explorer_shows_the_same_round_after_a_page_switch():
+    """Issue 50 (the AppTest twin of test_browser_explorer's): streamlit forgets the round slider on another page;
+    on a10088a the explorer came back at round 0."""
+    at = page("Home.py").run()
+    at.switch_page("pages/1_Tree_explorer.py")
+    put_explorer(at, records=appdata.synthetic_records(rounds=4, budget=8), done=True, source="test records")
+    at.run()
+    at.slider(key="ex_round").set_value(1).run()
+    at.switch_page("pages/4_Exit_law_workshop.py").run()
+    at.switch_page("pages/1_Tree_explorer.py").run()
+    assert not at.exception
+    assert at.slider(key="ex_round").value == 1 and explorer_of(at).selected_round == 1

@@ -18,15 +18,18 @@ import pytest
 import torch
 
 import tevcore.studio
+from tevcore.config import DecodeConfig
 from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.builders import chain
 from tevcore.engine.flow import target_flow
+from tevcore.engine.records import RoundRecord
 from tevcore.lab.context_rounds import SampledRounds
 from tevcore.room.limits import ROOM, CapExceeded
 from tevcore.room.queue import ComputeQueue
 from tevcore.studio.comparison import DrawRequest
 from tevcore.studio.coupling import COUPLING_PRESET, coupling, coupling_presets
 from tevcore.studio.drafter_compare import EvalRequest, PairedRequest
+from tevcore.studio.explorer import LiveRequest
 from tevcore.studio.reader import read_upload
 from tevcore.studio.workshop import TreeLesson
 from tevcore.studio.workshop_tables import MIXED_PRESET, mixed_presets, workshop_presets, workshop_tree
@@ -78,6 +81,10 @@ def _examples() -> dict[str, dict]:
         "comparison.picked_round": dict(sampled=sampled, index=0),
         "comparison.read_result_files": dict(uploads=[read_upload(ROOM, b"not read before the turn", "r.json")],
                                              folder=None),
+        "explorer.decode": dict(models=None, request=LiveRequest("default", "hi", False, "rollout", DecodeConfig(
+            budget=4, max_new_tokens=4)), running=None, limit=1),
+        "explorer.rescore_round": dict(models=None, target_spec="default", prompt_ids=[1, 2], index=0, records=[
+            RoundRecord(0, "rollout", "chain", 2, 1.0, 2, tree, target_flow(tree, logits, 1.0), [], [])]),
         "workshop.coupling_rounds": dict(fixed_tree=tree, p=torch.full((6,), 1 / 6), q=torch.full((6,), 1 / 6),
                                          rounds=10, seed=0),
         "drafter_compare.evaluate_drafters": dict(

@@ -23,7 +23,8 @@ from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.tree import DraftTree
 from tevcore.verify.registry import rule_law
 
-from tevcore.studio.workshop_tables import OTHER, ROOT
+from tevcore.studio.compact import OTHER
+from tevcore.studio.workshop_tables import ROOT
 
 COUPLING_COLUMNS = ["token", "p", "q"]
 COUPLING_PRESET = "coupling: a sampled draw against a fixed guess"

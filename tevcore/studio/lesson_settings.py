@@ -14,7 +14,7 @@ from tevcore.engine.draft_rows import as_draft_rows
 from tevcore.engine.sampled import SampledShape, depth_rows, grow_sampled
 from tevcore.engine.tree import DraftTree
 
-OTHER = "(other)"  # the column of every token a setting does not name
+from tevcore.studio.compact import OTHER  # the column of every token a setting does not name
 
 @dataclass(frozen=True)
 class HandTree:

@@ -19,6 +19,11 @@ from typing import TypeVar
 State = TypeVar("State")
 
 
+def state_key(kind: type) -> str:
+    """The session-state entry a page's state object of type `kind` is held under within one session."""
+    return f"page_state:{kind.__module__}.{kind.__qualname__}"
+
+
 class PageStates:
     """Per participant, one state object per page type (created by `make` on first use)."""
 

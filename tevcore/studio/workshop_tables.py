@@ -19,8 +19,9 @@ from tevcore.lab.ceilings import optimal_acceptance
 from tevcore.verify.laws import node_acceptance, rrs_fixed_first_law, rrs_law
 from tevcore.verify.ratio_tables import RrsTables
 
+from tevcore.studio.compact import OTHER
+
 ROOT = "<root>"  # the root's label in a hand-made table
-OTHER = "(other)"  # the pooled token of every token a row does not name (a replayed round pools the same way)
 
 
 WORKSHOP_COLUMNS = ["node", "parent", "token", "p", "in tree"]

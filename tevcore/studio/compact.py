@@ -1,4 +1,6 @@
-"""A stored or live round re-expressed on a small vocabulary, ready for `simulate` / `exit_law`."""
+"""A stored or live round re-expressed on a small vocabulary, ready for `simulate` / `exit_law`: what the verifier
+comparison runs its rules on when its source is an explorer round (exact rows of a live round, or rows rebuilt
+approximately from a replayed one)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from tevcore.engine.flow import target_flow
-from tevcore.engine.records import RoundRecord, round_context
+from tevcore.engine.records import RoundRecord
 from tevcore.engine.tree import DraftTree
-from tevcore.target.loading import Target
-from tevcore.target.session import TargetSession
 
 OTHER = "(other)"  # the pooled token of everything a round did not record
 
@@ -63,25 +62,6 @@ def approximate_round(record: RoundRecord) -> CompactRound:
     compact_tree = DraftTree(tokens=torch.tensor(new_tokens), parents=tree.parents.clone(),
                              draft_logp=tree.draft_logp.clone())
     return CompactRound(compact_tree, probs.log(), texts, approximate=True)
-
-
-def rescored_logits(target: Target, prompt_ids: list[int], records: list[RoundRecord],
-                    index: int) -> tuple[torch.Tensor, float]:
-    """Node logits of live round `index`, re-scored after the same committed context (one tree forward), and
-    the largest gap between the exit mass X they give and the recorded one (a check that they are its rows).
-
-    Records keep no node logits (they would cost V floats per node).
-    """
-    record = records[index]
-    context = round_context(prompt_ids, records, index)
-    if len(context) != record.context_length:
-        raise ValueError(f"the rebuilt context has {len(context)} tokens, the round recorded "
-                         f"{record.context_length}: cannot re-score it")
-    session = TargetSession(target)
-    session.prefill(context, reserve=record.tree.max_depth + 1)
-    logits = session.score_tree(record.tree).logits.cpu()
-    check = target_flow(record.tree, logits, record.temperature)
-    return logits, float((check.exit_mass - record.flow.exit_mass).abs().max())
 
 
 def exact_round(record: RoundRecord, node_logits: torch.Tensor, decode) -> CompactRound:

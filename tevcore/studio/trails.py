@@ -1,9 +1,11 @@
-"""Sampled rounds for the explorer: a round's rrs or block trail and the sibling diagnostics of a run (no streamlit).
+"""Sampled rounds for the explorer: a round's rrs or block trail, the sibling diagnostics of a run and each node's
+rank among its siblings.
 
 The trail comes from `tevcore.verify.trail` on the round's node logits and
-its tree's proposal rows; the diagnostics from `tevcore.lab.siblings`. This
-module only picks which rule's trail and which verdict it explains, and
-shapes the outputs into tables.
+its tree's proposal rows; the diagnostics and ranks from `tevcore.lab.siblings`.
+This module only picks which rule's trail and which verdict it explains, and
+shapes the outputs into tables. One round's trail is one verdict on one tree
+(no model call), so it is no queued service.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import torch
 
 from tevcore.engine.records import RoundRecord
 from tevcore.engine.sampling import make_generator
-from tevcore.lab.siblings import sibling_diagnostics
+from tevcore.lab.siblings import sibling_diagnostics, sibling_ranks
 from tevcore.verify.registry import RULES
 from tevcore.verify.scored import scored_round
 from tevcore.verify.trail import BlockTrail, RrsTrail
 from tevcore.verify.verifiers import get_verifier
+
+__all__ = ["BlockTrail", "RrsTrail", "RoundTrail", "round_trail", "sibling_ranks", "siblings_frames", "trail_rule"]
 
 
 @dataclass(frozen=True)
