@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from tevcore.config import SAMPLING_TEMPERATURE
 from tevcore.studio.drafter_compare import VARIANTS, DrafterEvaluation, PairedComparison
-from tevcore.studio.training import TREE_WEIGHTS, recipe
+from tevcore.studio.training import recipe
 
 SHORT = True  # the page's runs are short ones: minutes on a CPU
 
