@@ -1,5 +1,7 @@
-"""The ExitTrain page's Ablation tab: open an ablation.json (scripts/exit_train_ablation.sh) and draw each arm's
-paired gain against the training step. The figures are the file's own; the page only picks which to draw."""
+"""The ExitTrain page's Ablation tab: open an ablation.json (scripts/exit_train_ablation.sh; the committed ones are
+offered) and draw each arm's paired gain against the training step, each arm in its one colour, with what the
+result found in words (`tevcore.train.ablation_finding`, read off the same rows). The figures are the file's own;
+the page only picks which to draw."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ import room_ui
 import streamlit as st
 
 from tevcore.results import ResultRecord, read_result
+from tevcore.studio.training import ablation_finding, committed_ablations
 from tevcore.studio.training_state import AblationView, kept_choice
 
-DEFAULT = Path(__file__).resolve().parents[1] / "assets" / "exit_ablation.json"
+OWN_FILE = "another ablation.json (type its path)"
 COMMAND = "exit-train-ablation"  # what scripts/exit_train_ablation_report.py writes
 ROW_KEYS = ("arm", "step", "against", "temperature", "budget", "prompts", "positions", "baseline_length",
             "other_length", "gain_pct", "gain_se_pct")
@@ -36,21 +39,29 @@ def ablation_tab(runs_root: Path, view: AblationView) -> None:
     st.caption("What ExitTrain's gain is made of: anchor loss soft or hard x tree term lambda 0 or 0.1, every "
                "checkpoint scored paired against the starting drafter and against its lambda-0 twin "
                "(`bash scripts/exit_train_ablation.sh` writes ablation.json).")
-    if room_ui.in_room():  # no server path is typed in a room: the committed result, or one in the host's runs
-        offered = [str(p) for p in (DEFAULT, *sorted(Path(runs_root).glob("*/ablation.json")))]
+    offered = [str(p) for p in (*committed_ablations(), *sorted(Path(runs_root).glob("*/ablation.json")))]
+    if room_ui.in_room():  # no server path is typed in a room: the committed results, or one in the host's runs
         view.path = st.selectbox("ablation.json", offered, index=kept_choice(offered, view.path),
                                  key="et_ablation_path")
     else:
-        view.path = st.text_input("ablation.json", value=view.path or str(DEFAULT), key="et_ablation_path")
+        choices = [*offered, OWN_FILE]
+        picked = st.selectbox("ablation result", choices, index=kept_choice(
+            choices, view.path if view.path in offered or view.path is None else OWN_FILE), key="et_ablation_pick")
+        view.path = picked if picked != OWN_FILE else st.text_input(
+            "ablation.json", value=view.path if view.path not in offered else "", key="et_ablation_path")
     path = Path(view.path)
     try:
-        rows = ablation_rows(read_result(path), path)
+        record = read_result(path)
+        rows = ablation_rows(record, path)
     except ValueError as err:
         st.info(f"No ablation result to show: {err}. Run the script, then give its ablation.json here.")
         return
     if not rows:
         st.info(f"{path} holds no evaluated checkpoint yet.")
         return
+    starts = sorted({str(arm.get("config", {}).get("init")) for arm in (record.settings.get("arms") or {}).values()})
+    st.markdown(f"**What it found** (from {', '.join(starts) if starts else 'its start'}; a gain counts beyond two "
+                "standard errors, clustered by prompt):\n" + "\n".join(f"- {s}" for s in ablation_finding(rows)))
     c1, c2, c3 = st.columns(3)
     choices = {name: sorted({r[name] for r in rows}) for name in ("against", "temperature", "budget")}
     against = view.against = c1.selectbox("gain over", choices["against"],
@@ -63,5 +74,5 @@ def ablation_tab(runs_root: Path, view: AblationView) -> None:
                                         key="et_ablation_b")
     st.plotly_chart(figures.ablation_figure(rows, against, temperature, budget), key="et_ablation_chart")
     table = pd.DataFrame([r for r in rows if (r["against"], r["temperature"], r["budget"]) == (against, temperature, budget)])
-    st.dataframe(table[["arm", "step", "prompts", "positions", "baseline_length", "other_length", "gain_pct",
-                        "gain_se_pct"]], hide_index=True)
+    shown = table[["arm", "step", "prompts", "positions", "baseline_length", "other_length", "gain_pct", "gain_se_pct"]]
+    st.dataframe(shown.style.map(lambda arm: f"color: {figures.arm_colour(arm)}", subset=["arm"]), hide_index=True)

@@ -6,7 +6,7 @@ this package computes target flow: a, P, m and X are read from the
 are re-exported here so a page writes `figures.tree_figure(...)`.
 """
 
-from figures.ablation import ablation_figure
+from figures.ablation import ablation_figure, arm_colour
 from figures.common import (EXIT_COLOUR, NAIVE_NAME, PATH_COLOUR, node_name, number_text, p_value_text, plural,
                             short)
 from figures.draws import draws_table, node_draws_text, trail_table
@@ -32,5 +32,5 @@ __all__ = [
     "training_curves_figure", "node_table", "record_tree_figure", "tree_figure",
     "tree_graph", "tree_layout", "bench_figures", "bench_series", "bonus_figure", "exit_law_figure", "latency_figure",
     "length_histogram_figure", "flow_bars_figure", "rounds_length_figure", "tev_against_rrs_figure",
-    "acceptance_figure", "coupling_figure",
+    "acceptance_figure", "coupling_figure", "ablation_figure", "arm_colour",
 ]

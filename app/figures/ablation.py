@@ -6,7 +6,20 @@ the choice of rows.
 
 from __future__ import annotations
 
+import plotly.colors
 import plotly.graph_objects as go
+
+# one colour per arm in every view (the start, the twin, any T and budget): an arm keeps its colour whichever arms
+# a view shows; a lambda > 0 arm is the lighter shade of its lambda-0 twin
+ARM_COLOURS = {"soft-0": "#1f77b4", "soft-0.1": "#7fb3e0", "hard-0": "#d62728", "hard-0.1": "#f0918f",
+               "t1-soft-0": "#2ca02c", "t1-soft-0.1": "#8fd18f", "t1-hard-0": "#9467bd", "t1-hard-0.1": "#c9b1e0",
+               "reference": "#555555"}
+
+
+def arm_colour(arm: str) -> str:
+    """The arm's colour: its own, or for an arm of another name one of plotly's palette chosen by the name."""
+    palette = plotly.colors.qualitative.Dark24
+    return ARM_COLOURS.get(arm) or palette[sum(arm.encode()) % len(palette)]
 
 
 def ablation_figure(rows: list[dict], against: str, temperature: float, budget: int) -> go.Figure:
@@ -16,7 +29,9 @@ def ablation_figure(rows: list[dict], against: str, temperature: float, budget: 
     for arm in sorted({r["arm"] for r in chosen}):
         part = sorted((r for r in chosen if r["arm"] == arm), key=lambda r: r["step"])
         fig.add_trace(go.Scatter(x=[r["step"] for r in part], y=[r["gain_pct"] for r in part], mode="lines+markers",
-                                 name=arm, error_y={"type": "data", "array": [r["gain_se_pct"] for r in part]}))
+                                 name=arm, line={"color": arm_colour(arm)}, marker={"color": arm_colour(arm)},
+                                 error_y={"type": "data", "array": [r["gain_se_pct"] for r in part],
+                                          "color": arm_colour(arm)}))
     fig.add_hline(y=0, line_dash="dot", line_color="#888")
     fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       title=f"paired gain in E over {'the starting drafter' if against == 'start' else 'the lambda-0 twin'}"

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+from exittrain_ablation import OWN_FILE
+from figures.ablation import ARM_COLOURS, ablation_figure
 from test_pages import charts, page
 from tevcore.results import ResultRecord, RunMeta
+from tevcore.studio.training import committed_ablations
 
 
 def _row(arm: str, step: int, against: str, gain: float) -> dict:
@@ -22,6 +25,7 @@ def test_an_ablation_result_is_opened_and_drawn(tmp_path):
                           settings={"arms": {}})
     result.write_text(json.dumps(record.to_dict()))
     at = page("3_ExitTrain.py").run()
+    at.selectbox(key="et_ablation_pick").set_value(OWN_FILE).run()
     at.text_input(key="et_ablation_path").set_value(str(tmp_path / "missing.json")).run()
     assert not at.exception and any("No ablation result" in i.value for i in at.info)
     at.text_input(key="et_ablation_path").set_value(str(result)).run()
@@ -29,8 +33,32 @@ def test_an_ablation_result_is_opened_and_drawn(tmp_path):
     shown = at.dataframe[-1].value
     assert sorted(zip(shown["arm"], shown["step"])) == [("hard-0.1", 20), ("hard-0.1", 40), ("soft-0", 20),
                                                         ("soft-0", 40)]
+    assert any("The anchor fine-tune alone (soft-0) at step 40" in m.value for m in at.markdown)  # the finding
     at.selectbox(key="et_ablation_against").set_value("twin").run()
     assert list(at.dataframe[-1].value["arm"]) == ["hard-0.1", "hard-0.1"]
+
+
+def test_every_committed_ablation_is_offered_and_states_its_finding():
+    at = page("3_ExitTrain.py").run()
+    offered = at.selectbox(key="et_ablation_pick").options
+    assert [str(p) for p in committed_ablations()] == offered[:-1] and offered[-1] == OWN_FILE
+    for path in offered[:-1]:
+        at.selectbox(key="et_ablation_pick").set_value(path).run()
+        assert not at.exception and charts(at) >= 1
+        assert any(m.value.startswith("**What it found**") and "s.e." in m.value for m in at.markdown)
+
+
+def test_an_arm_keeps_its_colour_whichever_arms_a_view_shows():
+    """Against the twin only the lambda > 0 arms are drawn: each must keep the colour it has against the start."""
+    rows = [_row(arm, 20, "start", 1.0) for arm in ("soft-0", "soft-0.1", "hard-0", "hard-0.1")]
+    rows += [_row(arm, 20, "twin", 0.1) for arm in ("soft-0.1", "hard-0.1")]
+
+    def colours(against):
+        return {trace.name: trace.line.color for trace in ablation_figure(rows, against, 1.0, 32).data}
+
+    start, twin = colours("start"), colours("twin")
+    assert twin == {arm: start[arm] for arm in twin} and len(set(start.values())) == 4
+    assert start["soft-0"] == ARM_COLOURS["soft-0"]
 
 
 def test_another_commands_result_or_an_old_row_is_one_line_not_a_traceback(tmp_path):
@@ -43,6 +71,7 @@ def test_another_commands_result_or_an_old_row_is_one_line_not_a_traceback(tmp_p
     del row["gain_se_pct"]
     old.write_text(json.dumps(ResultRecord("exit-train-ablation", RunMeta.now("x", "cpu", 0), [row]).to_dict()))
     at = page("3_ExitTrain.py").run()
+    at.selectbox(key="et_ablation_pick").set_value(OWN_FILE).run()
     for path, message in ((bench, "is a bench result, not an ablation"), (old, "row 0: no gain_se_pct")):
         at.text_input(key="et_ablation_path").set_value(str(path)).run()
         assert not at.exception and any(message in i.value for i in at.info), [i.value for i in at.info]

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import appdata
+from exittrain_ablation import OWN_FILE
 from explorer_kit import explorer_of, put_explorer
 from page_state_kit import put_workshop
 from tevcore.studio import workshop_tables
@@ -565,6 +566,7 @@ def test_exittrain_keeps_its_form_and_compare_settings_across_a_page_switch(tmp_
     at.text_input(key="et_name").set_value("my-run")
     at.multiselect(key="et_cmp_variants").set_value(["alone"])
     at.text_input(key="et_cmp_budgets").set_value("4,chain")
+    at.selectbox(key="et_ablation_pick").set_value(OWN_FILE).run()
     at.text_input(key="et_ablation_path").set_value(str(tmp_path / "ablation.json")).run()
     command = next(c.value for c in at.code if "tevcore train" in c.value)
     at.switch_page("pages/4_Exit_law_workshop.py").run()  # streamlit forgets the ExitTrain widgets here

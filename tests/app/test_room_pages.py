@@ -17,6 +17,7 @@ import appdata
 from explorer_kit import put_explorer
 from tevcore.room.jobs import HOST, Job, JobBoard
 from tevcore.room.training import REGISTRY
+from tevcore.studio.training import committed_ablations
 from tevcore.train import rundir
 
 APP = Path(__file__).resolve().parents[2] / "app"
@@ -101,8 +102,9 @@ def test_training_is_locked_until_the_host_secret_and_then_no_path_is_typed(room
     assert not at.exception
     assert [b for b in at.button if b.key == "et_start"] and typed_boxes(at) == set()
     assert "other" not in at.selectbox(key="et_init").options  # no drafter folder typed beside it
-    # the Ablation tab opens the committed result or one in the host's runs folder, never a typed path
-    assert at.selectbox(key="et_ablation_path").options == [str(APP.parent / "assets" / "exit_ablation.json")]
+    # the Ablation tab opens the committed results or one in the host's runs folder, never a typed path
+    assert at.selectbox(key="et_ablation_path").options == [str(p) for p in committed_ablations()]
+    assert str(APP.parent / "assets" / "exit_ablation.json") in at.selectbox(key="et_ablation_path").options
 
 
 def test_the_single_user_profile_keeps_its_path_boxes(monkeypatch):

@@ -13,16 +13,22 @@ import hashlib
 from pathlib import Path
 
 from tevcore.proposers.block import default_drafter_path
+from tevcore.train.ablation_finding import ablation_finding
 from tevcore.train.losses import TREE_WEIGHTS
 from tevcore.train.recipes import recipe
 from tevcore.train.rundir import METRICS, RunState
 from tevcore.train.runs import DATA_LOG, LOG_NAME, RunInfo, data_progress, data_sets, list_runs, log_tail
 
-__all__ = ["DATA_LOG", "DEFAULT_DRAFTER", "LOG_NAME", "METRICS", "RunInfo", "RunState", "TREE_WEIGHTS",
+__all__ = ["ablation_finding", "committed_ablations", "DATA_LOG", "DEFAULT_DRAFTER", "LOG_NAME", "METRICS", "RunInfo", "RunState", "TREE_WEIGHTS",
            "checkpoints_signature", "data_progress", "data_sets", "default_comparison", "identical_weights",
            "list_runs", "log_tail", "missing", "recipe", "weights_digest"]
 
 DEFAULT_DRAFTER = default_drafter_path()  # the committed default drafter
+
+
+def committed_ablations() -> list[Path]:
+    """The ExitTrain ablations committed with the project (assets/exit_ablation*.json), the first one first."""
+    return sorted(DEFAULT_DRAFTER.parent.glob("exit_ablation*.json"), key=lambda p: (len(p.name), p.name))
 
 
 def weights_digest(folder: Path) -> str | None:
