@@ -11,30 +11,15 @@ from __future__ import annotations
 import pytest
 
 import browser_kit as kit
-from test_browser import ARGS, CHROMIUM, app_url, shots  # noqa: F401  (module fixtures)
-from test_browser_truth import SAMPLED_SOURCE, failed, open_verifier_comparison, run_every_verifier
+from test_browser import app_url, shots  # noqa: F401  (module fixtures)
+from test_browser_truth import (SAMPLED_SOURCE, browser, failed, open_verifier_comparison, page,  # noqa: F401
+                                run_every_verifier)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 BUILDER = "sampled:2,2,1"  # not the page's default, so a builder put back at its default shows
 PICKED = 3  # the realised tree studied (not the default 0)
 SEED = 5  # the verifiers' seed (not the default 0)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with kit.chromium(CHROMIUM, ARGS) as chromium:
-        yield chromium
-
-
-@pytest.fixture
-def page(browser, app_url):  # noqa: F811
-    context = browser.new_context(viewport={"width": 1600, "height": 1500})
-    fresh = context.new_page()
-    fresh.goto(app_url, wait_until="domcontentloaded")
-    fresh.get_by_text("Tree speculative decoding you can see").wait_for(timeout=60_000)
-    yield fresh
-    context.close()
 
 
 def rounds_rows(page) -> list[dict[str, str]] | None:

@@ -12,8 +12,8 @@ import json
 import pytest
 
 import browser_kit as kit
-from test_browser import ARGS, CHROMIUM, REPO, app_url  # noqa: F401  (module fixtures)
-from test_browser_truth import finished_run
+from test_browser import REPO, app_url  # noqa: F401  (module fixtures)
+from test_browser_truth import browser, finished_run, page  # noqa: F401  (a Chromium per module, a fresh browser per test)
 from tevcore.train.data import MANIFEST, shard_path
 from tevcore.train.runs import DATA_LOG
 
@@ -21,27 +21,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NUMBERS = {"steps": 321, "batch size (anchors)": 16, "tree budget": 12,
            "λ (tree loss weight; 0 = plain distillation)": 0.25}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, app_url):  # noqa: F811
-    """A fresh browser context (its own cookies: a participant of its own) on the module's server, at Home."""
-    context = browser.new_context(viewport={"width": 1600, "height": 1500})
-    fresh = context.new_page()
-    fresh.goto(app_url, wait_until="domcontentloaded")
-    fresh.get_by_text("Tree speculative decoding you can see").wait_for(timeout=60_000)
-    yield fresh
-    context.close()
 
 
 def runs_folder_box(page):

@@ -14,30 +14,10 @@ from pathlib import Path
 import pytest
 
 import browser_kit as kit
-from test_browser import ARGS, CHROMIUM, app_url  # noqa: F401  (module fixtures)
+from test_browser import app_url  # noqa: F401  (module fixtures)
+from test_browser_truth import browser, page  # noqa: F401  (a Chromium per module, a fresh browser per test)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, app_url):  # noqa: F811
-    """A fresh browser (its own participant) on the module's server, at Home."""
-    context = browser.new_context(viewport={"width": 1600, "height": 1500})
-    fresh = context.new_page()
-    fresh.goto(app_url, wait_until="domcontentloaded")
-    fresh.get_by_text("Tree speculative decoding you can see").wait_for(timeout=60_000)
-    yield fresh
-    context.close()
 
 
 def open_explorer(page) -> None:
