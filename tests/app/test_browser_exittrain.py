@@ -12,7 +12,7 @@ import json
 import pytest
 
 import browser_kit as kit
-from test_browser import REPO, app_url  # noqa: F401  (module fixtures)
+from test_browser import app_url  # noqa: F401  (module fixtures)
 from test_browser_truth import browser, finished_run, page  # noqa: F401  (a Chromium per module, a fresh browser per test)
 from tevcore.train.data import MANIFEST, shard_path
 from tevcore.train.runs import DATA_LOG
