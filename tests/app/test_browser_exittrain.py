@@ -40,14 +40,19 @@ def shown_form(page) -> dict[str, object]:
     return shown
 
 
-def test_the_exittrain_form_is_kept_across_a_page_switch_and_a_reload(page, tmp_path):
-    root = tmp_path / "runs"
+def open_exittrain_at(page, root):
+    """The ExitTrain page on a new, empty runs folder `root`."""
     root.mkdir()
     kit.open_page(page, "ExitTrain")
     box = runs_folder_box(page)
     box.fill(str(root))
     box.press("Enter")
     kit.wait_idle(page)
+    return root
+
+
+def test_the_exittrain_form_is_kept_across_a_page_switch_and_a_reload(page, tmp_path):
+    root = open_exittrain_at(page, tmp_path / "runs")
     for label, value in NUMBERS.items():
         kit.set_number(page, label, value)
     page.get_by_role("tab", name="Compare checkpoints").click()
@@ -76,13 +81,7 @@ def test_the_exittrain_form_is_kept_across_a_page_switch_and_a_reload(page, tmp_
 def test_a_data_set_that_becomes_ready_is_chosen_as_the_distillation_set(page, tmp_path):
     """The build's progress (a fragment) reruns the page once the set is ready: the set box must show it chosen,
     not the "none found" line it showed before (the form keeps its choice in the page's state object)."""
-    root = tmp_path / "runs"
-    root.mkdir()
-    kit.open_page(page, "ExitTrain")
-    box = runs_folder_box(page)
-    box.fill(str(root))
-    box.press("Enter")
-    kit.wait_idle(page)
+    root = open_exittrain_at(page, tmp_path / "runs")
     chosen = page.get_by_role("combobox", name="distillation set", exact=True)
     assert "none found" in chosen.input_value()
     folder = root / "data-small"  # what a build the page did not start leaves: its log, its plan, its one shard
