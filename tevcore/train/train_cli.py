@@ -118,10 +118,21 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def stop_line(folder: Path, total: int) -> str:
+    """What a stopped run says: the steps done, and the step the same command goes on from (its last checkpoint's,
+    which is earlier when the stop came between two checkpoints: those steps run again)."""
+    from tevcore.train.rundir import checkpoint_step, done_steps
+
+    done, resume = done_steps(folder), checkpoint_step(folder)
+    if resume >= done:
+        return f"stopped after step {done} of {total}; the same command resumes it"
+    kept = f"its last checkpoint, step {resume}" if resume else "step 0: no checkpoint was saved yet"
+    return f"stopped after step {done} of {total}; the same command resumes it from {kept}"
+
+
 def run(args: argparse.Namespace) -> int:
     from tevcore.train.how_made import HOW_MADE
     from tevcore.train.loop import train
-    from tevcore.train.rundir import done_steps
 
     config = config_from_args(args)
     print(config_plan(config))
@@ -133,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         target = target_from_args(args, spec=config.target, device=device_for_rank(args.device))
         final = train(config, args.out, target)
     except KeyboardInterrupt:
-        print(f"stopped after step {done_steps(args.out)} of {config.steps}; the same command resumes it")
+        print(stop_line(args.out, config.steps))
         return STOPPED
     finally:
         signal.signal(signal.SIGTERM, previous)
