@@ -103,8 +103,11 @@ def test_rounds_that_let_their_rows_go_give_every_rule_the_same_verdicts_as_roun
     assert lean.design_ceilings() == design_ceilings(full)
     assert torch.equal(lean.context_probs, full.context_probs)
     assert lean.best_first_length == full.best_first_length and lean.size_note() == full.size_note()
+    assert lean.at_hand(0) and not lean.at_hand(5)  # the first round's rows are held from the draw
+    assert torch.equal(lean.rounds[0][1], full.rounds[0][1])
     tree, logits = lean.rounds[5]  # one round read again: bit for bit the rows it was drawn with
     assert tree is lean.trees[5] and torch.equal(logits, full.rounds[5][1])
+    assert lean.at_hand(5) and not lean.at_hand(0)  # the last round read is the one held
     rows = sum(logits.nbytes for _, logits in full.rounds)
     assert full.kept_bytes() - lean.kept_bytes() > 0.8 * rows  # what is let go: the trees' rows (a draft LM's own
     # proposal rows, one per drawing node, stay: its rrs residuals read them)

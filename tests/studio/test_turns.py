@@ -23,7 +23,7 @@ from tevcore.engine.builder_specs import parse_builder
 from tevcore.engine.builders import chain
 from tevcore.engine.flow import target_flow
 from tevcore.engine.records import RoundRecord
-from tevcore.lab.context_rounds import SampledRounds
+from tevcore.lab.context_rounds import RescoredRounds, SampledRounds, rows_fingerprint
 from tevcore.room.limits import ROOM, CapExceeded
 from tevcore.room.queue import ComputeQueue
 from tevcore.studio.comparison import DrawRequest
@@ -64,6 +64,16 @@ def _lesson() -> TreeLesson:
     return TreeLesson(table, target_flow(table.tree, table.node_logits, 1.0), torch.zeros(0))
 
 
+def _no_forward(trees):
+    raise AssertionError("a tree was scored before the turn")
+
+
+def _rescored(tree, logits) -> SampledRounds:
+    """Two rounds that let their rows go, the first one's rows held (as a draw leaves them)."""
+    rounds = RescoredRounds([tree, tree], [rows_fingerprint(logits)] * 2, _no_forward, first_rows=logits)
+    return SampledRounds(parse_builder("sampled:2,1", 4), 1.0, rounds, (tree, logits))
+
+
 def _examples() -> dict[str, dict]:
     tree, logits = _tree()
     sampled = SampledRounds(parse_builder("sampled:2,1", 4), 1.0, [(tree, logits)], (tree, logits))
@@ -78,7 +88,7 @@ def _examples() -> dict[str, dict]:
                                           context=[1, 2], builder=parse_builder(
             "sampled:2,1", 4), budget=4, temperature=1.0, rounds=5, seed=0),
         "comparison.across_rounds": dict(names=["tev"], sampled=sampled, seed=0),
-        "comparison.picked_round": dict(sampled=sampled, index=0),
+        "comparison.picked_round": dict(sampled=_rescored(tree, logits), index=1),
         "comparison.read_result_files": dict(uploads=[read_upload(ROOM, b"not read before the turn", "r.json")],
                                              folder=None),
         "explorer.decode": dict(models=None, request=LiveRequest("default", "hi", False, "rollout", DecodeConfig(
@@ -145,6 +155,19 @@ def test_every_heavy_service_waits_for_its_turn_in_the_compute_queue(name):
         held.release()
     assert places and places[0].position == 1 and places[0].waiting == 1
     assert held.queue.running == 0 and held.queue.waiting == 0  # out of line, nothing held
+
+
+def test_the_round_a_draw_left_at_hand_is_read_without_waiting_behind_others():
+    """Right after a participant's draw its first round's rows are held: showing it computes nothing, so it must
+    not queue behind the room's other draws (in a room of 20 that wait was the whole room's draws)."""
+    tree, logits = _tree()
+    held = HeldQueue()
+    try:
+        seat = Seat(ROOM, held.queue, "me", on_wait=lambda place: pytest.fail("a held round waited in line"))
+        shown_tree, rows = heavy_services()["comparison.picked_round"](seat, _rescored(tree, logits), 0)
+    finally:
+        held.release()
+    assert shown_tree is tree and torch.equal(rows, logits)
 
 
 def test_a_request_past_a_cap_is_refused_before_it_waits_in_line():

@@ -60,16 +60,24 @@ class RescoredRounds(Sequence[Scored]):
     """Drawn trees without their target rows: reading round i scores its tree again (one tree forward over the
     rounds' context, as it was drawn) and hands back exactly the rows it was drawn with, checked bit for bit; an
     iteration scores every tree once after one prefill. The last round read is kept (a page reads one round at
-    each rerun)."""
+    each rerun); `first_rows`, the first tree's rows as drawn, starts as that round, so the first look at the
+    rounds needs no forward (and no second wait in a busy room's queue)."""
 
     def __init__(self, trees: Sequence[DraftTree], fingerprints: Sequence[bytes],
-                 rescore: Callable[[Sequence[DraftTree]], Iterator[torch.Tensor]]) -> None:
+                 rescore: Callable[[Sequence[DraftTree]], Iterator[torch.Tensor]],
+                 first_rows: torch.Tensor | None = None) -> None:
         if len(trees) != len(fingerprints):
             raise ValueError("rescored rounds need one fingerprint per tree")
         self.trees = tuple(trees)
         self.fingerprints = tuple(fingerprints)
         self._rescore = rescore
         self._last: tuple[int, torch.Tensor] | None = None
+        if first_rows is not None:
+            self._last = (0, self._checked(0, first_rows))
+
+    def at_hand(self, index: int) -> bool:
+        """Whether reading round `index` needs no forward (it is the round kept)."""
+        return self._last is not None and self._last[0] == range(len(self))[index]
 
     def __len__(self) -> int:
         return len(self.trees)
@@ -157,6 +165,11 @@ class SampledRounds:
             return {name: self.verified[name] for name in names}
         return verify_rounds(list(names), self.rounds if between is None else _each_after(between, self.rounds),
                              self.temperature, seed)
+
+    def at_hand(self, index: int) -> bool:
+        """Whether round `index`'s rows are held (kept rows, or the rescored round last read): reading it computes
+        nothing."""
+        return not isinstance(self.rounds, RescoredRounds) or self.rounds.at_hand(index)
 
     def design_ceilings(self) -> dict[str, list[dict]]:
         """Each design against its own ceiling per depth (`lab.ceilings.design_ceilings`), kept from the draw when
@@ -271,6 +284,7 @@ def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int]
     fingerprints: list[bytes] = []
     ceilings = []
     root_rows: list[torch.Tensor] = []  # the first tree's root row: the context's row `context_probs` reads
+    first_rows: list[torch.Tensor] = []  # the first tree's rows: the round a page shows first, kept as read
     held = 0
 
     def drawn() -> Iterator[Scored]:
@@ -284,6 +298,7 @@ def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int]
                 ceilings.extend(node_ceilings(tree, logits, temperature, "rrs"))
                 if not root_rows:
                     root_rows.append(logits[0].clone())
+                    first_rows.append(logits.clone())
             if kept is not None:
                 held += tree.num_nodes * TREE_NODE_BYTES + proposal_bytes + (
                     logits.nbytes if keep_rows else len(fingerprints[-1]))
@@ -298,7 +313,8 @@ def rounds_at_context(target: Target, proposer: Proposer, context: Sequence[int]
                              scored(BUILDER_FAMILIES["best_first"].spec(), matched_budget(trees, budget)))
     verified = verify_rounds(rules_for(builder), drawn(), temperature, seed)
     best_first = scored(BUILDER_FAMILIES["best_first"].spec(), matched_budget(trees, budget))
-    rescored = RescoredRounds(trees, fingerprints, _rescorer(target, proposer.hidden_layers, list(context), reserve))
+    rescored = RescoredRounds(trees, fingerprints, _rescorer(target, proposer.hidden_layers, list(context), reserve),
+                              first_rows[0])
     sampled = SampledRounds(builder, float(temperature), rescored, best_first, verified, seed, root_rows[0])
     return replace(sampled, ceilings={f"{builder.name} + rrs": gap_by_depth(ceilings),
                                       **design_ceilings(sampled, with_rrs=False)})

@@ -214,7 +214,11 @@ def context_rounds(seat: Seat, target: Target, proposer: Proposer, context: Sequ
 
 def picked_round(seat: Seat, sampled: SampledRounds, index: int) -> tuple[DraftTree, torch.Tensor]:
     """Round `index`'s tree and its target rows: rounds that let their rows go score the tree again (one forward
-    over the rounds' context, checked bit for bit against the draw), so the read takes a queue turn."""
+    over the rounds' context, checked bit for bit against the draw), so that read takes a queue turn; a round whose
+    rows are held (the first, right after the draw) is read without one, so a participant sees their trees when
+    their draw ends, not after everyone queued behind it."""
+    if sampled.at_hand(index):
+        return sampled.rounds[index]
     with queue_turn(seat):
         return sampled.rounds[index]
 
