@@ -36,9 +36,11 @@ def ablation_rows(record: ResultRecord, path: Path) -> list[dict]:
 
 def ablation_tab(runs_root: Path, view: AblationView) -> None:
     """Open an ablation result and draw the slice of it `view` keeps (the page's state: kept across pages)."""
-    st.caption("What ExitTrain's gain is made of: anchor loss soft or hard x tree term lambda 0 or 0.1, every "
-               "checkpoint scored paired against the starting drafter and against its lambda-0 twin "
-               "(`bash scripts/exit_train_ablation.sh` writes ablation.json).")
+    st.caption("What ExitTrain's gain is made of: anchor loss soft or hard x tree term lambda 0 or 0.1 (from a "
+               "naive start also arms on the target's T = 1 responses, `t1-`), every checkpoint scored paired "
+               "against the starting drafter and against its lambda-0 twin; a reference drafter scored against the "
+               "start is written in the chart's corner (`bash scripts/exit_train_ablation.sh` writes "
+               "ablation.json).")
     offered = [str(p) for p in (*committed_ablations(), *sorted(Path(runs_root).glob("*/ablation.json")))]
     if room_ui.in_room():  # no server path is typed in a room: the committed results, or one in the host's runs
         view.path = st.selectbox("ablation.json", offered, index=kept_choice(offered, view.path),

@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "app"))
 import browser_kit as kit  # noqa: E402
 
+OWN_FILE = "another ablation.json (type its path)"  # app/exittrain_ablation.py's choice for a typed path
+
 
 def serve(log: Path) -> tuple[subprocess.Popen, str]:
     """The app on a free port, headless, one torch thread; returns once its health check answers."""
@@ -82,6 +84,8 @@ def main() -> int:
             page.get_by_text("Tree speculative decoding you can see").wait_for(timeout=120_000)
             kit.open_page(page, "ExitTrain")
             page.get_by_role("tab", name="Ablation").click()
+            kit.wait_idle(page)
+            choose(page, "ablation result", OWN_FILE)  # the tab's own list holds the committed results and runs'
             box = page.get_by_label("ablation.json", exact=True)
             box.fill(str(args.result.resolve()))
             box.press("Enter")
