@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "app"))
 import browser_kit as kit  # noqa: E402
 
-OWN_FILE = "another ablation.json (type its path)"  # app/exittrain_ablation.py's choice for a typed path
+sys.path.insert(0, str(ROOT / "app"))
+from exittrain_ablation import OWN_FILE  # noqa: E402  (the tab's choice for a typed path)
 
 
 def serve(log: Path) -> tuple[subprocess.Popen, str]:
