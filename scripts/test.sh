@@ -9,4 +9,4 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "test.sh: could not install Chromium; the browser tests will skip" >&2
 fi
 export HF_HUB_OFFLINE=1
-exec "$PYTHON" -m pytest -q tests "$@"
+exec "$PYTHON" -m pytest -q --durations=25 tests "$@"

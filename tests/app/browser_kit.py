@@ -124,7 +124,14 @@ def draw_and_verify_fresh_rounds(page, rounds: int, timeout: float) -> None:
 
 
 def set_number(page, label: str, value: float) -> None:
+    """Type `value` into the number box labelled `label` and submit it. A box that moved on the page (an element
+    above it came or went) is drawn twice, old and new, until the script run that moved it ends, and that run can
+    start after `wait_idle` looked: the box is filled once it is drawn once."""
     box = page.get_by_label(label, exact=True)
+    deadline = time.time() + 60
+    while box.count() != 1:
+        assert time.time() < deadline, f"the box {label!r} was drawn {box.count()} times for a minute"
+        page.wait_for_timeout(100)
     box.fill(str(value))
     box.press("Enter")
     wait_idle(page)
