@@ -7,6 +7,7 @@ the state object (`explorer_state.ExplorerSession`) keeps what comes back.
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 
@@ -41,38 +42,65 @@ class _LiveView:
         self.text_box.markdown(figures.text_by_round_html(self.session.records), unsafe_allow_html=True)
 
 
-def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool, live_slot) -> None:
+def _copy_of(session: ExplorerSession) -> ExplorerSession:
+    """A copy whose list of rounds is its own (what a tab draws of its run once the shared session moved on)."""
+    shown = copy.copy(session)
+    shown.records = list(session.records)
+    return shown
+
+
+def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool, live_slot) -> ExplorerSession:
     """Run (to the end, streamed into `live_slot`) or Step (one round), starting over when the settings changed;
-    the decode waits its turn in the server's compute queue. A refusal or a failure is said in one line."""
+    the decode waits its turn in the server's compute queue. A refusal or a failure is said in one line.
+
+    Returns the session to draw: `session`, or, when another tab of this browser started a new generation in the
+    shared session as this run's turn ended, a copy holding the rounds this run made (they are this tab's result;
+    the shared session now follows the other tab's generation)."""
     try:
         request = settings.request()
     except ValueError as err:
         st.error(f"Invalid settings: {err}")
-        return
+        return session
     fresh = session.needs_new_generation(settings)
+    ours = {"generation": None if fresh else session.generation, "shown": _copy_of(session)}
     live = _LiveView(live_slot, session, settings.max_new_tokens) if run else None
 
+    def started(generation) -> None:
+        session.start_live(generation, settings, time.perf_counter())
+        ours["generation"] = generation
+
     def kept(record) -> None:
+        if session.generation is not ours["generation"]:  # the shared session moved on: keep the round here only
+            shown = ours["shown"]
+            shown.records = [*shown.records, record]
+            return
         session.add(record)
+        ours["shown"] = _copy_of(session)  # this run's rounds, whatever another tab starts once the turn ends
         if live is not None:
             live.show(record)
 
     try:
         with room_ui.seat() as asking:
             found = studio_explorer.decode(
-                asking, shared_ui.loaders(), request, None if fresh else session.generation, None if run else 1,
-                on_start=lambda generation: session.start_live(generation, settings, time.perf_counter()),
+                asking, shared_ui.loaders(), request, ours["generation"], None if run else 1, on_start=started,
                 on_round=kept)
     except ValueError as err:  # refused by the caps, before any wait
         st.error(f"Invalid settings: {err}")
-        return
+        return session
     finally:
         live_slot.empty()
     if found.started is not None and found.started.drafter_note:
         st.warning(found.started.drafter_note)
-    session.done = session.done or found.finished
     if found.failure:
         st.error(found.failure)
+    if ours["generation"] is None or session.generation is ours["generation"]:  # no start, or still the shown one
+        session.done = session.done or found.finished
+        return session
+    shown = ours["shown"]
+    shown.done = shown.done or found.finished
+    live_slot.info("Another tab of this browser has started a new generation since: this page shows the rounds "
+                   "this run made; your next action here shows the new one.")  # above the rounds
+    return shown
 
 
 def open_trace(session: ExplorerSession, source: bytes | Path, name: str) -> None:

@@ -56,8 +56,9 @@ live_slot = st.empty()  # a live run's progress, tree and text
 body = st.empty()
 if new_clicked:
     session.forget()
+shown = session
 if run_clicked or step_clicked:
-    explorer_run.run_or_step(session, settings, run_clicked, live_slot)
+    shown = explorer_run.run_or_step(session, settings, run_clicked, live_slot)
 else:
     changed = session.shown_changes(settings)
     if changed:
@@ -65,4 +66,4 @@ else:
                    "starts a new generation with the settings on screen.")
 
 with body.container():
-    explorer_view.show_view(session, settings)
+    explorer_view.show_view(shown, settings)

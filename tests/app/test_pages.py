@@ -619,3 +619,40 @@ def test_explorer_shows_the_same_round_after_a_page_switch():
     at.switch_page("pages/1_Tree_explorer.py").run()
     assert not at.exception
     assert at.slider(key="ex_round").value == 1 and explorer_of(at).selected_round == 1
+
+
+@pytest.mark.parametrize("other_tab_starts", [False, True])
+def test_a_run_shows_its_own_rounds_when_another_tab_starts_a_new_generation_as_it_ends(monkeypatch,
+                                                                                       other_tab_starts):
+    """A browser's tabs share one explorer session. When one tab's run ends and its turn passes to the same
+    browser's other tab, that tab's new generation can replace the shared rounds before the first tab draws: the
+    first tab then drew an empty page ("Press Run live"), and its run marked the other tab's generation finished.
+    It shows the rounds its run made, says why, and leaves the other generation as it is."""
+    from types import SimpleNamespace
+
+    from tevcore.studio import explorer as studio_explorer
+
+    records = appdata.synthetic_records(rounds=2, budget=12)
+    at = page("1_Tree_explorer.py")
+    session = put_explorer(at)
+    ours, others = (SimpleNamespace(prompt_ids=[1, 2], meta={}, drafter_note=None) for _ in range(2))
+
+    def decode(seat, models, request, running, limit, on_start=None, on_round=None):
+        on_start(ours)
+        for record in records:
+            on_round(record)
+        if other_tab_starts:  # the other tab's turn begins as this one ends
+            session.start_live(others, session.settings, 0.0)
+        return studio_explorer.Decoded(started=ours, records=list(records), finished=True)
+
+    monkeypatch.setattr(studio_explorer, "decode", decode)
+    at.run()
+    at.button(key="ex_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    said = [i.value for i in at.info if "Another tab of this browser" in i.value]
+    assert any("2 rounds · finished" in c.value for c in at.caption)  # this run's rounds, drawn
+    assert charts(at) >= 6
+    assert len(said) == other_tab_starts
+    shared = explorer_of(at)
+    assert shared.generation is (others if other_tab_starts else ours)
+    assert len(shared.records) == (0 if other_tab_starts else 2) and shared.done is not other_tab_starts
