@@ -331,6 +331,8 @@ def test_three_tabs_of_one_participant_hold_one_place_in_line(browser, room):
     kit.set_number(first, "max new tokens", 128)
     for page in (second, third):
         kit.set_number(page, "max new tokens", 8)
+    bob = session(browser, room, "Tree explorer")  # ready before ann's run starts: it must still hold the slot
+    kit.set_number(bob, "max new tokens", 8)  # when bob asks
     first.get_by_role("button", name="▶ Run live").click()
     holds_the_slot(first)  # ann's first tab
     second.get_by_role("button", name="▶ Run live").click()
@@ -338,8 +340,6 @@ def test_three_tabs_of_one_participant_hold_one_place_in_line(browser, room):
     third.get_by_role("button", name="▶ Run live").click()
     second.get_by_text("This request was replaced by your newer one.").wait_for(timeout=60_000)
     third.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
-    bob = session(browser, room, "Tree explorer")
-    kit.set_number(bob, "max new tokens", 8)
     bob.get_by_role("button", name="▶ Run live").click()
     bob.get_by_text(f"{room_load.QUEUE_TEXT}2 of 2 in line", exact=False).wait_for(timeout=60_000)
     for page in (first, third, bob):
