@@ -91,14 +91,19 @@ def holds_the_slot(page) -> None:
     page.locator('[data-testid="stProgress"]').filter(has_text="tokens").first.wait_for(timeout=120_000)
 
 
-def until_result(page, room, timeout_ms: float) -> None:
-    """Until the page's live run shows its rounds; else fail with what the page shows and the server's log."""
+def until_shown(page, room, text: str, timeout_ms: float) -> None:
+    """Until the page shows `text`; else fail with what the page shows and the server's log."""
     try:
-        page.get_by_text("Across rounds", exact=True).wait_for(timeout=timeout_ms)
+        page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
     except PlaywrightTimeout:
         shown = page.locator("body").inner_text()[-1500:]
-        pytest.fail(f"no rounds after {timeout_ms / 1000:.0f} s; the page shows:\n{shown}\n"
+        pytest.fail(f"{text!r} not shown after {timeout_ms / 1000:.0f} s; the page shows:\n{shown}\n"
                     f"server log:\n{room.log.read_text()[-2000:]}")
+
+
+def until_result(page, room, timeout_ms: float) -> None:
+    """Until the page's live run shows its rounds; else fail with what the page shows and the server's log."""
+    until_shown(page, room, "Across rounds", timeout_ms)
 
 
 def text_boxes(page) -> list[str]:
@@ -341,7 +346,7 @@ def test_three_tabs_of_one_participant_hold_one_place_in_line(browser, room):
     second.get_by_text("This request was replaced by your newer one.").wait_for(timeout=60_000)
     third.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
     bob.get_by_role("button", name="▶ Run live").click()
-    bob.get_by_text(f"{room_load.QUEUE_TEXT}2 of 2 in line", exact=False).wait_for(timeout=60_000)
+    until_shown(bob, room, f"{room_load.QUEUE_TEXT}2 of 2 in line", 60_000)
     for page in (first, third, bob):
         until_result(page, room, 300_000)
         kit.no_exception(page)
