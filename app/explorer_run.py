@@ -67,15 +67,13 @@ def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool,
 
     def started(generation) -> None:
         session.start_live(generation, settings, time.perf_counter())
-        ours["generation"] = generation
+        ours["generation"], ours["shown"] = generation, _copy_of(session)
 
     def kept(record) -> None:
-        if session.generation is not ours["generation"]:  # the shared session moved on: keep the round here only
-            shown = ours["shown"]
-            shown.records = [*shown.records, record]
+        ours["shown"].records.append(record)  # this run's rounds, whatever another tab starts once the turn ends
+        if session.generation is not ours["generation"]:  # the shared session moved on: the round is kept here only
             return
         session.add(record)
-        ours["shown"] = _copy_of(session)  # this run's rounds, whatever another tab starts once the turn ends
         if live is not None:
             live.show(record)
 
