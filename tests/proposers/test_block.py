@@ -8,6 +8,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from tevcore.engine.builder_specs import parse_builder
+from tevcore.engine.sampling import make_generator
 from tevcore.proposers import GreedyRolloutProposer, load_default_proposer
 from tevcore.proposers.block import (
     BlockDrafter,
@@ -17,6 +19,7 @@ from tevcore.proposers.block import (
     load_drafter,
     save_drafter,
 )
+from tevcore.proposers.lookup import ContextLookupProposer
 from tevcore.target.loading import Target
 from tevcore.target.packed_linear import cpu_can_pack, packing_requirement
 from tevcore.target.session import TargetSession
@@ -280,3 +283,38 @@ def test_a_stored_config_must_name_its_target_dependent_shape():
     with pytest.raises(ValueError, match="lacks ffn"):
         BlockDrafterConfig.from_dict(config)
     assert BlockDrafterConfig.from_dict({**config, "ffn": 64}).ffn == 64
+
+
+def test_rows_below_any_path_come_from_a_pass_given_that_path_once_per_context(tiny_target):
+    drafter = tiny_drafter(tiny_target, known_slots=2)
+    session = _session(tiny_target)
+    proposer = BlockProposer(drafter, branches=0, dtype=torch.float32)
+    rows = proposer.propose(session)
+    assert rows.known_depth == 2 and BlockProposer(tiny_drafter(tiny_target), dtype=torch.float32).propose(
+        session).below_path is None
+    features, mask = context_window(session, drafter.config)
+    roots = torch.tensor([session.root_token])
+    paths = [(10,), (11, 12), (10,)]
+    found = rows.below_path(paths)
+    with torch.no_grad():
+        for path, below in zip(paths, found):
+            given = drafter.full_vocab(drafter(features, mask, roots, known=torch.tensor([list(path)]))[0])
+            assert below.shape[0] == 3 - len(path) and torch.allclose(below, given[len(path):], atol=1e-5)
+    assert found[0] is found[2] and rows.below_path([(10,)])[0] is found[0]  # one pass per path and context
+    tree = parse_builder("mixed@sib1:3,2,1")(session.root_token, rows, None, 1.0, make_generator(0))
+    assert tree.size > 3
+
+
+def test_the_lookup_mixes_rows_below_a_path_that_follows_its_chain(tiny_target):
+    drafter = tiny_drafter(tiny_target, known_slots=2)
+    session = TargetSession(tiny_target, hidden_layers=(1, 2))
+    session.prefill([5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 5, 6])  # the lookup's chain goes on 7, 8, 9, ...
+    lookup = ContextLookupProposer(BlockProposer(drafter, branches=0, dtype=torch.float32))
+    rows = lookup.propose(session)
+    assert rows.known_depth == 2 and rows.shared.shape[0] == lookup.depth
+    on_chain, off_chain = rows.below_path([(7,), (8,)])
+    plain_on, plain_off = BlockProposer(drafter, branches=0, dtype=torch.float32).propose(session).below_path(
+        [(7,), (8,)])
+    assert on_chain.shape[0] == off_chain.shape[0] == lookup.depth - 1  # padded to the lookup's depth
+    assert torch.allclose(off_chain[:2], plain_off)
+    assert float(on_chain[0, 8]) > float(plain_on[0, 8]) + 0.1  # the chain's next token gains mass

@@ -75,6 +75,14 @@ def test_training_with_a_known_depth1_slot_learns_its_marker(tiny_target, tiny_d
     assert json.loads((again / "config.json").read_text())["known_slots"] == 1
 
 
+def test_training_with_known_paths_gives_the_drafter_a_slot_per_depth(tiny_target, tiny_data, tmp_path):
+    final = train(tiny_config(tiny_data, steps=3, known_prob=1.0, known_depth=2, tree_lambda=0.0, tree_anchors=0),
+                  tmp_path, tiny_target)
+    assert json.loads((final / "config.json").read_text())["known_slots"] == 2
+    with pytest.raises(ValueError, match="known_depth"):
+        tiny_config(tiny_data, known_prob=0.5, known_depth=3)  # the depth below a path of 3 would be past depth 3
+
+
 def test_fine_tuning_with_more_layers_grows_the_starting_drafter_and_never_shrinks_it(tiny_target, tiny_data,
                                                                                         tmp_path):
     plain = dict(tree_lambda=0.0, tree_anchors=0)

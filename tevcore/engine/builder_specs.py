@@ -42,7 +42,8 @@ class BuilderFamily:
     replace: bool | None = None  # draws with replacement (True), without (False); None: nothing is drawn
     fixes_top1: bool = False  # each node's top-1 child of q fixed (a point-mass draw), its siblings drawn: mixed
     check_budget: Callable[[tuple[int, ...], int], None] | None = None  # refuse a shape the budget cannot hold
-    options: tuple[str, ...] = ()  # the options its name may carry after '@' ('qt': proposal temperature, ...)
+    # the options its name may carry after '@' ('qt': proposal temperature, 'sib': rows given each sibling's path)
+    options: tuple[str, ...] = ()
     # for a proposer that grows a fixed tree itself (a draft LM): children per expanded node at each depth, from
     # (counts, budget, proposer depth); and whether the tree is then the top-`budget` prefixes of what it expanded
     expansion: Callable[[tuple[int, ...], int, int], list[int]] | None = None
@@ -66,6 +67,9 @@ class BuilderFamily:
                 raise ValueError(f"builder {self.kind!r} takes "
                                  + (f"the options {', '.join(self.options)}" if self.options else "no options")
                                  + f", not {key!r}")
+            if key == "sib" and value != 1:
+                raise ValueError(f"builder option sib is written @sib1 (rows given each sibling's path), "
+                                 f"got sib{value:g}")
             if not (math.isfinite(value) and value > 0) or (key == "sharp" and value > 1):
                 raise ValueError(f"builder option {key} must be a number above 0" +
                                  (" and at most 1" if key == "sharp" else "") + f", got {value:g}")
@@ -217,8 +221,10 @@ BUILDER_FAMILIES: dict[str, BuilderFamily] = {family.kind: family for family in 
                   traits=lambda counts: frozenset({DRAWN}), replace=True, fixes_top1=True,
                   options=("qt", "sharp")),
 )}
-for _kind in ("sampled", "sampled-wor", "mixed"):  # every drawn family takes a proposal temperature of its own
-    BUILDER_FAMILIES[_kind] = dataclasses.replace(BUILDER_FAMILIES[_kind], options=("qt",))
+# every drawn family takes a proposal temperature of its own, and rows given each sibling's path
+for _kind in ("sampled", "sampled-wor", "mixed", "mixed-wor", "policy"):
+    BUILDER_FAMILIES[_kind] = dataclasses.replace(
+        BUILDER_FAMILIES[_kind], options=tuple(dict.fromkeys(BUILDER_FAMILIES[_kind].options + ("qt", "sib"))))
 del _kind
 
 

@@ -192,8 +192,9 @@ def sampled_build(mode: str, fixes_top1: bool = False,
     """Counts (and the spec's options) -> a builder that draws each node's children from the rows ('iid' or
     'wor'; top-1 fixed if mixed; per node all fixed or mixed if a `policy`, which at T = 0 builds the best-first
     tree with every child fixed)."""
-    def make(counts: tuple[int, ...], qt: float | None = None, sharp: float | None = None) -> Build:
-        shape = sampled_shape(mode, counts, fixes_top1, qt, sharp if policy else None)
+    def make(counts: tuple[int, ...], qt: float | None = None, sharp: float | None = None,
+             sib: float | None = None) -> Build:
+        shape = sampled_shape(mode, counts, fixes_top1, qt, sharp if policy else None, sib)
 
         def build(root: int, logq: Rows, budget: int | None, temperature: float,
                   generator: torch.Generator | None) -> DraftTree:
@@ -219,6 +220,7 @@ POLICY_SHARP = 0.5  # a policy node whose draft top-1 holds at least this keeps 
 
 
 def sampled_shape(mode: str, counts: tuple[int, ...], fixes_top1: bool, qt: float | None = None,
-                  sharp: float | None = None) -> SampledShape:
-    """The shape a sampled spec draws with: a policy (`sharp` given) fixes each node's top-1 at least."""
-    return SampledShape(mode, tuple(counts), fixes_top1 or sharp is not None, qt, sharp)
+                  sharp: float | None = None, sib: float | None = None) -> SampledShape:
+    """The shape a sampled spec draws with: a policy (`sharp` given) fixes each node's top-1 at least; `sib`
+    (1) drafts each node off the drafter's top-1 path from rows given its own path."""
+    return SampledShape(mode, tuple(counts), fixes_top1 or sharp is not None, qt, sharp, bool(sib))

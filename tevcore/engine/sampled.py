@@ -59,6 +59,9 @@ class SampledShape:
     whose draft row at the round's temperature gives its top-1 at least
     `sharp` keeps its top K_d tokens of q all fixed; the others are mixed
     nodes (at T = 0 the policy's tree is the best-first tree, `policy_tree`).
+    `path_rows`: a node off the drafter's own top-1 path draws from rows of a
+    pass given its path (`path_conditioned_rows`), so a drawn sibling's
+    subtree is drafted for that sibling.
     """
 
     mode: str
@@ -66,6 +69,7 @@ class SampledShape:
     fixed_top1: bool = False
     proposal_temperature: float | None = None
     sharp: float | None = None
+    path_rows: bool = False
 
 
 def node_draws(q: torch.Tensor, count: int, shape: SampledShape, draw: DrawFn,
@@ -99,8 +103,11 @@ def check_levels(shape: SampledShape, depth: int) -> None:
 
 
 def depth_rows(rows: DraftRows, shape: SampledShape) -> LevelRows:
-    """`level_rows` of per-depth rows: a depth's nodes share its row, or the row below their depth-1 token."""
+    """`level_rows` of per-depth rows: a depth's nodes share its row, or the row below their depth-1 token (or,
+    for a shape with `path_rows`, the row of a pass given their own path)."""
     check_levels(shape, rows.depth)
+    if shape.path_rows:
+        return path_conditioned_rows(rows)
 
     def level(nodes: list[int], tokens: list[int], parents: list[int]) -> tuple[torch.Tensor, list[int]]:
         keys: dict[int | None, int] = {}
@@ -111,6 +118,54 @@ def depth_rows(rows: DraftRows, shape: SampledShape) -> LevelRows:
             index.append(keys.setdefault(first if first in rows.after_first else None, len(keys)))
         depth = len(path_of(parents, nodes[0]))  # the depth the nodes' children will have
         return torch.stack([rows.row(depth, first) for first in keys]), index
+
+    return level
+
+
+def path_conditioned_rows(rows: DraftRows) -> LevelRows:
+    """`level_rows` where each node draws from the pass that drafted its own path.
+
+    A pass given a path (the plain pass is given the empty one) drafts the
+    depths below it; a node whose path goes on from a pass's path along that
+    pass's top-1 tokens takes its row from that pass (the longest such path
+    wins), so the drafter's own top-1 spine keeps the plain rows. Any other
+    node (one below a drawn sibling, at any depth) gets a pass given its
+    whole path, one batched call per depth for all such nodes; a path longer
+    than the drafter can be given takes the rows of its longest prefix that
+    it can. Every pass is kept for the tree's later depths.
+    """
+    if rows.below_path is None:
+        raise ValueError("rows conditioned on each sibling's path need a block drafter trained with known slots "
+                         "(train --known-prob P --known-depth D)")
+    passes: dict[tuple[int, ...], torch.Tensor] = {(): rows.shared, **{(t,): r for t, r in rows.after_first.items()}}
+    tops: dict[tuple[int, ...], list[int]] = {}
+
+    def follows(path: tuple[int, ...], start: int) -> bool:
+        """Whether `path` goes on from its first `start` tokens along the top-1 tokens of their pass."""
+        if path[:start] not in passes:
+            return False
+        top = tops.setdefault(path[:start], passes[path[:start]].argmax(dim=-1).tolist())
+        return all(path[i] == top[i - start] for i in range(start, len(path)))
+
+    def origin(path: tuple[int, ...]) -> tuple[int, ...] | None:
+        start = next((j for j in range(len(path), -1, -1) if follows(path, j)), None)
+        if start is not None:
+            return path[:start]
+        if len(path) <= rows.known_depth:
+            return None  # a pass of its own
+        return next(path[:j] for j in range(rows.known_depth, -1, -1) if path[:j] in passes)
+
+    def level(nodes: list[int], tokens: list[int], parents: list[int]) -> tuple[torch.Tensor, list[int]]:
+        paths = [tuple(tokens[v] for v in path_of(parents, node)[1:]) for node in nodes]
+        depth = len(paths[0]) + 1  # the depth the nodes' children will have
+        found = {path: origin(path) for path in dict.fromkeys(paths)}
+        new = [path for path, at in found.items() if at is None]
+        if new:
+            passes.update(zip(new, rows.below_path(new)))
+            found.update({path: path for path in new})
+        keys: dict[tuple[int, ...], int] = {}
+        index = [keys.setdefault(found[path], len(keys)) for path in paths]
+        return torch.stack([passes[at][depth - 1 - len(at)] for at in keys]), index
 
     return level
 

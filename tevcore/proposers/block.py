@@ -25,7 +25,7 @@ from safetensors.torch import load_file
 from torch import nn
 
 from tevcore.diskwrite import save_tensors, write_text_atomic
-from tevcore.engine.draft_rows import DraftRows
+from tevcore.engine.draft_rows import BelowPath, DraftRows
 from tevcore.target.loading import Target
 from tevcore.target.packed_linear import PackedLinear, can_pack, check_cpu_dtype, fast_cpu_dtype, pack_linears
 from tevcore.proposers.block_config import MODEL_TYPE, BlockDrafterConfig, check_draft_ids, check_config_fits_target
@@ -202,6 +202,8 @@ class BlockProposer(ProposerBase):
     `branches` likeliest depth-1 tokens (all of them in one batch), whose
     deeper rows then know the token above them. It skips that pass when its top
     depth-1 token is near-certain: the shared rows then already follow it.
+    Its rows also draft below any path a drawn tree reaches, when a builder
+    asks (`@sib1`): one more batched pass per depth with such paths.
     """
 
     stand_in = False
@@ -236,14 +238,40 @@ class BlockProposer(ProposerBase):
         roots = torch.tensor([session.root_token], device=device)
         logq = self.drafter(features, mask, roots, head=self._head)[0]
         shared = self.drafter.full_vocab(logq)
+        below_path, known_depth = self._below_path(features, mask, roots), self.drafter.config.known_slots
         if not self.branches or self.depth < 2 or float(logq[0].max()) >= SURE_FIRST_LOGQ:
-            return DraftRows(shared)  # a near-certain depth-1 token: the shared rows already follow it
+            # a near-certain depth-1 token: the shared rows already follow it
+            return DraftRows(shared, below_path=below_path, known_depth=known_depth)
         firsts = self.drafter.draft_ids[logq[0].topk(self.branches).indices]
         count = len(firsts)
         below = self.drafter(features.expand(count, -1, -1, -1), mask.expand(count, -1), roots.expand(count),
                              head=self._head, known=firsts[:, None])[:, 1:]
         below = self.drafter.full_vocab(below)
-        return DraftRows(shared, dict(zip(firsts.tolist(), below.unbind(0))))
+        return DraftRows(shared, dict(zip(firsts.tolist(), below.unbind(0))), below_path, known_depth)
+
+    def _below_path(self, features: torch.Tensor, mask: torch.Tensor, roots: torch.Tensor) -> BelowPath | None:
+        """For a drafter trained with known slots: the rows below given paths of this context, one batched pass
+        for the paths asked together (each path once per context: a tree's later depths and other trees of the
+        round reuse it)."""
+        if not self.drafter.config.known_slots:
+            return None
+        made: dict[tuple[int, ...], torch.Tensor] = {}
+
+        @torch.inference_mode()
+        def below_path(paths: list[tuple[int, ...]]) -> list[torch.Tensor]:
+            new = [path for path in dict.fromkeys(paths) if path not in made]
+            if new:
+                count, longest = len(new), max(len(path) for path in new)
+                known = torch.full((count, longest), -1, dtype=torch.long, device=features.device)
+                for i, path in enumerate(new):
+                    known[i, :len(path)] = torch.tensor(path, dtype=torch.long)
+                out = self.drafter(features.expand(count, -1, -1, -1), mask.expand(count, -1),
+                                   roots.expand(count), head=self._head, known=known)
+                out = self.drafter.full_vocab(out)
+                made.update((path, out[i, len(path):]) for i, path in enumerate(new))
+            return [made[path] for path in paths]
+
+        return below_path
 
 
 def save_drafter(drafter: BlockDrafter, folder: Path, dtype: torch.dtype = torch.float32) -> None:

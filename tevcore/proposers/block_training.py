@@ -4,9 +4,9 @@ A block drafter is the one kind a run can make from nothing: its draft
 vocabulary is the tokens with the most teacher mass in the distillation set
 and its initial weights come from the seed alone. It reads the set's stored
 hidden states (the last C positions before each anchor), so one forward
-gives a whole batch's rows. A drafter trained with a known depth-1 slot is
-given the sequence's depth-1 token on a share of the anchors, and the
-teacher row of that depth is dropped there.
+gives a whole batch's rows. A drafter trained with known slots is given
+the sequence's first L tokens (L from 1 to `known_depth`) on a share of
+the anchors, and the teacher rows of those depths are dropped there.
 """
 
 from __future__ import annotations
@@ -79,14 +79,17 @@ def vocab_map(drafter: BlockDrafter) -> torch.Tensor:
     return index
 
 
-def known_inputs(batch: Any, known: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, 1) depth-1 tokens given to the drafter (-1 = not given), and teacher probs without the given depth.
+def known_inputs(batch: Any, known: torch.Tensor, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, slots) leading path tokens given to the drafter (-1 = not given), and teacher probs without the given
+    depths. `known` (B,) is how many tokens each row is given.
 
-    Rows past the end of their sequence have no depth-1 token to give and stay unconditioned.
+    Rows near the end of their sequence have fewer tokens to give: a depth past the end stays unconditioned.
     """
-    given = batch.next_tokens[:, :1].where(known[:, None], torch.full_like(batch.next_tokens[:, :1], -1))
+    tokens = batch.next_tokens[:, :slots]
+    wanted = torch.arange(tokens.shape[1])[None, :] < known[:, None]
+    given = tokens.where(wanted, torch.full_like(tokens, -1))
     probs = batch.teacher_probs.clone()
-    probs[:, 0] *= (given < 0).float()
+    probs[:, :tokens.shape[1]] *= (given < 0).float()[..., None]
     return given, probs
 
 
@@ -123,7 +126,7 @@ class BlockTraining:
         device = self._device()
         teacher_probs, given = batch.teacher_probs, None
         if self.drafter.config.known_slots:  # always given (maybe all -1): DDP expects every parameter to take part
-            given, teacher_probs = known_inputs(batch, known)
+            given, teacher_probs = known_inputs(batch, known, self.drafter.config.known_slots)
             given = given.to(device)
         logq = model(batch.features.to(device), batch.context_mask.to(device), batch.roots.to(device), known=given)
         return logq, teacher_probs
@@ -176,7 +179,7 @@ class BlockTrainer:
     @staticmethod
     def _ready(drafter: BlockDrafter, config: Any) -> BlockTraining:
         if config.known_prob:
-            drafter.enable_known_slots(1)
+            drafter.enable_known_slots(config.known_depth)
         return BlockTraining(drafter.train())
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from tevcore.engine.draft_rows import DraftRows, as_draft_rows
+from tevcore.engine.draft_rows import BelowPath, DraftRows, as_draft_rows
 from tevcore.target.session import TargetSession
 from tevcore.engine.builder_specs import BuilderSpec
 from tevcore.engine.tree import DraftTree
@@ -148,13 +148,32 @@ class ContextLookupProposer(ProposerBase):
         below = {t: _pad_uniform(r, self.depth - 1) for t, r in rows.after_first.items()}
         chain = self._chain(session)
         counts.pending_start, counts.pending_chain = len(session.committed), chain
+        rates = counts.rates() if chain else []
+        below_path = self._below_path(rows, chain, rates)
         if not chain:
-            return DraftRows(shared, below)
-        rates = counts.rates()
+            return DraftRows(shared, below, below_path, rows.known_depth)
         shared = _mix(shared, chain, rates)
         if chain[0] in below:  # the chain's own branch: its deeper tokens follow that first token
             below[chain[0]] = _mix(below[chain[0]], chain[1:], rates[1:])
-        return DraftRows(shared, below)
+        return DraftRows(shared, below, below_path, rows.known_depth)
+
+    def _below_path(self, rows: DraftRows, chain: list[int], rates: list[float]) -> BelowPath | None:
+        """The inner rows below a path, padded to the lookup's depth, mixed with the chain where the path is a
+        prefix of it."""
+        inner = rows.below_path
+        if inner is None:
+            return None
+
+        def below_path(paths: list[tuple[int, ...]]) -> list[torch.Tensor]:
+            out = []
+            for path, found in zip(paths, inner(paths)):
+                found = _pad_uniform(found, self.depth - len(path))
+                if chain and list(path) == chain[:len(path)]:
+                    found = _mix(found, chain[len(path):], rates[len(path):])
+                out.append(found)
+            return out
+
+        return below_path
 
 
 def _pad_uniform(rows: torch.Tensor, depth: int) -> torch.Tensor:

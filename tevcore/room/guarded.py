@@ -70,7 +70,8 @@ TRAIN_CAPS = {"steps": "train_steps", "batch_size": "train_batch", "tree_budget"
 # the fields that size nothing (rates, weights, switches, a seed) or name a folder or model the page offers
 UNSIZED_TRAIN_FIELDS = frozenset({"data", "target", "init", "dropout", "lr", "min_lr_ratio", "warmup", "weight_decay",
                                   "grad_clip", "seed", "known_prob", "anchor_loss", "tree_lambda", "tree_weight",
-                                  "tree_alpha", "tree_temperature", "tree_norm", "max_shards", "keep_checkpoints"})
+                                  "tree_alpha", "tree_temperature", "tree_norm", "max_shards", "keep_checkpoints",
+                                  "known_depth"})  # below the capped depth
 
 
 def check_training(limits: Limits, config: TrainConfig) -> TrainConfig:

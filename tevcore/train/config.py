@@ -32,7 +32,8 @@ class TrainConfig:
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     seed: int = 0
-    known_prob: float = 0.0  # share of anchors trained with their depth-1 token given (path-conditioned rows)
+    known_prob: float = 0.0  # share of anchors trained with a known path given (path-conditioned rows)
+    known_depth: int = 1  # such an anchor is given its first L tokens, L drawn uniformly from 1..known_depth
     anchor_loss: str = "soft"  # "soft": CE to the target's top-k rows; "hard": one-hot CE on its greedy token
     tree_lambda: float = 0.0  # 0 = plain distillation; ExitTrain default is 0.1
     tree_weight: str = "path"  # "path": floored P(v); "exit": X(v) * depth(v); "flow": P(v) * target row at v
@@ -50,7 +51,7 @@ class TrainConfig:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        positive = ("depth", "context", "draft_vocab", "steps", "batch_size",
+        positive = ("depth", "context", "draft_vocab", "steps", "batch_size", "known_depth",
                     "tree_budget", "checkpoint_every", "threads", "tree_pool")
         for name in positive:
             value = getattr(self, name)
@@ -73,6 +74,9 @@ class TrainConfig:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
         if not 0 <= self.known_prob <= 1:
             raise ValueError(f"known_prob must lie in [0, 1], got {self.known_prob}")
+        if self.known_depth >= self.depth:
+            raise ValueError(f"known_depth must be below the drafter's depth {self.depth} (a known path leaves a "
+                             f"depth to draft), got {self.known_depth}")
         if not 0 <= self.min_lr_ratio <= 1:
             raise ValueError(f"min_lr_ratio must lie in [0, 1], got {self.min_lr_ratio}")
         if self.tree_weight not in TREE_WEIGHTS:

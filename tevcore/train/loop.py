@@ -67,7 +67,7 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 
 def step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: torch.Tensor | None,
               rank: int, world_size: int, trees: bool | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """This rank's distillation rows, tree rows, and which distillation rows get their depth-1 token.
+    """This rank's distillation rows, tree rows, and how many leading tokens of its path each row is given (0: none).
 
     With `tree_share` every row comes from the tree pool and the tree rows are the batch's first rows (this
     rank's are then the first of its own rows) when `trees` (default: when the run trains on trees, lambda > 0;
@@ -83,9 +83,11 @@ def step_rows(config: TrainConfig, step: int, anchors: AnchorSet, pool_rows: tor
         tree_rows = torch.zeros(0, dtype=torch.long)
         if pool_rows is not None and config.tree_anchors:
             tree_rows = pool_rows[torch.randint(len(pool_rows), (config.tree_anchors,), generator=generator)]
-    known = torch.zeros(config.batch_size, dtype=torch.bool)
+    known = torch.zeros(config.batch_size, dtype=torch.long)
     if config.known_prob:
-        known = torch.rand(config.batch_size, generator=generator) < config.known_prob
+        known = (torch.rand(config.batch_size, generator=generator) < config.known_prob).long()
+        if config.known_depth > 1:
+            known *= torch.randint(1, config.known_depth + 1, (config.batch_size,), generator=generator)
     return rows[rank::world_size], tree_rows[rank::world_size], known[rank::world_size]
 
 
@@ -162,7 +164,7 @@ def step_terms(adapter: TrainingAdapter, model: torch.nn.Module, config: TrainCo
     batch = anchors.batch(rows if shared else torch.cat([rows, tree_rows]), adapter.vocab_map)
     n = len(rows)
     if not shared:
-        known = torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.bool)])
+        known = torch.cat([known, torch.zeros(len(tree_rows), dtype=torch.long)])
     with seeded_torch_rng(config.seed * 1_000_003 + step * 101 + rank, device):
         logq, teacher_probs = adapter.rows(model, batch, anchors, known)
     distill = anchor_loss(config.anchor_loss, logq[:n], batch.teacher_ids[:n].to(device), teacher_probs[:n].to(device))
