@@ -153,7 +153,10 @@ def test_a_real_sigint_during_generate_ends_in_one_line_and_a_partial_trace(tiny
 
     out = tmp_path / "run.jsonl"
     script = (
-        "import sys, time\n"
+        "import signal, sys, time\n"
+        # Ctrl-C as in a terminal, even where pytest runs as a background job (which starts children with SIGINT
+        # ignored, and Python then raises no KeyboardInterrupt)
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "import tevcore.decoding.loop as loop\n"
         "real = loop.rounds\n"
         "def rounds(*a, **k):\n"
