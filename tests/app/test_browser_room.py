@@ -40,7 +40,8 @@ def room(tmp_path_factory):
     folder = tmp_path_factory.mktemp("room")
     server = room_load.start_room_server(
         folder, secret=SECRET, slots=1,
-        config='targets = ["default"]\ndrafters = ["rollout"]\n[caps]\nupload_bytes = 65536\ntext_bytes = 1048576\n')
+        config='targets = ["default"]\ndrafters = ["rollout"]\n[caps]\nupload_bytes = 65536\ntext_bytes = 1048576\n'
+               'sampled_rounds = 2000\n')  # a draw long enough to hold the slot until its tab closes
     yield server
     alive = server.process.poll() is None
     server.stop()
@@ -91,19 +92,43 @@ def holds_the_slot(page) -> None:
     page.locator('[data-testid="stProgress"]').filter(has_text="tokens").first.wait_for(timeout=120_000)
 
 
-def until_shown(page, room, text: str, timeout_ms: float) -> None:
-    """Until the page shows `text`; else fail with what the page shows and the server's log."""
+def until_shown(page, room, text: str, timeout_ms: float, who: str = "the page") -> None:
+    """Until the page shows `text`; else fail naming the page (`who`), with what its main part shows (its
+    screenshot in the room's folder) and the server's log."""
     try:
         page.get_by_text(text, exact=False).first.wait_for(timeout=timeout_ms)
     except PlaywrightTimeout:
-        shown = page.locator("body").inner_text()[-1500:]
-        pytest.fail(f"{text!r} not shown after {timeout_ms / 1000:.0f} s; the page shows:\n{shown}\n"
-                    f"server log:\n{room.log.read_text()[-2000:]}")
+        shot = room.folder / f"missing-{re.sub(r'[^a-z0-9]+', '-', who.lower())}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        shown = page.locator('[data-testid="stMain"]').inner_text()[:2000]
+        pytest.fail(f"{text!r} not shown on {who} after {timeout_ms / 1000:.0f} s (screenshot {shot}); its main "
+                    f"part shows:\n{shown}\nserver log:\n{room.log.read_text()[-2000:]}")
 
 
-def until_result(page, room, timeout_ms: float) -> None:
-    """Until the page's live run shows its rounds; else fail with what the page shows and the server's log."""
-    until_shown(page, room, "Across rounds", timeout_ms)
+def until_result(page, room, timeout_ms: float, who: str = "the page") -> None:
+    """Until the page's live run shows its rounds; else fail as `until_shown` does."""
+    until_shown(page, room, "Across rounds", timeout_ms, who)
+
+
+def hold_the_only_slot(page, room) -> None:
+    """Make `page` hold the server's only compute slot until its tab closes: an 8-token explorer run, then 2,000
+    sampled trees of up to 64 nodes drawn at its round's context (many minutes of work; a closed tab stops it at
+    its next tree). A live run holds the slot only while it decodes, which a loaded machine can end before the
+    test has made its requests."""
+    kit.set_number(page, "max new tokens", 8)
+    page.get_by_role("button", name="▶ Run live").click()
+    until_result(page, room, 300_000, "the slot holder's explorer")
+    visit(page, "Verifier comparison")
+    page.get_by_text("sampled trees at an explorer round's context", exact=False).click()
+    kit.wait_idle(page)
+    builder = page.get_by_label("sampled builder", exact=True)
+    builder.fill("sampled:4,4,4")
+    builder.press("Enter")
+    kit.wait_idle(page)
+    kit.set_number(page, "budget", 64)
+    kit.set_number(page, "rounds (fresh trees)", 2000)
+    page.get_by_role("button", name="▶ Draw the trees").click()
+    page.get_by_text(re.compile(r"tree \d+/2000")).wait_for(timeout=300_000)
 
 
 def text_boxes(page) -> list[str]:
@@ -295,34 +320,40 @@ def test_another_sessions_build_cannot_be_stopped_and_job_starts_stay_under_the_
 
 def test_a_burst_of_reruns_keeps_one_place_in_line_and_ends_in_one_result(browser, room):
     first = session(browser, room, "Tree explorer")
-    kit.set_number(first, "max new tokens", 128)
     second = session(browser, room, "Tree explorer")
     kit.set_number(second, "max new tokens", 8)
-    first.get_by_role("button", name="▶ Run live").click()
-    holds_the_slot(first)  # the only slot
+    hold_the_only_slot(first, room)
     run = second.get_by_role("button", name="▶ Run live")
     for _ in range(10):
         run.click()
         second.wait_for_timeout(100)
     places: list[str] = []  # "k of n" as shown, in order
+
+    def look() -> None:
+        for text in second.get_by_text(room_load.QUEUE_TEXT, exact=False).all_inner_texts():
+            places.append(text.split(room_load.QUEUE_TEXT)[1].split(" in line")[0])
+
+    until_shown(second, room, room_load.QUEUE_TEXT, 60_000, "the clicking tab")
+    for _ in range(25):  # five seconds in line: every click's request has arrived
+        look()
+        second.wait_for_timeout(200)
+    first.context.close()  # the draw stops at its next tree: the burst's request runs
     deadline = time.time() + 600
     while second.get_by_text("Across rounds", exact=True).count() == 0:
         assert time.time() < deadline, "the burst's last run never finished"
-        for text in second.get_by_text(room_load.QUEUE_TEXT, exact=False).all_inner_texts():
-            places.append(text.split(room_load.QUEUE_TEXT)[1].split(" in line")[0])
+        look()
         second.wait_for_timeout(200)
     # Ten stacked requests would show a line growing towards ten. The burst's own request is one; in the full suite
     # one other session of this module's server has been seen waiting beside it ("2 of 2"), so the line may hold two.
     assert places and max(int(place.split(" of ")[1]) for place in places) <= 2, places
-    until_result(first, room, 300_000)
-    kit.no_exception(first)
     kit.no_exception(second)
 
 
 def test_three_tabs_of_one_participant_hold_one_place_in_line(browser, room):
     """A participant is their browser: while one of their tabs computes, their other tabs' requests stand in line
     once (the newest replaces the older), and another participant's request stands behind that one place. On
-    a10088a each tab was a participant of its own: three tabs held three places."""
+    a10088a each tab was a participant of its own: three tabs held three places. Once the computing tab closes,
+    the participant's newest request runs, then the other participant's."""
     ann = browser.new_context(viewport={"width": 1500, "height": 1400})
 
     def tab():
@@ -333,22 +364,22 @@ def test_three_tabs_of_one_participant_hold_one_place_in_line(browser, room):
         return page
 
     first, second, third = tab(), tab(), tab()
-    kit.set_number(first, "max new tokens", 128)
     for page in (second, third):
         kit.set_number(page, "max new tokens", 8)
-    bob = session(browser, room, "Tree explorer")  # ready before ann's run starts: it must still hold the slot
-    kit.set_number(bob, "max new tokens", 8)  # when bob asks
-    first.get_by_role("button", name="▶ Run live").click()
-    holds_the_slot(first)  # ann's first tab
+    bob = session(browser, room, "Tree explorer")
+    kit.set_number(bob, "max new tokens", 8)
+    hold_the_only_slot(first, room)  # ann's first tab
     second.get_by_role("button", name="▶ Run live").click()
-    second.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
+    until_shown(second, room, f"{room_load.QUEUE_TEXT}1 of 1 in line", 60_000, "ann's second tab")
     third.get_by_role("button", name="▶ Run live").click()
-    second.get_by_text("This request was replaced by your newer one.").wait_for(timeout=60_000)
-    third.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
+    until_shown(second, room, "This request was replaced by your newer one.", 60_000, "ann's second tab")
+    until_shown(third, room, f"{room_load.QUEUE_TEXT}1 of 1 in line", 60_000, "ann's third tab")
     bob.get_by_role("button", name="▶ Run live").click()
-    until_shown(bob, room, f"{room_load.QUEUE_TEXT}2 of 2 in line", 60_000)
-    for page in (first, third, bob):
-        until_result(page, room, 300_000)
+    until_shown(bob, room, f"{room_load.QUEUE_TEXT}2 of 2 in line", 60_000, "bob's tab")
+    first.close()  # its draw stops at its next tree and frees the slot
+    until_result(third, room, 300_000, "ann's third tab")
+    until_result(bob, room, 300_000, "bob's tab")
+    for page in (second, third, bob):
         kit.no_exception(page)
     ann.close()
 
@@ -364,25 +395,12 @@ def test_a_tab_closed_mid_computation_frees_its_slot(browser, tmp_path):
                                                 '[caps]\nsampled_rounds = 2000\n')
     try:
         ann = session(browser, server, "Tree explorer")
-        kit.set_number(ann, "max new tokens", 8)
-        ann.get_by_role("button", name="▶ Run live").click()
-        ann.get_by_text("Across rounds", exact=True).wait_for(timeout=300_000)
-        visit(ann, "Verifier comparison")
-        ann.get_by_text("sampled trees at an explorer round's context", exact=False).click()
-        kit.wait_idle(ann)
-        builder = ann.get_by_label("sampled builder", exact=True)
-        builder.fill("sampled:4,4,4")
-        builder.press("Enter")
-        kit.wait_idle(ann)
-        kit.set_number(ann, "budget", 64)  # trees of up to 64 nodes: 2,000 of them take many minutes
-        kit.set_number(ann, "rounds (fresh trees)", 2000)
-        ann.get_by_role("button", name="▶ Draw the trees").click()
-        ann.get_by_text(re.compile(r"tree \d+/2000")).wait_for(timeout=300_000)  # ann's draw holds the only slot
+        hold_the_only_slot(ann, server)  # most of its trees to go (minutes of work)
         bob = session(browser, server, "Tree explorer")
         kit.set_number(bob, "max new tokens", 8)
         bob.get_by_role("button", name="▶ Run live").click()
         bob.get_by_text(f"{room_load.QUEUE_TEXT}1 of 1 in line", exact=False).wait_for(timeout=60_000)
-        ann.context.close()  # mid-draw: most of its trees to go (minutes of work)
+        ann.context.close()  # mid-draw
         bob.get_by_text("Across rounds", exact=True).wait_for(timeout=120_000)
         kit.no_exception(bob)
         assert server.process.poll() is None
