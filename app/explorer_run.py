@@ -27,23 +27,25 @@ FAN_SHOWN = 6  # children the node-link tree draws per node before folding the r
 class _LiveView:
     """A live run's progress bar, latest tree and text so far, drawn into one slot as each round arrives."""
 
-    def __init__(self, slot, session: ExplorerSession, max_new_tokens: int) -> None:
+    def __init__(self, slot, max_new_tokens: int) -> None:
         area = slot.container()
-        self.session, self.max_new_tokens = session, max_new_tokens
+        self.max_new_tokens = max_new_tokens
         self.progress = area.progress(0.0, text="decoding…")
         self.tree_box, self.text_box = area.empty(), area.empty()
 
-    def show(self, record) -> None:
-        made = self.session.made_tokens
+    def show(self, shown: ExplorerSession, record) -> None:
+        """Round `record` has arrived; `shown` holds the run's rounds so far."""
+        made = shown.made_tokens
         self.progress.progress(min(1.0, made / self.max_new_tokens),
                                text=f"round {record.index}: {made} tokens, block length {record.emitted}")
         self.tree_box.plotly_chart(figures.record_tree_figure(record, fan=FAN_SHOWN),
                                    key=f"ex_live_tree_{record.index}")
-        self.text_box.markdown(figures.text_by_round_html(self.session.records), unsafe_allow_html=True)
+        self.text_box.markdown(figures.text_by_round_html(shown.records), unsafe_allow_html=True)
 
 
 def _copy_of(session: ExplorerSession) -> ExplorerSession:
-    """A copy whose list of rounds is its own (what a tab draws of its run once the shared session moved on)."""
+    """A copy whose list of rounds is its own (what a tab draws of its run, whatever another tab of the browser
+    does to the shared session meanwhile); its view is the session's (`RoundView`)."""
     shown = copy.copy(session)
     shown.records = list(session.records)
     return shown
@@ -53,9 +55,11 @@ def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool,
     """Run (to the end, streamed into `live_slot`) or Step (one round), starting over when the settings changed;
     the decode waits its turn in the server's compute queue. A refusal or a failure is said in one line.
 
-    Returns the session to draw: `session`, or, when another tab of this browser started a new generation in the
-    shared session as this run's turn ended, a copy holding the rounds this run made (they are this tab's result;
-    the shared session now follows the other tab's generation)."""
+    Returns what to draw: `session` when no generation ran, else a copy holding this run's generation and its
+    rounds. The browser's tabs share `session`, and another tab's new generation can replace its rounds at any time
+    once this run's turn ends (even while this page draws), so the page draws the copy; while the generation is
+    still the session's, the copy shares its view, so a round chosen on it stays chosen. When the other tab's
+    generation has already replaced this one, the page says so above the rounds."""
     try:
         request = settings.request()
     except ValueError as err:
@@ -63,19 +67,17 @@ def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool,
         return session
     fresh = session.needs_new_generation(settings)
     ours = {"generation": None if fresh else session.generation, "shown": _copy_of(session)}
-    live = _LiveView(live_slot, session, settings.max_new_tokens) if run else None
+    live = _LiveView(live_slot, settings.max_new_tokens) if run else None
 
     def started(generation) -> None:
         session.start_live(generation, settings, time.perf_counter())
         ours["generation"], ours["shown"] = generation, _copy_of(session)
 
     def kept(record) -> None:
-        ours["shown"].records.append(record)  # this run's rounds, whatever another tab starts once the turn ends
-        if session.generation is not ours["generation"]:  # the shared session moved on: the round is kept here only
-            return
-        session.add(record)
+        ours["shown"].records.append(record)  # this run's rounds, whatever another tab does to the shared session
+        session.add(record, ours["generation"])  # and the session's, while it holds this generation
         if live is not None:
-            live.show(record)
+            live.show(ours["shown"], record)
 
     try:
         with room_ui.seat() as asking:
@@ -91,13 +93,13 @@ def run_or_step(session: ExplorerSession, settings: ExplorerSettings, run: bool,
         st.warning(found.started.drafter_note)
     if found.failure:
         st.error(found.failure)
-    if ours["generation"] is None or session.generation is ours["generation"]:  # no start, or still the shown one
-        session.done = session.done or found.finished
+    if ours["generation"] is None:  # no generation ran (its start failed)
         return session
     shown = ours["shown"]
     shown.done = shown.done or found.finished
-    live_slot.info("Another tab of this browser has started a new generation since: this page shows the rounds "
-                   "this run made; your next action here shows the new one.")  # above the rounds
+    if not session.finish(ours["generation"], found.finished):
+        live_slot.info("Another tab of this browser has started a new generation since: this page shows the rounds "
+                       "this run made; your next action here shows the new one.")  # above the rounds
     return shown
 
 

@@ -24,6 +24,7 @@ round falls back to the round's exit node.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import MISSING, dataclass, field, fields
 
@@ -43,6 +44,7 @@ SETTING_PREFIXES = ("ex_item_", "ex_prompt_")  # one prompt pick and text per pr
 SETTING_NAMES = {"target": "target", "prompt": "prompt", "chat": "chat template", "temperature": "temperature",
                  "budget": "budget", "builder": "builder", "verifier": "verifier", "seed": "seed",
                  "max_new_tokens": "max new tokens", "proposer": "drafter", "trim": "trim"}
+_OUTLIVE_GENERATIONS = ("kept", "upload_id", "active_drafter", "lock")  # fields a new set of rounds leaves as they are
 KEPT_ROWS = 8  # rounds whose re-scored rows (nodes x vocabulary floats each) are kept; the oldest go first
 
 
@@ -107,11 +109,19 @@ def node_for_round(chosen: Mapping[int, int], round_index: int, num_nodes: int, 
 
 @dataclass
 class RoundView:
-    """What the user chose on each round: its node, the last chart click seen there, the fans opened there."""
+    """The view of one set of rounds: what the user chose on each round (its node, the last chart click seen there,
+    the fans opened there), the round on screen, the rounds it has followed and what the last Save said.
+
+    A copy of the session that draws a run's own rounds (`explorer_run.run_or_step`) shares this object, so what
+    is chosen on the copy stays chosen on the session while that generation is the session's; a new set of rounds
+    gets a view of its own."""
 
     nodes: dict[int, int] = field(default_factory=dict)
     clicks: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
     opened: dict[int, set[int]] = field(default_factory=dict)
+    selected: int = 0  # the round on screen (the verifier comparison opens at it)
+    seen: int = 0  # rounds the view has followed (a new round moves the shown one to it)
+    saved: str | None = None  # what the last Save wrote (said once the page shows the rounds again)
 
     def take_click(self, index: int, click: tuple[int | None, int | None], num_nodes: int) -> None:
         """A chart's (node, fold) selection on round `index`: a new one chooses the node or opens the fan; the old
@@ -153,14 +163,13 @@ class ExplorerSession:
     proposer_note: str | None = None  # why another drafter stood in, if one did
     started: float | None = None  # when the live generation started: it names that generation for other pages
     upload_id: str | None = None  # the upload last opened (a rerun does not open it again)
-    seen: int = 0  # rounds the view has followed (a new round moves the shown one to it)
-    selected_round: int = 0  # the round on screen (the verifier comparison opens at it)
     view: RoundView = field(default_factory=RoundView)
     rows: dict[int, tuple[torch.Tensor, float | None]] = field(default_factory=dict)  # round -> (logits, drift)
     row_errors: dict[int, str] = field(default_factory=dict)  # round -> why re-scoring failed (not tried again)
     kept: dict[str, object] = field(default_factory=dict)  # the settings widgets' last values
     active_drafter: str | None = None  # a checkpoint the ExitTrain page made the explorer's drafter (offered first)
-    saved: str | None = None  # the trace file the last Save wrote (said once the page shows the rounds again)
+    # a browser's tabs share this object: a run's end and another tab's new generation take it in turn
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def of(cls, state: MutableMapping) -> "ExplorerSession":
@@ -194,20 +203,30 @@ class ExplorerSession:
 
     # ------------------------------------------------------------ where the rounds come from
     def _fresh(self, **values) -> None:
-        """Every field back to its default, then `values`; the widget values, the upload last opened (an upload
-        still in its box is not opened again) and the drafter ExitTrain chose stay."""
-        kept, upload_id, active_drafter = self.kept, self.upload_id, self.active_drafter
-        for f in fields(self):
-            setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())
-        self.kept, self.upload_id, self.active_drafter = kept, upload_id, active_drafter
-        for name, value in values.items():
-            setattr(self, name, value)
+        """Every field back to its default, then `values`, in one step under the lock (the one way the rounds are
+        replaced); the widget values, the upload last opened (an upload still in its box is not opened again) and
+        the drafter ExitTrain chose stay."""
+        with self.lock:
+            for f in fields(self):
+                if f.name not in _OUTLIVE_GENERATIONS:
+                    setattr(self, f.name, f.default if f.default_factory is MISSING else f.default_factory())
+            for name, value in values.items():
+                setattr(self, name, value)
 
     def start_live(self, generation: LiveGeneration, settings: ExplorerSettings, started: float) -> None:
         """A new live generation replaces the rounds (and the view and rows of the old ones)."""
         self._fresh(generation=generation, source=LIVE, settings=settings, prompt_ids=list(generation.prompt_ids),
                     target_spec=settings.target.strip(), meta=generation.meta, proposer_note=generation.drafter_note,
                     started=started)
+
+    def finish(self, generation: LiveGeneration, finished: bool) -> bool:
+        """Mark `generation` finished (when `finished`) if it is still this session's; whether it was. Checked and
+        set under the lock that a new generation takes, so a run's end never marks another tab's new one."""
+        with self.lock:
+            if self.generation is not generation:
+                return False
+            self.done = self.done or finished
+            return True
 
     def replay(self, rounds: list[RoundRecord], meta: dict, name: str) -> None:
         """A trace's rounds replace the session's: finished, with nothing to re-score them from."""
@@ -224,8 +243,13 @@ class ExplorerSession:
         """New generation: no rounds, no view (the settings widgets keep their values)."""
         self._fresh()
 
-    def add(self, record: RoundRecord) -> None:
-        self.records.append(record)
+    def add(self, record: RoundRecord, generation: LiveGeneration) -> bool:
+        """Append a round of `generation` if that is still this session's generation; whether it was."""
+        with self.lock:
+            if self.generation is not generation:
+                return False
+            self.records.append(record)
+            return True
 
     @property
     def made_tokens(self) -> int:
@@ -253,11 +277,29 @@ class ExplorerSession:
         return (self.settings or settings).seed
 
     # ------------------------------------------------------------ which round is shown
+    @property
+    def selected_round(self) -> int:
+        """The round on screen (the verifier comparison opens at it)."""
+        return self.view.selected
+
+    @selected_round.setter
+    def selected_round(self, index: int) -> None:
+        self.view.selected = index
+
+    @property
+    def saved(self) -> str | None:
+        """What the last Save of these rounds wrote (said once, then set back to None)."""
+        return self.view.saved
+
+    @saved.setter
+    def saved(self, said: str | None) -> None:
+        self.view.saved = said
+
     def new_round_to_follow(self) -> int | None:
         """The latest round's index when rounds arrived since the view last looked (the view moves to it)."""
-        if self.seen == len(self.records):
+        if self.view.seen == len(self.records):
             return None
-        self.seen = len(self.records)
+        self.view.seen = len(self.records)
         return len(self.records) - 1
 
     def select(self, requested) -> int:
@@ -269,8 +311,7 @@ class ExplorerSession:
 
     def reset_view(self) -> None:
         """A view failed to draw: forget the choices made on it; the next run follows the latest round again."""
-        self.view = RoundView()
-        self.seen = -1
+        self.view = RoundView(seen=-1)
 
     def round_key(self, index: int) -> tuple:
         """What round `index` is, stable across reruns (for another page's caches)."""

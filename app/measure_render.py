@@ -65,7 +65,7 @@ def main() -> int:
     at.run()
     page_times = []
     for _ in range(args.repeats):
-        session.seen = 0  # as if a round had just arrived
+        session.view.seen = 0  # as if a round had just arrived
         start = time.perf_counter()
         at.run()
         page_times.append(time.perf_counter() - start)

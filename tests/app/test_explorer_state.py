@@ -3,6 +3,7 @@ folded fan names its parent; the session keeps rounds, view, rows and settings, 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import pytest
@@ -91,8 +92,10 @@ def test_a_live_generation_a_replay_and_a_new_start_replace_the_rounds_but_keep_
     assert session.needs_new_generation(replace(settings, budget=16))
     assert session.meta == {"target": "t"} and session.target_spec == settings.target
     assert session.active_drafter == "runs/r/checkpoint-5"  # ExitTrain's choice outlives a new generation
-    for record in session.generation.rounds:
-        session.add(record)
+    running = session.generation
+    for record in running.rounds:
+        assert session.add(record, running)
+    assert not session.add(records[0], LiveGeneration(iter([]), [1], {}))  # a round of another generation
     assert session.made_tokens == sum(len(r.emitted_tokens) for r in records)
     assert session.shown_changes(replace(settings, seed=3)) == ["seed 0 (now 3)"]
     assert session.seed_used(replace(settings, seed=3)) == 0  # the rounds' own seed
@@ -108,6 +111,26 @@ def test_a_live_generation_a_replay_and_a_new_start_replace_the_rounds_but_keep_
     assert not session.takes_upload("u1") and session.takes_upload("u2") and not session.takes_upload("u2")
     session.forget()
     assert session.records == [] and session.source is None and session.kept == {"ex_budget": 8}
+
+
+def test_a_runs_end_marks_its_own_generation_only_and_a_copy_shares_the_view_until_a_new_generation():
+    """A browser's tabs share one session: a run that ended draws a copy of it (`explorer_run.run_or_step`). While
+    its generation is the session's, the round chosen on the copy is the session's too; a new generation started
+    by another tab gets a view of its own, and the old run's end does not mark it finished."""
+    records = appdata.synthetic_records(rounds=3, budget=8)
+    session, settings = ExplorerSession(), opening_settings(budget=8)
+    ours, others = (LiveGeneration(iter(records), [1, 2], {}) for _ in range(2))
+    session.start_live(ours, settings, started=1.0)
+    shown = copy.copy(session)
+    shown.records = list(records)
+    assert shown.select(1) == 1 and session.selected_round == 1
+    shown.saved = "saved t.jsonl"
+    assert session.saved == "saved t.jsonl"
+    assert session.finish(ours, finished=True) and session.done
+    session.start_live(others, settings, started=2.0)
+    assert not session.finish(ours, finished=True) and not session.done
+    shown.select(2)
+    assert session.selected_round == 0 and session.saved is None and shown.records == records
 
 
 def test_the_view_follows_new_rounds_and_a_reset_follows_the_latest_again():

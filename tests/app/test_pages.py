@@ -621,15 +621,17 @@ def test_explorer_shows_the_same_round_after_a_page_switch():
     assert at.slider(key="ex_round").value == 1 and explorer_of(at).selected_round == 1
 
 
-@pytest.mark.parametrize("other_tab_starts", [False, True])
+@pytest.mark.parametrize("other_tab_starts", ["never", "as the turn ends", "as the page draws"])
 def test_a_run_shows_its_own_rounds_when_another_tab_starts_a_new_generation_as_it_ends(monkeypatch,
                                                                                        other_tab_starts):
     """A browser's tabs share one explorer session. When one tab's run ends and its turn passes to the same
-    browser's other tab, that tab's new generation can replace the shared rounds before the first tab draws: the
-    first tab then drew an empty page ("Press Run live"), and its run marked the other tab's generation finished.
-    It shows the rounds its run made, says why, and leaves the other generation as it is."""
+    browser's other tab, that tab's new generation can replace the shared rounds before the first tab draws, or
+    while it draws: the first tab then drew an empty page ("Press Run live"), and its run marked the other tab's
+    generation finished. It shows the rounds its run made, says why where the other generation came first, and
+    leaves the other generation as it is."""
     from types import SimpleNamespace
 
+    import explorer_view
     from tevcore.studio import explorer as studio_explorer
 
     records = appdata.synthetic_records(rounds=2, budget=12)
@@ -641,18 +643,27 @@ def test_a_run_shows_its_own_rounds_when_another_tab_starts_a_new_generation_as_
         on_start(ours)
         for record in records:
             on_round(record)
-        if other_tab_starts:  # the other tab's turn begins as this one ends
+        if other_tab_starts == "as the turn ends":
             session.start_live(others, session.settings, 0.0)
         return studio_explorer.Decoded(started=ours, records=list(records), finished=True)
 
+    drawn = explorer_view.show_view
+
+    def show_view(shown, settings):
+        if other_tab_starts == "as the page draws" and session.generation is ours:
+            session.start_live(others, session.settings, 0.0)
+        drawn(shown, settings)
+
     monkeypatch.setattr(studio_explorer, "decode", decode)
+    monkeypatch.setattr(explorer_view, "show_view", show_view)
     at.run()
     at.button(key="ex_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     said = [i.value for i in at.info if "Another tab of this browser" in i.value]
     assert any("2 rounds · finished" in c.value for c in at.caption)  # this run's rounds, drawn
     assert charts(at) >= 6
-    assert len(said) == other_tab_starts
+    assert len(said) == (other_tab_starts == "as the turn ends")
     shared = explorer_of(at)
-    assert shared.generation is (others if other_tab_starts else ours)
-    assert len(shared.records) == (0 if other_tab_starts else 2) and shared.done is not other_tab_starts
+    replaced = other_tab_starts != "never"
+    assert shared.generation is (others if replaced else ours)
+    assert len(shared.records) == (0 if replaced else 2) and shared.done is not replaced
