@@ -54,6 +54,28 @@ def test_every_design_is_measured_at_the_same_positions_and_the_baseline_is_exac
     assert "vs first" in format_designs(cells)
 
 
+def test_all_pairs_compares_every_two_designs_with_their_own_paired_se(tiny_target, proposer):
+    """Two designs after the first are compared directly: their difference is the difference of their differences
+    from the first, and its s.e. is that of their own paired differences, not the sum through the first."""
+    designs = [parse_design(d) for d in ("best_first=tev", "sampled:2,1=rrs", "mixed:2,1=rrs", "policy:2,1=rrs")]
+    cells = compare_designs(tiny_target, proposer, designs, PROMPTS, 1.0, [4, 6], draws=2, max_new_tokens=3,
+                            progress=False, all_pairs=True)
+    for budget in (4, 6):
+        against = {c.design: c for c in cells if c.budget == budget and c.baseline == designs[0].name}
+        pairs = {(c.design, c.baseline): c for c in cells if c.budget == budget and c.baseline != designs[0].name}
+        assert list(against) == [d.name for d in designs]
+        assert sorted(pairs) == sorted((designs[d].name, designs[b].name) for b in (1, 2) for d in range(b + 1, 4))
+        for (design, baseline), pair in pairs.items():
+            assert pair.difference == pytest.approx(against[design].difference - against[baseline].difference)
+            assert pair.length == pytest.approx(against[design].length)
+            assert 0 <= pair.difference_se and pair.positions == against[design].positions
+    plain = compare_designs(tiny_target, proposer, designs, PROMPTS, 1.0, [4, 6], draws=2, max_new_tokens=3,
+                            progress=False)
+    assert plain == [c for c in cells if c.baseline == designs[0].name]  # the same draws, the same cells
+    text = format_designs(cells)
+    assert "vs first" in text and "design minus the other" in text and "design minus" not in format_designs(plain)
+
+
 def test_at_zero_temperature_the_policy_is_best_first(tiny_target, proposer):
     designs = [parse_design(d) for d in ("best_first=tev", "policy:2,1,1=rrs", "mixed:2,1,1=rrs")]
     cells = compare_designs(tiny_target, proposer, designs, PROMPTS, 0.0, [3, 6], max_new_tokens=3, progress=False)
@@ -62,6 +84,6 @@ def test_at_zero_temperature_the_policy_is_best_first(tiny_target, proposer):
 
 
 def test_the_command_refuses_a_bad_design_in_one_line(capsys):
-    assert main(["compare-designs", "--design", "best_first=rrs"]) == 2
+    assert main(["compare-designs", "--all-pairs", "--design", "best_first=rrs"]) == 2
     err = capsys.readouterr().err
     assert "verifier rrs" in err and "Traceback" not in err

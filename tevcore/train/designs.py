@@ -1,6 +1,7 @@
 """Tree designs compared at the same contexts: every design's expected accepted length at every position of ONE
-autoregressive decode, and each design's paired difference from the first, with standard errors clustered by
-prompt (what `shared_start_coverage` does for drafters, here for (builder, rule) pairs).
+autoregressive decode, and each design's paired difference from the first (or, asked for, from every other), with
+standard errors clustered by prompt (what `shared_start_coverage` does for drafters, here for (builder, rule)
+pairs).
 
 A design is a builder and the law its verdicts follow: a registry rule
 (`tev` on a fixed tree gives 1 + C; `rrs` on a drawn tree its own law), or
@@ -69,7 +70,8 @@ def parse_design(text: str) -> Design:
 @dataclass(frozen=True)
 class DesignCell:
     """One design at one budget over a set of positions: its mean E[L], and its paired difference from the
-    baseline design (the first), both with standard errors clustered by prompt."""
+    baseline design (the first, or with `all_pairs` any design listed before it), both with standard errors
+    clustered by prompt."""
 
     temperature: float
     budget: int
@@ -102,8 +104,11 @@ def _trees(design: Design, session: TargetSession, proposer, budget: int, temper
 
 def compare_designs(target: Target, proposer, designs: list[Design], prompts: list[PromptLike], temperature: float,
                     budgets: list[int], draws: int = 4, max_new_tokens: int = 64, seed: int = 0,
-                    by_set: bool = False, progress: bool = True) -> list[DesignCell]:
-    """Every design's E[L] at every position of one decode of each prompt, at each budget (see the module)."""
+                    by_set: bool = False, progress: bool = True, all_pairs: bool = False) -> list[DesignCell]:
+    """Every design's E[L] at every position of one decode of each prompt, at each budget (see the module), and
+    its paired difference from the first design; with `all_pairs`, also one cell per later design for every
+    other baseline (each pair once), so two designs after the first are compared with their own paired s.e.
+    instead of through the first."""
     if not designs:
         raise ValueError("compare at least one design")
     if draws < 1:
@@ -140,16 +145,21 @@ def compare_designs(target: Target, proposer, designs: list[Design], prompts: li
         for i, index in enumerate(where):
             groups.setdefault(sets[index], []).append(i)
     cells = []
+    baselines = range(len(designs)) if all_pairs else range(1)
     for j, budget in enumerate(budgets):
         for name, rows in groups.items():
             clusters = [where[i] for i in rows]
-            base = [positions[i][1][0][j] for i in rows]
-            for d, design in enumerate(designs):
-                values = [positions[i][1][d][j] for i in rows]
-                diffs = [v - b for v, b in zip(values, base)]
-                cells.append(DesignCell(float(temperature), budget, name, len(set(clusters)), len(rows), design.name,
-                                        designs[0].name, mean(values), _clustered_se(values, clusters), mean(diffs),
-                                        _clustered_se(diffs, clusters) if d else 0.0))
+            for b in baselines:
+                base = [positions[i][1][b][j] for i in rows]
+                for d, design in enumerate(designs):
+                    if b and d <= b:  # each pair once; a design against itself only in the first block
+                        continue
+                    values = [positions[i][1][d][j] for i in rows]
+                    diffs = [v - w for v, w in zip(values, base)]
+                    cells.append(DesignCell(float(temperature), budget, name, len(set(clusters)), len(rows),
+                                            design.name, designs[b].name, mean(values),
+                                            _clustered_se(values, clusters), mean(diffs),
+                                            _clustered_se(diffs, clusters) if d != b else 0.0))
     return cells
 
 
@@ -161,9 +171,26 @@ DESIGN_COLUMNS = (
     Column("%", lambda c: 100 * c["difference"] / (c["length"] - c["difference"]), "+.1f"))
 
 
+PAIR_COLUMNS = (
+    Column("T", "temperature", "g"), Column("B", "budget", "d"), Column("prompts", "prompt_set"),
+    Column("design", "design"), Column("minus", "baseline"), Column("difference", "difference", "+.3f"),
+    Column("(s.e.)", lambda c: f"({c['difference_se']:.3f})", "s"),
+    Column("%", lambda c: 100 * c["difference"] / (c["length"] - c["difference"]), "+.1f"))
+
+
 def format_designs(cells: list[DesignCell]) -> str:
-    """One table: each design's E[L] and its paired difference from the first design."""
-    return format_table(designs_to_json(cells), DESIGN_COLUMNS)
+    """Each design's E[L] and its paired difference from the first design; then, where the cells hold other
+    baselines (`all_pairs`), a table of those paired differences."""
+    first: dict[tuple, str] = {}  # (T, B, prompt set) -> its first baseline: the first design
+    against_first, pairs = [], []
+    for row in designs_to_json(cells):
+        baseline = first.setdefault((row["temperature"], row["budget"], row["prompt_set"]), row["baseline"])
+        (against_first if row["baseline"] == baseline else pairs).append(row)
+    text = format_table(against_first, DESIGN_COLUMNS)
+    if pairs:
+        text += "\n\npaired differences between designs after the first (design minus the other):\n" + \
+            format_table(pairs, PAIR_COLUMNS)
+    return text
 
 
 def designs_to_json(cells: list[DesignCell]) -> list[dict]:

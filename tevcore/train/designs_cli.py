@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed_value, default=0)
     parser.add_argument("--threads", type=thread_count, default=1)
     parser.add_argument("--by-set", action="store_true", help="also report each held-out set on its own")
+    parser.add_argument("--all-pairs", action="store_true",
+                        help="also the paired difference (s.e. clustered by prompt) between every two designs after "
+                             "the first, not only each design's difference from the first")
     parser.add_argument("--json", type=Path, default=None, help="write the cells here")
 
 
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     cells, start = [], time.time()
     for temperature, prompts in plan:
         cells += compare_designs(target, proposer, designs, prompts, temperature, budgets, args.draws,
-                                 args.max_new_tokens, args.seed, by_set=args.by_set)
+                                 args.max_new_tokens, args.seed, by_set=args.by_set, all_pairs=args.all_pairs)
     if not is_first():
         return 0
     print(f"baseline: {designs[0].name}; every design at the same positions of one decode per prompt "
@@ -72,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         settings = {"designs": [d.name for d in designs], "proposer": proposer.name, "model": target.name,
                     "budgets": budgets, "greedy_sets": args.greedy_sets, "sample_sets": args.sample_sets,
-                    "per_set": args.per_set, "max_new_tokens": args.max_new_tokens, "draws": args.draws}
+                    "per_set": args.per_set, "max_new_tokens": args.max_new_tokens, "draws": args.draws,
+                    "all_pairs": args.all_pairs}
         write_result(args.json, ResultRecord("compare-designs", meta, designs_to_json(cells), settings=settings,
                                              summary={"seconds": round(time.time() - start, 1)}), force=args.force)
     return 0
