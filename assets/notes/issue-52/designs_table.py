@@ -1,7 +1,9 @@
 """The README's table of `compare-designs` results: per (T, B, prompt set), each design's E[L] and its paired
 difference from the first design (± s.e. clustered by prompt), and whether the best design other than the
 first two (the two schools) and the old order (rrs-fixed-first) reaches 1.05 x the better of them beyond 2 s.e.
-(at T = 0: whether the per-node policy is within 1 s.e. of the first, best-first).
+(at T = 0: whether the per-node policy is within 1 s.e. of the first, best-first). Where the results hold the
+pairs (`compare-designs --all-pairs`), the best new design is set against the other school with their own paired
+s.e.; else through the first design.
 
     python assets/notes/issue-52/designs_table.py assets/notes/issue-52/designs-T1.json [...]
 """
@@ -16,11 +18,17 @@ from tevcore.results import read_result
 
 
 def main(paths: list[str]) -> None:
-    cells = defaultdict(dict)
+    cells = defaultdict(dict)  # (T, B, prompt set) -> design -> its row against the first design
+    pairs = {}  # (T, B, prompt set, design, other) -> the row of design minus other (--all-pairs)
+    firsts: dict[tuple, str] = {}
     designs: list[str] = []
     for path in paths:
         for row in read_result(Path(path)).rows:
-            cells[(row["temperature"], row["budget"], row["prompt_set"])][row["design"]] = row
+            key = (row["temperature"], row["budget"], row["prompt_set"])
+            if row["baseline"] == firsts.setdefault(key, row["baseline"]):
+                cells[key][row["design"]] = row
+            else:
+                pairs[key + (row["design"], row["baseline"])] = row
             if row["design"] not in designs:
                 designs.append(row["design"])
     print("| T | B | prompts (n, positions) | " + " | ".join(designs) + " | best new / better school |")
@@ -48,10 +56,14 @@ def main(paths: list[str]) -> None:
             better = max(schools, key=lambda r: r["length"])
             best = max(new, key=lambda r: r["length"])
             ratio = best["length"] / better["length"]
+            pair = pairs.get((t, b, name, best["design"], better["design"]))
             gap = best["difference"] - better["difference"]  # paired through the baseline
-            # the s.e. of best - better: paired through the baseline; against the other school, the sum of the two
-            # paired s.e. (an upper bound whatever their correlation)
-            se = best["difference_se"] + (0.0 if better["design"] == first["baseline"] else better["difference_se"])
+            if better["design"] == first["baseline"]:
+                se = best["difference_se"]
+            elif pair is not None:  # their own paired s.e.
+                se = pair["difference_se"]
+            else:  # the sum of the two paired s.e. through the baseline (an upper bound whatever their correlation)
+                se = best["difference_se"] + better["difference_se"]
             beyond = best["length"] - 1.05 * better["length"] > 2 * se
             verdict = f"{ratio:.3f} ({best['design']}; {'goal met' if beyond else 'goal not met'}" \
                       f", gap {gap:+.3f} ± {se:.3f})"
