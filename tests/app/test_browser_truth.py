@@ -116,11 +116,19 @@ def step_one_live_round(page) -> None:
 
 
 def open_verifier_comparison(page, source: str | None = None) -> None:
+    """Open the verifier comparison, on the tree source `source` if given (its option checked, not only clicked:
+    a click that lands while the page's first script run redraws the options can be lost)."""
     kit.open_page(page, "Verifier comparison")
     page.get_by_role("button", name="▶ Run every verifier").wait_for(timeout=60_000)
     if source:
-        page.get_by_text(source, exact=True).click()
-        kit.wait_idle(page)
+        chosen = page.get_by_role("radio", name=source, exact=True)
+        for _ in range(3):
+            kit.wait_idle(page)
+            page.get_by_text(source, exact=True).click()
+            kit.wait_idle(page)
+            if chosen.is_checked():
+                return
+        pytest.fail(f"the tree source {source!r} was clicked three times and is not chosen")
 
 
 def run_every_verifier(page, draws: int = 5000) -> list[dict[str, str]]:
